@@ -1,0 +1,130 @@
+//! The one conformance suite: `pub async fn` scenarios over a store factory,
+//! stamped per backend by [`conformance_suite!`] so `cargo test -- --list`
+//! shows each scenario as `conformance::<backend>::<scenario>`.
+//!
+//! Store scenarios drive the [`a2_store::Store`] trait directly on a
+//! [`a2_store::ManualClock`]; engine scenarios run a real [`a2_engine::Server`]
+//! over the store on tokio's paused clock.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use a2_store::{Clock, Store};
+
+pub mod engine;
+pub mod property;
+pub mod store;
+mod support;
+
+pub use tokio;
+
+/// Opens a fresh, empty store of one backend, stamping time with `clock`.
+/// Each call must return a store no other test sees (its own database or schema).
+pub trait StoreFactory: Send + Sync {
+    fn open(&self, clock: Arc<dyn Clock>) -> Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send + '_>>;
+}
+
+impl<F, Fut> StoreFactory for F
+where
+    F: Fn(Arc<dyn Clock>) -> Fut + Send + Sync,
+    Fut: Future<Output = Arc<dyn Store>> + Send + 'static,
+{
+    fn open(&self, clock: Arc<dyn Clock>) -> Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send + '_>> {
+        Box::pin(self(clock))
+    }
+}
+
+/// Stamp every scenario as a test: `conformance_suite!(memory, factory_expr)`.
+#[macro_export]
+macro_rules! conformance_suite {
+    ($backend:ident, $factory:expr) => {
+        mod conformance {
+            mod $backend {
+                #[allow(unused_imports)]
+                use super::super::*;
+                $crate::__stamp!(multi_thread, $factory;
+                    gap_free_indexes_under_concurrent_appenders,
+                    idempotent_reappend_by_id,
+                    partial_duplicate_batch_is_refused_whole,
+                    claim_is_exclusive_among_four_holders,
+                    lease_expiry_lets_another_holder_claim_with_next_attempt,
+                    superseded_attempt_changes_nothing,
+                    renewal_reports_superseded_heads,
+                    backoff_delays_double_from_base_and_cap,
+                    ten_failed_attempts_make_a_dead_letter,
+                    lapsed_attempts_count_and_exhaust_on_takeover,
+                    dead_head_blocks_its_lane_but_not_other_lanes_or_consumers,
+                    redrive_retry_gives_a_fresh_budget,
+                    redrive_skip_advances_exactly_once,
+                    redrive_of_a_live_head_reports_false,
+                    backfill_starts_at_one_and_others_at_the_head,
+                    log_consumer_skips_types_it_does_not_take,
+                    lane_function_heads_run_one_at_a_time_in_order,
+                    concurrent_heads_are_claimed_together,
+                    claim_through_bounds_the_heads,
+                    complete_appends_returned_events_atomically,
+                    clear_with_matching_and_mismatching_guard,
+                    snapshot_pins_are_kept_while_their_head_runs,
+                    two_contracts_with_one_session_id_never_collide,
+                    inspection_session_pages_and_summary,
+                    inspection_events_page,
+                    inspection_heads_of_a_session_with_lag,
+                    inspection_heads_and_dead_letters_store_wide,
+                    inspection_consumer_totals,
+                    inspection_snapshots,
+                    hostile_session_ids_round_trip,
+                );
+                $crate::__stamp_property!($factory);
+                $crate::__stamp!(paused, $factory;
+                    engine_runs_each_consumer_kind,
+                    engine_rejects_unknown_types_and_invalid_payloads,
+                    engine_retries_with_backoff_then_dead_letters,
+                    engine_redrive_retry_runs_once_more,
+                    engine_redrive_skip_moves_on,
+                    engine_consume_through_an_index,
+                    engine_consume_waits_for_a_held_head,
+                    engine_consume_on_a_dead_head_is_dead_lettered,
+                    engine_lane_function_keeps_order_per_lane,
+                    engine_concurrent_consumers_run_in_parallel,
+                    engine_deterministic_ids_survive_a_rerun,
+                    engine_state_folds_and_snapshots,
+                    engine_clear_supersedes_running_attempts,
+                    engine_stream_yields_new_events,
+                );
+            }
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __stamp {
+    (multi_thread, $factory:expr; $($scenario:ident),* $(,)?) => {
+        $(
+            #[$crate::tokio::test(flavor = "multi_thread", worker_threads = 2, crate = "a2_conformance::tokio")]
+            async fn $scenario() {
+                $crate::store::$scenario(&$factory).await;
+            }
+        )*
+    };
+    (paused, $factory:expr; $($scenario:ident),* $(,)?) => {
+        $(
+            #[$crate::tokio::test(start_paused = true, crate = "a2_conformance::tokio")]
+            async fn $scenario() {
+                $crate::engine::$scenario(&$factory).await;
+            }
+        )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __stamp_property {
+    ($factory:expr) => {
+        #[test]
+        fn fencing_property_one_completion_from_the_latest_attempt() {
+            $crate::property::fencing_property(&$factory);
+        }
+    };
+}

@@ -1,0 +1,238 @@
+//! Consumers: named readers of every session's log, each with its own
+//! durable position (a cursor for a string lane, a head per event otherwise).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use a2_store::{LogSpec, StoreConsumer};
+use serde_json::Value;
+
+use crate::context::ConsumerContext;
+use crate::{A2Error, Contract};
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+pub(crate) type RunFn = Arc<dyn Fn(ConsumerContext) -> BoxFuture<Result<Returned, BoxError>> + Send + Sync>;
+type LaneFn = Arc<dyn Fn(&str, &AppendInput) -> Option<String> + Send + Sync>;
+
+/// An event to append: its type, payload and, optionally, its own id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendInput {
+    pub event_type: String,
+    pub payload: Value,
+    pub id: Option<String>,
+}
+
+impl AppendInput {
+    pub fn new(event_type: impl Into<String>, payload: Value) -> Self {
+        Self { event_type: event_type.into(), payload, id: None }
+    }
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+}
+
+/// What a run returns: nothing, one event or a batch, appended atomically
+/// with the completion.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Returned(pub Vec<AppendInput>);
+
+impl From<()> for Returned {
+    fn from(_: ()) -> Self {
+        Self(Vec::new())
+    }
+}
+impl From<AppendInput> for Returned {
+    fn from(event: AppendInput) -> Self {
+        Self(vec![event])
+    }
+}
+impl From<Vec<AppendInput>> for Returned {
+    fn from(events: Vec<AppendInput>) -> Self {
+        Self(events)
+    }
+}
+impl From<Option<AppendInput>> for Returned {
+    fn from(event: Option<AppendInput>) -> Self {
+        Self(event.into_iter().collect())
+    }
+}
+
+/// How a consumer's heads are laid out.
+#[derive(Clone)]
+pub enum Lane {
+    /// One ordered cursor per session (a log consumer).
+    Log(String),
+    /// A lane per event, resolved once at append; heads of one lane run in order.
+    Function(LaneFn),
+    /// Every event its own head, all in parallel.
+    Concurrent,
+}
+
+pub(crate) struct ConsumerDef {
+    pub name: String,
+    pub types: Option<Vec<String>>,
+    pub lane: Lane,
+    pub backfill: bool,
+    pub abort_on: Vec<String>,
+    pub run: RunFn,
+}
+
+/// A defined consumer; cheap to clone.
+#[derive(Clone)]
+pub struct Consumer {
+    pub(crate) def: Arc<ConsumerDef>,
+}
+
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer").field("name", &self.def.name).finish_non_exhaustive()
+    }
+}
+
+/// Consumer names: 1–128 of letters, digits and `. _ : -`, starting with a letter or digit.
+pub fn validate_consumer_name(name: &str) -> Result<(), A2Error> {
+    if !crate::contract::valid_name(name) {
+        return Err(A2Error::invalid_consumer(format!(
+            "consumer name {name:?} must be 1-128 letters, digits, and . _ : - characters"
+        )));
+    }
+    if name.starts_with("a2.") {
+        return Err(A2Error::invalid_consumer(format!("consumer name '{name}': names starting with 'a2.' are reserved")));
+    }
+    Ok(())
+}
+
+/// Builds a [`Consumer`]; `run` validates and finishes it.
+pub struct ConsumerBuilder {
+    name: String,
+    types: Option<Vec<String>>,
+    lane: Lane,
+    backfill: bool,
+    abort_on: Vec<String>,
+}
+
+impl Consumer {
+    pub fn builder(name: impl Into<String>) -> ConsumerBuilder {
+        ConsumerBuilder { name: name.into(), types: None, lane: Lane::Concurrent, backfill: false, abort_on: Vec::new() }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+
+    pub fn is_log(&self) -> bool {
+        matches!(self.def.lane, Lane::Log(_))
+    }
+
+    pub(crate) fn takes(&self, event_type: &str) -> bool {
+        self.def.types.as_ref().is_none_or(|types| types.iter().any(|t| t == event_type))
+    }
+
+    /// The consumer as the store needs to know it.
+    pub(crate) fn store_consumer(&self) -> StoreConsumer {
+        match &self.def.lane {
+            Lane::Log(lane) => StoreConsumer {
+                name: self.def.name.clone(),
+                log: Some(LogSpec { lane: lane.clone(), types: self.def.types.clone(), backfill: self.def.backfill }),
+            },
+            _ => StoreConsumer::targeted(self.def.name.clone()),
+        }
+    }
+
+    /// Its types must exist in the contract the server implements.
+    pub(crate) fn check_against(&self, contract: &Contract) -> Result<(), A2Error> {
+        for event_type in self.def.types.iter().flatten().chain(&self.def.abort_on) {
+            if !contract.has_event_type(event_type) {
+                return Err(A2Error::invalid_consumer(format!(
+                    "consumer '{}': contract '{}' has no event type '{event_type}'",
+                    self.def.name,
+                    contract.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ConsumerBuilder {
+    /// The event types it takes (default: every type).
+    pub fn types<I, S>(mut self, types: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.types = Some(types.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// A string lane: one ordered cursor per session.
+    pub fn lane(mut self, lane: impl Into<String>) -> Self {
+        self.lane = Lane::Log(lane.into());
+        self
+    }
+
+    /// A lane per event, from the session id and the appended event.
+    pub fn lane_fn(mut self, lane: impl Fn(&str, &AppendInput) -> Option<String> + Send + Sync + 'static) -> Self {
+        self.lane = Lane::Function(Arc::new(lane));
+        self
+    }
+
+    /// A new cursor starts at index 1 instead of at the session's head.
+    pub fn backfill(mut self) -> Self {
+        self.backfill = true;
+        self
+    }
+
+    /// Event types whose arrival cancels a running attempt's token.
+    pub fn abort_on<I, S>(mut self, types: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.abort_on = types.into_iter().map(Into::into).collect();
+        self
+    }
+
+    pub fn run<F, Fut, R>(self, run: F) -> Result<Consumer, A2Error>
+    where
+        F: Fn(ConsumerContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, BoxError>> + Send + 'static,
+        R: Into<Returned>,
+    {
+        validate_consumer_name(&self.name)?;
+        let name = &self.name;
+        if self.types.as_ref().is_some_and(Vec::is_empty) {
+            return Err(A2Error::invalid_consumer(format!(
+                "consumer '{name}' lists no types; leave types out to take every type"
+            )));
+        }
+        if let Lane::Log(lane) = &self.lane {
+            if lane.is_empty() {
+                return Err(A2Error::invalid_consumer(format!("lane for consumer '{name}' must be a non-empty string")));
+            }
+        }
+        if self.backfill && !matches!(self.lane, Lane::Log(_)) {
+            return Err(A2Error::invalid_consumer(format!("consumer '{name}' backfills, so its lane must be a string")));
+        }
+        if self.backfill && !self.abort_on.is_empty() {
+            return Err(A2Error::invalid_consumer(format!("consumer '{name}' backfills, so it can't use abort_on")));
+        }
+        let run: RunFn = Arc::new(move |ctx| {
+            let fut = run(ctx);
+            Box::pin(async move { fut.await.map(Into::into) })
+        });
+        Ok(Consumer {
+            def: Arc::new(ConsumerDef {
+                name: self.name,
+                types: self.types,
+                lane: self.lane,
+                backfill: self.backfill,
+                abort_on: self.abort_on,
+                run,
+            }),
+        })
+    }
+}

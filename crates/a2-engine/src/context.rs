@@ -1,0 +1,86 @@
+//! What a consumer's `run` receives.
+
+use std::sync::Arc;
+
+use a2_store::{Cause, Event, HeadRef};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::server::Inner;
+use crate::{ids, A2Error, AppendInput, Consumer};
+
+/// The triggering event, the attempt number, a consumer-scoped session and
+/// a cancellation token (cancelled when the claim is lost or an `abort_on`
+/// event arrives).
+pub struct ConsumerContext {
+    /// The event with its public session id.
+    pub event: Event,
+    /// 1-based attempt number of this head.
+    pub attempt: u32,
+    pub session: ConsumerSession,
+    pub cancel: CancellationToken,
+}
+
+/// A session handle scoped to one running head: its appends carry the
+/// head as their cause and get deterministic ids.
+pub struct ConsumerSession {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) session_id: String,
+    pub(crate) trigger_id: String,
+    pub(crate) head: HeadRef,
+    pub(crate) attempt: u32,
+}
+
+impl ConsumerSession {
+    pub fn id(&self) -> &str {
+        &self.session_id
+    }
+
+    fn cause(&self) -> Cause {
+        Cause {
+            consumer: self.head.consumer.clone(),
+            lane: self.head.lane.clone(),
+            index: self.head.index,
+            attempt: self.attempt,
+        }
+    }
+
+    /// Append events named `name`; events without an id get one derived from
+    /// the trigger, the name, their position and this consumer, so a re-run
+    /// appends nothing twice.
+    pub async fn append(&self, name: &str, events: Vec<AppendInput>) -> Result<Vec<Event>, A2Error> {
+        if name.is_empty() {
+            return Err(A2Error::InvalidArgument { message: "consumer append name must be a non-empty string".into() });
+        }
+        let events = events
+            .into_iter()
+            .enumerate()
+            .map(|(ordinal, mut event)| {
+                if event.id.is_none() {
+                    event.id = Some(ids::appended_event_id(&self.trigger_id, name, ordinal, &self.head.consumer));
+                }
+                event
+            })
+            .collect();
+        self.inner.append(&self.session_id, events, Some(self.cause()), true).await
+    }
+
+    /// The reducer's state through `through` (default: the trigger's index).
+    /// Reading exactly the trigger's index pins that snapshot while this head runs.
+    pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<Value, A2Error> {
+        let through = through.unwrap_or(self.head.index);
+        let pin = (through == self.head.index).then(|| self.head.clone());
+        self.inner.state(&self.session_id, reducer, Some(through), pin).await
+    }
+
+    /// Run another log consumer through an index (see `Session::consume`).
+    pub async fn consume(&self, consumer: &Consumer, through: Option<u64>) -> Result<u64, A2Error> {
+        if consumer.name() == self.head.consumer {
+            return Err(A2Error::invalid_consumer(format!(
+                "consumer '{}' can't consume itself: its own head is running",
+                consumer.name()
+            )));
+        }
+        self.inner.consume(&self.session_id, consumer, through).await
+    }
+}

@@ -1,0 +1,626 @@
+//! The drain loop: claim runnable heads in batches, run them, renew their
+//! leases while they run, and complete or fail each under its attempt fence.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use a2_store::{
+    Backoff, Cause, Claimed, ClaimedHead, CompleteOutcome, FailOutcome, HeadClaim, HeadComplete, HeadFail, HeadRef,
+    HeadRenew, HeldHead, Millis, StoreError,
+};
+use tokio::task::{AbortHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::context::{ConsumerContext, ConsumerSession};
+use crate::server::{DrainSlot, Inner, DRAIN_ERROR_PAUSE};
+use crate::{ids, A2Error, Consumer};
+
+/// Failed attempts after which a head is dead-lettered.
+pub const MAX_FAILURES: u32 = 10;
+
+/// The drain's clocks. Defaults suit production; tests shrink them or run on paused time.
+#[derive(Debug, Clone)]
+pub struct DrainTimings {
+    /// How long a claim's lease lasts without renewal.
+    pub claim_ttl: Duration,
+    /// How often a holder renews the leases of heads it runs.
+    pub claim_heartbeat: Duration,
+    /// Retry delays after failures.
+    pub backoff: Backoff,
+    /// Heads claimed at most in one claim.
+    pub claim_batch: u32,
+    /// Slack after a busy head's lease expiry before a background drain looks again.
+    pub watchdog_grace: Duration,
+    pub consume_wait_min: Duration,
+    pub consume_wait_max: Duration,
+    /// How often a stream looks for appends made by other processes.
+    pub stream_poll: Duration,
+}
+
+impl Default for DrainTimings {
+    fn default() -> Self {
+        Self {
+            claim_ttl: Duration::from_secs(30),
+            claim_heartbeat: Duration::from_secs(10),
+            backoff: Backoff::default(),
+            claim_batch: 64,
+            watchdog_grace: Duration::from_secs(1),
+            consume_wait_min: Duration::from_millis(25),
+            consume_wait_max: Duration::from_secs(1),
+            stream_poll: Duration::from_secs(1),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrainOutcome {
+    /// Nothing actionable is left (work blocked behind a dead letter included).
+    Settled,
+    /// Another holder owns work; look again at `retry_at`.
+    Busy,
+    /// A failure waits out its backoff until `retry_at`.
+    Stalled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrainResult {
+    pub outcome: DrainOutcome,
+    pub retry_at: Option<Millis>,
+    /// Heads completed by this drain.
+    pub processed: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DrainOptions {
+    /// Claim and run only this consumer's heads (for `consume`).
+    pub only: Option<Consumer>,
+    /// With `only`: claim no head past this index.
+    pub through: Option<u64>,
+}
+
+/// How one run of a head ended.
+#[derive(Debug)]
+enum HeadOutcome {
+    Processed,
+    Failed { retry_at: Millis },
+    DeadLettered,
+    Superseded,
+    /// The store could not record the outcome; the lease lapses and the next claim counts it.
+    StoreFailed(StoreError),
+}
+
+struct Active {
+    attempt: u32,
+    cancel: CancellationToken,
+    abort: AbortHandle,
+    /// Local lease estimate (claim request time + ttl): at or before the store's.
+    expires_at: Millis,
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Keep draining a session in the background while appends and retries call for it.
+pub(crate) async fn background(inner: Weak<Inner>, session_id: String, slot: Arc<DrainSlot>) {
+    loop {
+        let Some(strong) = inner.upgrade() else { return };
+        slot.again.store(false, Ordering::SeqCst);
+        let next = match run_drain(&strong, &session_id, DrainOptions::default()).await {
+            Ok(DrainResult { outcome: DrainOutcome::Settled, .. }) => None,
+            Ok(DrainResult { outcome: DrainOutcome::Busy, retry_at, .. }) => {
+                retry_at.map(|at| at + millis(strong.timings.watchdog_grace))
+            }
+            Ok(DrainResult { retry_at, .. }) => retry_at,
+            Err(error) => {
+                tracing::warn!(a2.session_id = %session_id, code = error.code(), %error, "drain failed; retrying");
+                Some(strong.clock.now_ms() + millis(DRAIN_ERROR_PAUSE))
+            }
+        };
+        if slot.again.swap(false, Ordering::SeqCst) {
+            continue;
+        }
+        let Some(at) = next else {
+            let mut drains = strong.drains.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.again.load(Ordering::SeqCst) {
+                continue;
+            }
+            drains.remove(&session_id);
+            return;
+        };
+        let wait = Duration::from_millis(u64::try_from(at - strong.clock.now_ms()).unwrap_or(0));
+        drop(strong);
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {},
+            () = slot.wake.notified() => {},
+        }
+    }
+}
+
+pub(crate) async fn run_drain(inner: &Arc<Inner>, session_id: &str, options: DrainOptions) -> Result<DrainResult, A2Error> {
+    let holder = uuid::Uuid::new_v4().to_string();
+    let span = tracing::info_span!(
+        "a2.drain",
+        a2.contract = %inner.contract.name(),
+        a2.session_id = %session_id,
+        a2.drain.holder = %holder,
+        a2.drain.only = options.only.as_ref().map(|c| c.name().to_owned()),
+        a2.drain.processed = tracing::field::Empty,
+        a2.drain.outcome = tracing::field::Empty,
+    );
+    async {
+        let result = Drain::new(inner, session_id, holder, options).run().await;
+        if let Ok(result) = &result {
+            let span = tracing::Span::current();
+            span.record("a2.drain.processed", result.processed);
+            span.record("a2.drain.outcome", format!("{:?}", result.outcome).to_lowercase());
+        }
+        result
+    }
+    .instrument(span)
+    .await
+}
+
+struct Drain<'a> {
+    inner: &'a Arc<Inner>,
+    session_id: &'a str,
+    key: String,
+    holder: String,
+    consumers: Vec<Consumer>,
+    through: Option<u64>,
+    background_after: bool,
+    active: HashMap<HeadRef, Active>,
+    tasks: JoinSet<(HeadRef, u32, HeadOutcome)>,
+    excluded: Vec<HeadRef>,
+    processed: u64,
+    failure_retry_at: Option<Millis>,
+    store_error: Option<StoreError>,
+}
+
+impl<'a> Drain<'a> {
+    fn new(inner: &'a Arc<Inner>, session_id: &'a str, holder: String, options: DrainOptions) -> Self {
+        let background_after = options.only.is_some();
+        let consumers = match options.only {
+            Some(only) => vec![only],
+            None => inner.consumers.clone(),
+        };
+        Self {
+            inner,
+            session_id,
+            key: inner.key(session_id),
+            holder,
+            consumers,
+            through: options.through,
+            background_after,
+            active: HashMap::new(),
+            tasks: JoinSet::new(),
+            excluded: Vec::new(),
+            processed: 0,
+            failure_retry_at: None,
+            store_error: None,
+        }
+    }
+
+    async fn run(mut self) -> Result<DrainResult, A2Error> {
+        if self.consumers.is_empty() {
+            return Ok(DrainResult { outcome: DrainOutcome::Settled, retry_at: None, processed: 0 });
+        }
+        let timings = self.inner.timings.clone();
+        let mut heartbeat =
+            tokio::time::interval_at(tokio::time::Instant::now() + timings.claim_heartbeat, timings.claim_heartbeat);
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut claim_again = true;
+        let mut last = Claimed::default();
+        loop {
+            if claim_again {
+                claim_again = false;
+                last = self.claim().await?;
+            }
+            if self.active.is_empty() {
+                return self.finish(&last);
+            }
+            let now = self.inner.clock.now_ms();
+            let next_lapse = self.active.values().map(|a| a.expires_at).min().unwrap_or(now);
+            let lapse_in = Duration::from_millis(u64::try_from(next_lapse - now).unwrap_or(0));
+            tokio::select! {
+                joined = self.tasks.join_next() => {
+                    let Some(joined) = joined else { continue };
+                    match joined {
+                        Ok((head, attempt, outcome)) => {
+                            if self.active.get(&head).is_none_or(|a| a.attempt != attempt) {
+                                continue;
+                            }
+                            self.active.remove(&head);
+                            claim_again |= self.record(head, outcome);
+                        }
+                        Err(error) if error.is_cancelled() => {}
+                        Err(error) => tracing::error!(%error, "a head's task failed; its lease will lapse"),
+                    }
+                }
+                _ = heartbeat.tick() => self.renew().await,
+                () = tokio::time::sleep(lapse_in) => self.fence_lapsed(),
+            }
+        }
+    }
+
+    /// Record how a head ended; whether to claim again.
+    fn record(&mut self, head: HeadRef, outcome: HeadOutcome) -> bool {
+        match outcome {
+            HeadOutcome::Processed => {
+                self.processed += 1;
+                true
+            }
+            HeadOutcome::Failed { retry_at } => {
+                self.excluded.push(head);
+                self.failure_retry_at = Some(self.failure_retry_at.map_or(retry_at, |r| r.min(retry_at)));
+                true
+            }
+            HeadOutcome::DeadLettered | HeadOutcome::Superseded => true,
+            HeadOutcome::StoreFailed(error) => {
+                self.store_error = Some(error);
+                false
+            }
+        }
+    }
+
+    fn finish(&mut self, last: &Claimed) -> Result<DrainResult, A2Error> {
+        if let Some(error) = self.store_error.take() {
+            return Err(error.into());
+        }
+        let processed = self.processed;
+        if self.background_after && processed > 0 {
+            self.inner.schedule_drain(self.session_id);
+        }
+        let (outcome, retry_at) = if let Some(at) = last.busy_until {
+            (DrainOutcome::Busy, Some(at))
+        } else if let Some(at) = min_opt(last.retry_at, self.failure_retry_at) {
+            (DrainOutcome::Stalled, Some(at))
+        } else {
+            (DrainOutcome::Settled, None)
+        };
+        Ok(DrainResult { outcome, retry_at, processed })
+    }
+
+    async fn claim(&mut self) -> Result<Claimed, A2Error> {
+        let timings = &self.inner.timings;
+        let span = tracing::info_span!(
+            "a2.claim",
+            a2.contract = %self.inner.contract.name(),
+            a2.session_id = %self.session_id,
+            a2.claim.count = tracing::field::Empty,
+            a2.claim.exhausted = tracing::field::Empty,
+            a2.claim.outcome = tracing::field::Empty,
+        );
+        let requested_at = self.inner.clock.now_ms();
+        let params = HeadClaim {
+            session: self.key.clone(),
+            holder: self.holder.clone(),
+            ttl_ms: millis(timings.claim_ttl),
+            consumers: self.consumers.iter().map(Consumer::store_consumer).collect(),
+            through: self.through,
+            exclude: self.excluded.clone(),
+            max_failures: MAX_FAILURES,
+            limit: timings.claim_batch,
+        };
+        let claimed = self.inner.store.head_claim(params).instrument(span.clone()).await?;
+        span.record("a2.claim.count", claimed.heads.len());
+        span.record("a2.claim.exhausted", claimed.exhausted.len());
+        let outcome = if !claimed.heads.is_empty() {
+            "claimed"
+        } else if claimed.busy_until.is_some() {
+            "busy"
+        } else if claimed.retry_at.is_some() {
+            "stalled"
+        } else {
+            "settled"
+        };
+        span.record("a2.claim.outcome", outcome);
+        for exhausted in &claimed.exhausted {
+            self.report_exhausted(exhausted, claimed.session_head);
+        }
+        let expires_at = requested_at + millis(timings.claim_ttl);
+        for head in &claimed.heads {
+            self.start(head.clone(), expires_at, claimed.session_head);
+        }
+        Ok(claimed)
+    }
+
+    fn report_exhausted(&self, head: &ClaimedHead, session_head: u64) {
+        let span = event_span(self.inner, self.session_id, head, session_head);
+        span.record("a2.event.outcome", "dead_lettered");
+        tracing::warn!(parent: &span, consumer = %head.head.consumer, index = head.head.index, "dead-lettered on takeover: its lapsed attempts used up the budget");
+    }
+
+    fn start(&mut self, claimed: ClaimedHead, expires_at: Millis, session_head: u64) {
+        let Some(consumer) = self.consumers.iter().find(|c| c.name() == claimed.head.consumer).cloned() else {
+            return;
+        };
+        let head = claimed.head.clone();
+        // Re-claiming a head this drain still tracks proves the old attempt lost.
+        if let Some(previous) = self.active.remove(&head) {
+            previous.cancel.cancel();
+            previous.abort.abort();
+        }
+        let cancel = CancellationToken::new();
+        let attempt = claimed.attempt;
+        let task = run_head(self.inner.clone(), consumer, claimed, self.session_id.to_owned(), cancel.clone(), session_head);
+        let task_head = head.clone();
+        let abort = self.tasks.spawn(async move { (task_head, attempt, task.await) });
+        self.active.insert(head, Active { attempt, cancel, abort, expires_at });
+    }
+
+    /// Self-fencing: a head whose local lease estimate passed is abandoned with no I/O.
+    fn fence_lapsed(&mut self) {
+        let now = self.inner.clock.now_ms();
+        let lapsed: Vec<HeadRef> = self.active.iter().filter(|(_, a)| a.expires_at <= now).map(|(h, _)| h.clone()).collect();
+        for head in lapsed {
+            if let Some(active) = self.active.remove(&head) {
+                tracing::warn!(
+                    code = "CLAIM_EXPIRED",
+                    "the claim on event {} for consumer '{}' in session '{}' lapsed without renewal",
+                    head.index, head.consumer, self.session_id
+                );
+                active.cancel.cancel();
+                active.abort.abort();
+            }
+        }
+    }
+
+    async fn renew(&mut self) {
+        if self.active.is_empty() {
+            return;
+        }
+        let requested_at = self.inner.clock.now_ms();
+        let ttl_ms = millis(self.inner.timings.claim_ttl);
+        let heads = self.active.iter().map(|(head, a)| HeldHead { head: head.clone(), attempt: a.attempt }).collect();
+        let params = HeadRenew { session: self.key.clone(), holder: self.holder.clone(), ttl_ms, heads };
+        match self.inner.store.head_renew(params).await {
+            Ok(renewed) => {
+                for head in renewed.renewed {
+                    if let Some(active) = self.active.get_mut(&head) {
+                        active.expires_at = requested_at + ttl_ms;
+                    }
+                }
+                for head in renewed.superseded {
+                    if let Some(active) = self.active.remove(&head) {
+                        tracing::info!(
+                            code = "SUPERSEDED_ATTEMPT",
+                            "a newer attempt owns event {} for consumer '{}' in session '{}'",
+                            head.index, head.consumer, self.session_id
+                        );
+                        active.cancel.cancel();
+                        active.abort.abort();
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(%error, "lease renewal failed; heads self-fence if it keeps failing"),
+        }
+    }
+}
+
+fn min_opt(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn event_span(inner: &Inner, session_id: &str, head: &ClaimedHead, session_head: u64) -> tracing::Span {
+    let age_ms = (inner.clock.now_ms() - head.event.created_at).max(0);
+    tracing::info_span!(
+        "a2.event",
+        a2.contract = %inner.contract.name(),
+        a2.session_id = %session_id,
+        a2.event.type = %head.event.event_type,
+        a2.event.index = head.event.index,
+        a2.event.id = %head.event.id,
+        a2.event.consumer = %head.head.consumer,
+        a2.event.lane = head.head.lane.clone(),
+        a2.event.attempt = head.attempt,
+        a2.event.handled = true,
+        a2.event.lag = session_head.saturating_sub(head.event.index),
+        a2.event.age_ms = age_ms,
+        a2.event.outcome = tracing::field::Empty,
+    )
+}
+
+/// Aborts a spawned task when dropped, so an abandoned head leaves no zombie run.
+struct AbortOnDrop(tokio::task::JoinHandle<Result<crate::Returned, crate::BoxError>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn run_head(
+    inner: Arc<Inner>,
+    consumer: Consumer,
+    claimed: ClaimedHead,
+    session_id: String,
+    cancel: CancellationToken,
+    session_head: u64,
+) -> HeadOutcome {
+    let span = event_span(&inner, &session_id, &claimed, session_head);
+    async {
+        let outcome = run_and_settle(&inner, &consumer, &claimed, &session_id, cancel).await;
+        let name = match &outcome {
+            HeadOutcome::Processed => "processed",
+            HeadOutcome::Failed { .. } => "failed",
+            HeadOutcome::DeadLettered => "dead_lettered",
+            HeadOutcome::Superseded => "superseded",
+            HeadOutcome::StoreFailed(_) => "store_failed",
+        };
+        tracing::Span::current().record("a2.event.outcome", name);
+        outcome
+    }
+    .instrument(span)
+    .await
+}
+
+async fn run_and_settle(
+    inner: &Arc<Inner>,
+    consumer: &Consumer,
+    claimed: &ClaimedHead,
+    session_id: &str,
+    cancel: CancellationToken,
+) -> HeadOutcome {
+    let run_token = cancel.child_token();
+    let _abort_watch = abort_watch(inner, consumer, claimed, run_token.clone());
+    let mut event = claimed.event.clone();
+    event.session = session_id.to_owned();
+    let ctx = ConsumerContext {
+        event,
+        attempt: claimed.attempt,
+        session: ConsumerSession {
+            inner: inner.clone(),
+            session_id: session_id.to_owned(),
+            trigger_id: claimed.event.id.clone(),
+            head: claimed.head.clone(),
+            attempt: claimed.attempt,
+        },
+        cancel: run_token,
+    };
+    // Run in its own task so a panic is a failed attempt, not a lost drain.
+    let mut task = AbortOnDrop(tokio::spawn((consumer.def.run)(ctx)));
+    let result = match (&mut task.0).await {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name())),
+    };
+    let returned = result.and_then(|returned| returned_events(inner, consumer, claimed, session_id, returned));
+    match returned {
+        Ok(events) => match complete(inner, claimed, events).await {
+            Err(StoreError::PartialDuplicateBatch { session, ids }) => {
+                let message = StoreError::PartialDuplicateBatch { session, ids }.to_string();
+                fail(inner, claimed, message).await
+            }
+            Err(error) => HeadOutcome::StoreFailed(error),
+            Ok(outcome) => outcome,
+        },
+        Err(message) => fail(inner, claimed, message).await,
+    }
+}
+
+/// Give ids and causes to what a run returned, validated like any append.
+fn returned_events(
+    inner: &Inner,
+    consumer: &Consumer,
+    claimed: &ClaimedHead,
+    session_id: &str,
+    returned: crate::Returned,
+) -> Result<Vec<a2_store::NewEvent>, String> {
+    let cause = Cause {
+        consumer: claimed.head.consumer.clone(),
+        lane: claimed.head.lane.clone(),
+        index: claimed.head.index,
+        attempt: claimed.attempt,
+    };
+    let mut inputs = returned.0;
+    for (ordinal, input) in inputs.iter_mut().enumerate() {
+        match &input.id {
+            Some(id) => ids::validate_external_id(id).map_err(|e| e.to_string())?,
+            None => input.id = Some(ids::returned_event_id(&claimed.event.id, ordinal, consumer.name())),
+        }
+    }
+    inner.new_events(session_id, inputs, Some(&cause)).map_err(|e| format!("{} ({})", e, e.code()))
+}
+
+async fn complete(
+    inner: &Arc<Inner>,
+    claimed: &ClaimedHead,
+    events: Vec<a2_store::NewEvent>,
+) -> Result<HeadOutcome, StoreError> {
+    let span = tracing::info_span!("a2.commit", a2.commit.kind = "complete", a2.commit.outcome = tracing::field::Empty);
+    let work = inner.has_work(&events);
+    let key = claimed.event.session.clone();
+    let params = HeadComplete {
+        session: key.clone(),
+        head: claimed.head.clone(),
+        attempt: claimed.attempt,
+        events,
+        consumers: inner.store_consumers.clone(),
+    };
+    let outcome = inner.store.head_complete(params).instrument(span.clone()).await?;
+    Ok(match outcome {
+        CompleteOutcome::Completed { appended, .. } => {
+            span.record("a2.commit.outcome", "completed");
+            if !appended.is_empty() {
+                inner.notify(&key, &appended);
+                if work {
+                    inner.schedule_drain(a2_store::split_session_key(&key).1);
+                }
+            }
+            HeadOutcome::Processed
+        }
+        CompleteOutcome::Superseded => {
+            span.record("a2.commit.outcome", "superseded");
+            HeadOutcome::Superseded
+        }
+    })
+}
+
+async fn fail(inner: &Arc<Inner>, claimed: &ClaimedHead, error: String) -> HeadOutcome {
+    let span = tracing::info_span!("a2.commit", a2.commit.kind = "fail", a2.commit.outcome = tracing::field::Empty);
+    let params = HeadFail {
+        session: claimed.event.session.clone(),
+        head: claimed.head.clone(),
+        attempt: claimed.attempt,
+        error,
+        max_failures: MAX_FAILURES,
+        backoff: inner.timings.backoff,
+    };
+    match inner.store.head_fail(params).instrument(span.clone()).await {
+        Ok(FailOutcome::Failed { retry_at, .. }) => {
+            span.record("a2.commit.outcome", "failed");
+            HeadOutcome::Failed { retry_at }
+        }
+        Ok(FailOutcome::DeadLettered { .. }) => {
+            span.record("a2.commit.outcome", "dead_lettered");
+            HeadOutcome::DeadLettered
+        }
+        Ok(FailOutcome::Superseded) => {
+            span.record("a2.commit.outcome", "superseded");
+            HeadOutcome::Superseded
+        }
+        Err(error) => HeadOutcome::StoreFailed(error),
+    }
+}
+
+/// Cancel `token` when an `abort_on` event lands after the trigger while the head runs.
+fn abort_watch(inner: &Arc<Inner>, consumer: &Consumer, claimed: &ClaimedHead, token: CancellationToken) -> Option<AbortOnDropUnit> {
+    if consumer.def.abort_on.is_empty() {
+        return None;
+    }
+    let types = consumer.def.abort_on.clone();
+    let key = claimed.event.session.clone();
+    let after = claimed.event.index;
+    let mut notices = inner.notices.subscribe();
+    let store = inner.store.clone();
+    let handle = tokio::spawn(async move {
+        let params = a2_store::EventList { session: key.clone(), after: Some(after), before: None, limit: a2_store::MAX_PAGE, newest_first: false };
+        if let Ok(events) = store.event_list(params).await {
+            if events.iter().any(|e| types.contains(&e.event_type)) {
+                token.cancel();
+                return;
+            }
+        }
+        while let Ok(notice) = notices.recv().await {
+            if notice.session == key && notice.events.iter().any(|(i, t)| *i > after && types.contains(t)) {
+                token.cancel();
+                return;
+            }
+        }
+    });
+    Some(AbortOnDropUnit(handle))
+}
+
+struct AbortOnDropUnit(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDropUnit {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -1,0 +1,93 @@
+use a2_store::StoreError;
+
+/// Everything the engine refuses or fails with. `code()` is stable (the
+/// seeds' codes) so the UI and the CLI can branch on it; messages name the
+/// consumer, session and index involved.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum A2Error {
+    #[error("contract '{contract}' has no event type '{event_type}'")]
+    UnknownEventType { contract: String, event_type: String },
+    #[error("payload of '{event_type}' is invalid: {message}")]
+    InvalidPayload { event_type: String, message: String },
+    #[error("event id {id:?} is invalid: {reason}")]
+    InvalidEventId { id: String, reason: String },
+    #[error("session id {id:?} is invalid: {reason}")]
+    InvalidSessionId { id: String, reason: String },
+    #[error("invalid consumer: {message}")]
+    InvalidConsumer { message: String },
+    #[error("invalid contract: {message}")]
+    InvalidContract { message: String },
+    #[error("this server runs no consumer named '{consumer}'")]
+    UnknownConsumer { consumer: String },
+    #[error("contract '{contract}' has no reducer named '{reducer}'")]
+    UnknownReducer { contract: String, reducer: String },
+    #[error("invalid argument: {message}")]
+    InvalidArgument { message: String },
+    #[error("batch for session '{session}' mixes new events with ids already present ({ids})")]
+    PartialDuplicateBatch { session: String, ids: String },
+    #[error("store unavailable: {message}")]
+    StoreUnavailable { message: String },
+    #[error("no store is configured for {environment}: {message}")]
+    StoreNotConfigured { environment: String, message: String },
+    #[error("a newer attempt owns event {index} for consumer '{consumer}' in session '{session}'")]
+    SupersededAttempt { consumer: String, session: String, index: u64 },
+    #[error("the claim on event {index} for consumer '{consumer}' in session '{session}' lapsed without renewal")]
+    ClaimExpired { consumer: String, session: String, index: u64 },
+    #[error("consumer '{consumer}' is dead-lettered at event {index} in session '{session}': {last_error}")]
+    ConsumerDeadLettered { consumer: String, session: String, index: u64, last_error: String },
+    #[error("session '{session}' was cleared through {index}")]
+    SessionCleared { session: String, index: u64 },
+    #[error("{0}")]
+    Store(StoreError),
+}
+
+impl A2Error {
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownEventType { .. } => "UNKNOWN_EVENT_TYPE",
+            Self::InvalidPayload { .. } => "INVALID_PAYLOAD",
+            Self::InvalidEventId { .. } => "INVALID_EVENT_ID",
+            Self::InvalidSessionId { .. } => "INVALID_SESSION_ID",
+            Self::InvalidConsumer { .. } => "INVALID_CONSUMER",
+            Self::InvalidContract { .. } => "INVALID_CONTRACT",
+            Self::UnknownConsumer { .. } => "UNKNOWN_CONSUMER",
+            Self::UnknownReducer { .. } => "UNKNOWN_REDUCER",
+            Self::InvalidArgument { .. } => "INVALID_ARGUMENT",
+            Self::PartialDuplicateBatch { .. } => "PARTIAL_DUPLICATE_BATCH",
+            Self::StoreUnavailable { .. } => "STORE_UNAVAILABLE",
+            Self::StoreNotConfigured { .. } => "STORE_NOT_CONFIGURED",
+            Self::SupersededAttempt { .. } => "SUPERSEDED_ATTEMPT",
+            Self::ClaimExpired { .. } => "CLAIM_EXPIRED",
+            Self::ConsumerDeadLettered { .. } => "CONSUMER_DEAD_LETTERED",
+            Self::SessionCleared { .. } => "SESSION_CLEARED",
+            Self::Store(e) => e.code(),
+        }
+    }
+
+    /// Whether the same call may succeed later without any change.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::StoreUnavailable { .. } | Self::ClaimExpired { .. } => true,
+            Self::Store(e) => e.is_retryable(),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn invalid_consumer(message: impl Into<String>) -> Self {
+        Self::InvalidConsumer { message: message.into() }
+    }
+}
+
+impl From<StoreError> for A2Error {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::PartialDuplicateBatch { session, ids } => {
+                let session = a2_store::split_session_key(&session).1.to_owned();
+                Self::PartialDuplicateBatch { session, ids }
+            }
+            StoreError::Unavailable { message, .. } => Self::StoreUnavailable { message },
+            other => Self::Store(other),
+        }
+    }
+}

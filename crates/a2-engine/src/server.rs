@@ -1,0 +1,566 @@
+//! The server: a contract bound to a store and the consumers that react to
+//! its events; sessions are handles onto it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2_store::{
+    session_key, Cause, Clock, Cleared, CursorWake, DeadLetter, DeadLetterList, Event, EventAppend, EventList,
+    HeadRef, NewEvent, RedriveAction, SessionClear, SnapshotGet, SnapshotPut, Store, StoreConsumer, Target,
+};
+use serde_json::Value;
+use tokio::sync::{broadcast, Notify};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::drain::{DrainOptions, DrainResult, DrainTimings};
+use crate::{ids, A2Error, AppendInput, Consumer, Contract, Lane};
+
+/// Sent to every listener when a session's log grows.
+#[derive(Debug, Clone)]
+pub(crate) struct AppendNotice {
+    pub session: String,
+    pub events: Vec<(u64, String)>,
+}
+
+/// One background drain per session at a time; appends while it runs ask it to go again.
+#[derive(Default)]
+pub(crate) struct DrainSlot {
+    pub again: std::sync::atomic::AtomicBool,
+    pub wake: Notify,
+}
+
+pub(crate) struct Inner {
+    pub contract: Contract,
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub consumers: Vec<Consumer>,
+    pub store_consumers: Vec<StoreConsumer>,
+    pub timings: DrainTimings,
+    pub background: bool,
+    pub notices: broadcast::Sender<AppendNotice>,
+    pub drains: Mutex<HashMap<String, Arc<DrainSlot>>>,
+    pub shutdown: CancellationToken,
+}
+
+/// Builds a [`Server`].
+pub struct ServerBuilder {
+    contract: Contract,
+    store: Arc<dyn Store>,
+    consumers: Vec<Consumer>,
+    timings: DrainTimings,
+    background: bool,
+}
+
+impl ServerBuilder {
+    pub fn consumer(mut self, consumer: Consumer) -> Self {
+        self.consumers.push(consumer);
+        self
+    }
+
+    pub fn consumers(mut self, consumers: impl IntoIterator<Item = Consumer>) -> Self {
+        self.consumers.extend(consumers);
+        self
+    }
+
+    pub fn timings(mut self, timings: DrainTimings) -> Self {
+        self.timings = timings;
+        self
+    }
+
+    /// Whether appends start background drains (default: yes). A server that
+    /// only inspects, or moves consumers with `consume`, turns it off.
+    pub fn run_in_background(mut self, background: bool) -> Self {
+        self.background = background;
+        self
+    }
+
+    pub fn build(self) -> Result<Server, A2Error> {
+        let mut names = std::collections::HashSet::new();
+        for consumer in &self.consumers {
+            consumer.check_against(&self.contract)?;
+            if !names.insert(consumer.name().to_owned()) {
+                return Err(A2Error::invalid_consumer(format!("two consumers are named '{}'", consumer.name())));
+            }
+        }
+        let (notices, _) = broadcast::channel(1024);
+        let store_consumers = self.consumers.iter().map(Consumer::store_consumer).collect();
+        Ok(Server {
+            inner: Arc::new(Inner {
+                clock: self.store.clock(),
+                contract: self.contract,
+                store: self.store,
+                consumers: self.consumers,
+                store_consumers,
+                timings: self.timings,
+                background: self.background,
+                notices,
+                drains: Mutex::new(HashMap::new()),
+                shutdown: CancellationToken::new(),
+            }),
+        })
+    }
+}
+
+/// A contract implemented over a store.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("contract", &self.inner.contract.name()).finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    pub fn builder(contract: Contract, store: Arc<dyn Store>) -> ServerBuilder {
+        ServerBuilder { contract, store, consumers: Vec::new(), timings: DrainTimings::default(), background: true }
+    }
+
+    pub fn contract(&self) -> &Contract {
+        &self.inner.contract
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// The consumer this server runs under that name.
+    pub fn consumer(&self, name: &str) -> Option<Consumer> {
+        self.inner.consumers.iter().find(|c| c.name() == name).cloned()
+    }
+
+    pub fn session(&self, id: &str) -> Result<Session, A2Error> {
+        a2_store::validate_session_id(id)
+            .map_err(|e| A2Error::InvalidSessionId { id: id.to_owned(), reason: e.to_string() })?;
+        Ok(Session { inner: self.inner.clone(), id: id.to_owned() })
+    }
+
+    /// Stop background drains; running heads are abandoned and their leases lapse.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// One session of the server's contract.
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+    id: String,
+}
+
+impl Session {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Append external events atomically; ids left out get a random one.
+    pub async fn append(&self, events: Vec<AppendInput>) -> Result<Vec<Event>, A2Error> {
+        for event in &events {
+            if let Some(id) = &event.id {
+                ids::validate_external_id(id)?;
+            }
+        }
+        let events = events
+            .into_iter()
+            .map(|mut e| {
+                e.id.get_or_insert_with(ids::random_event_id);
+                e
+            })
+            .collect();
+        self.inner.append(&self.id, events, None, false).await
+    }
+
+    /// Events above the clear boundary, after `after`, oldest first.
+    pub async fn history(&self, after: u64, limit: u32) -> Result<Vec<Event>, A2Error> {
+        self.inner.history(&self.id, after, limit).await
+    }
+
+    /// A reader that yields every event after `after`, waiting for new ones.
+    pub fn stream(&self, after: u64) -> EventStream {
+        EventStream {
+            inner: self.inner.clone(),
+            session: self.id.clone(),
+            after,
+            buffer: std::collections::VecDeque::new(),
+            notices: self.inner.notices.subscribe(),
+        }
+    }
+
+    /// A reducer's state through `through` (default: the head).
+    pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<Value, A2Error> {
+        self.inner.state(&self.id, reducer, through, None).await
+    }
+
+    /// Clear through the head, only if the head is `if_last_index` when given.
+    pub async fn clear(&self, if_last_index: Option<u64>) -> Result<Cleared, A2Error> {
+        let key = self.inner.key(&self.id);
+        Ok(self.inner.store.session_clear(SessionClear { session: key, if_last_index }).await?)
+    }
+
+    /// Run a log consumer until its cursor passes `through` (default: the head now).
+    pub async fn consume(&self, consumer: &Consumer, through: Option<u64>) -> Result<u64, A2Error> {
+        self.inner.consume(&self.id, consumer, through).await
+    }
+
+    pub async fn dead_letters(&self) -> Result<Vec<DeadLetter>, A2Error> {
+        let session = Some(self.inner.key(&self.id));
+        let page = DeadLetterList { session, limit: a2_store::MAX_PAGE, ..DeadLetterList::default() };
+        Ok(self.inner.store.dead_letter_list(page).await?)
+    }
+
+    /// Retry or skip a dead head; `false` when it is not dead.
+    pub async fn redrive(&self, consumer: &str, index: u64, action: RedriveAction) -> Result<bool, A2Error> {
+        self.inner.redrive(&self.id, consumer, index, action).await
+    }
+
+    /// Drain the session here and now, returning how it ended.
+    pub async fn drain(&self) -> Result<DrainResult, A2Error> {
+        crate::drain::run_drain(&self.inner, &self.id, DrainOptions::default()).await
+    }
+}
+
+/// Every event of a session after a point, in order, as it is appended.
+pub struct EventStream {
+    inner: Arc<Inner>,
+    session: String,
+    after: u64,
+    buffer: std::collections::VecDeque<Event>,
+    notices: broadcast::Receiver<AppendNotice>,
+}
+
+impl EventStream {
+    /// The next event; waits for an append (or polls, for other processes).
+    pub async fn next(&mut self) -> Result<Event, A2Error> {
+        loop {
+            if let Some(event) = self.buffer.pop_front() {
+                self.after = event.index;
+                return Ok(event);
+            }
+            let page = self.inner.history(&self.session, self.after, 100).await?;
+            if !page.is_empty() {
+                self.buffer.extend(page);
+                continue;
+            }
+            let key = self.inner.key(&self.session);
+            let poll = tokio::time::sleep(self.inner.timings.stream_poll);
+            tokio::pin!(poll);
+            loop {
+                tokio::select! {
+                    notice = self.notices.recv() => match notice {
+                        Ok(n) if n.session != key => continue,
+                        _ => break,
+                    },
+                    () = &mut poll => break,
+                }
+            }
+        }
+    }
+}
+
+impl Inner {
+    pub(crate) fn key(&self, session_id: &str) -> String {
+        session_key(self.contract.name(), session_id)
+    }
+
+    /// Validate events and resolve the heads of lane-function and concurrent consumers.
+    pub(crate) fn new_events(
+        &self,
+        session_id: &str,
+        events: Vec<AppendInput>,
+        cause: Option<&Cause>,
+    ) -> Result<Vec<NewEvent>, A2Error> {
+        events
+            .into_iter()
+            .map(|input| {
+                self.contract.validate(&input.event_type, &input.payload)?;
+                let targets = self
+                    .consumers
+                    .iter()
+                    .filter(|c| c.takes(&input.event_type))
+                    .filter_map(|c| match &c.def.lane {
+                        Lane::Log(_) => None,
+                        Lane::Concurrent => Some(Target { consumer: c.name().to_owned(), lane: None }),
+                        Lane::Function(lane_of) => lane_of(session_id, &input)
+                            .filter(|lane| !lane.is_empty())
+                            .map(|lane| Target { consumer: c.name().to_owned(), lane: Some(lane) }),
+                    })
+                    .collect();
+                Ok(NewEvent {
+                    id: input.id.unwrap_or_else(ids::random_event_id),
+                    event_type: input.event_type,
+                    payload: input.payload,
+                    cause: cause.cloned(),
+                    targets,
+                })
+            })
+            .collect()
+    }
+
+    /// Whether stored events give any consumer work.
+    pub(crate) fn has_work(&self, events: &[NewEvent]) -> bool {
+        events.iter().any(|e| {
+            !e.targets.is_empty() || self.consumers.iter().any(|c| c.is_log() && c.takes(&e.event_type))
+        })
+    }
+
+    pub(crate) async fn append(
+        self: &Arc<Self>,
+        session_id: &str,
+        events: Vec<AppendInput>,
+        cause: Option<Cause>,
+        from_consumer: bool,
+    ) -> Result<Vec<Event>, A2Error> {
+        let span = tracing::info_span!(
+            "a2.append",
+            a2.contract = %self.contract.name(),
+            a2.session_id = %session_id,
+            a2.append.count = events.len(),
+            a2.append.source = if from_consumer { "consumer" } else { "external" },
+            a2.append.head = tracing::field::Empty,
+        );
+        async {
+            let new = self.new_events(session_id, events, cause.as_ref())?;
+            let work = self.has_work(&new);
+            let key = self.key(session_id);
+            let appended = self
+                .store
+                .event_append(EventAppend { session: key.clone(), events: new, consumers: self.store_consumers.clone() })
+                .await?;
+            tracing::Span::current().record("a2.append.head", appended.head);
+            if !appended.duplicate && !appended.events.is_empty() {
+                self.notify(&key, &appended.events);
+                if work {
+                    self.schedule_drain(session_id);
+                }
+            }
+            Ok(appended.events)
+        }
+        .instrument(span)
+        .await
+    }
+
+    pub(crate) fn notify(&self, key: &str, events: &[Event]) {
+        let events = events.iter().map(|e| (e.index, e.event_type.clone())).collect();
+        // No receiver is fine: nobody is streaming.
+        let _ = self.notices.send(AppendNotice { session: key.to_owned(), events });
+    }
+
+    pub(crate) async fn history(&self, session_id: &str, after: u64, limit: u32) -> Result<Vec<Event>, A2Error> {
+        let params = EventList { session: self.key(session_id), after: Some(after), before: None, limit, newest_first: false };
+        let mut events = self.store.event_list(params).await?;
+        for event in &mut events {
+            event.session = session_id.to_owned();
+        }
+        Ok(events)
+    }
+
+    pub(crate) async fn state(
+        &self,
+        session_id: &str,
+        reducer: &str,
+        through: Option<u64>,
+        pin: Option<HeadRef>,
+    ) -> Result<Value, A2Error> {
+        let reducer = self.contract.reducer_named(reducer)?;
+        let span = tracing::info_span!(
+            "a2.state",
+            a2.contract = %self.contract.name(),
+            a2.session_id = %session_id,
+            a2.state.reducer = %reducer.name,
+            a2.state.through = tracing::field::Empty,
+            a2.state.snapshot_index = tracing::field::Empty,
+            a2.state.folded = tracing::field::Empty,
+        );
+        async {
+            let key = self.key(session_id);
+            let summary = self.store.session_get(&key).await?;
+            let (head, clear_index) = summary.map_or((0, 0), |s| (s.head, s.clear_index));
+            let through = through.unwrap_or(head).min(head);
+            tracing::Span::current().record("a2.state.through", through);
+            if through <= clear_index {
+                return Ok(reducer.initial.clone());
+            }
+            let snapshot = self
+                .store
+                .snapshot_get(SnapshotGet { session: key.clone(), reducer: reducer.name.clone(), at_most: through })
+                .await?
+                .filter(|s| reducer.state_check.as_ref().is_none_or(|check| check(&s.state)));
+            let (mut state, mut at) = match snapshot {
+                Some(s) => (s.state, s.index),
+                None => (reducer.initial.clone(), clear_index),
+            };
+            tracing::Span::current().record("a2.state.snapshot_index", at);
+            let mut folded = 0u64;
+            while at < through {
+                let params = EventList { session: key.clone(), after: Some(at), before: Some(through + 1), limit: a2_store::MAX_PAGE, newest_first: false };
+                let page = self.store.event_list(params).await?;
+                let Some(last) = page.last().map(|e| e.index) else { break };
+                for event in &page {
+                    state = (reducer.fold)(state, event);
+                }
+                folded += page.len() as u64;
+                at = last;
+            }
+            tracing::Span::current().record("a2.state.folded", folded);
+            if folded > 0 || pin.is_some() {
+                self.store
+                    .snapshot_put(SnapshotPut { session: key, reducer: reducer.name.clone(), index: at, state: state.clone(), pin })
+                    .await?;
+            }
+            Ok(state)
+        }
+        .instrument(span)
+        .await
+    }
+
+    pub(crate) async fn redrive(
+        self: &Arc<Self>,
+        session_id: &str,
+        consumer: &str,
+        index: u64,
+        action: RedriveAction,
+    ) -> Result<bool, A2Error> {
+        if index == 0 {
+            return Err(A2Error::InvalidArgument { message: "redrive requires a positive index".into() });
+        }
+        let span = tracing::info_span!(
+            "a2.redrive",
+            a2.contract = %self.contract.name(),
+            a2.session_id = %session_id,
+            a2.redrive.consumer = %consumer,
+            a2.redrive.index = index,
+            a2.redrive.action = ?action,
+            a2.redrive.redriven = tracing::field::Empty,
+        );
+        async {
+            let params = a2_store::DeadLetterRedrive {
+                session: self.key(session_id),
+                consumer: consumer.to_owned(),
+                index,
+                action,
+            };
+            let redriven = self.store.dead_letter_redrive(params).await?;
+            tracing::Span::current().record("a2.redrive.redriven", redriven);
+            if redriven {
+                self.schedule_drain(session_id);
+            }
+            Ok(redriven)
+        }
+        .instrument(span)
+        .await
+    }
+
+    pub(crate) async fn consume(
+        self: &Arc<Self>,
+        session_id: &str,
+        consumer: &Consumer,
+        through: Option<u64>,
+    ) -> Result<u64, A2Error> {
+        if !consumer.is_log() {
+            return Err(A2Error::invalid_consumer(format!(
+                "consumer '{}' needs a string lane to be consumed: only then does it have one position",
+                consumer.name()
+            )));
+        }
+        consumer.check_against(&self.contract)?;
+        if let Some(own) = self.consumers.iter().find(|c| c.name() == consumer.name()) {
+            if !Arc::ptr_eq(&own.def, &consumer.def) {
+                return Err(A2Error::invalid_consumer(format!(
+                    "this server runs a different consumer named '{}'",
+                    consumer.name()
+                )));
+            }
+        }
+        let span = tracing::info_span!(
+            "a2.consume",
+            a2.contract = %self.contract.name(),
+            a2.session_id = %session_id,
+            a2.consume.consumer = %consumer.name(),
+            a2.consume.through = tracing::field::Empty,
+            a2.consume.index = tracing::field::Empty,
+            a2.consume.drains = tracing::field::Empty,
+        );
+        async {
+            let wake = CursorWake { session: self.key(session_id), consumer: consumer.store_consumer() };
+            let mut woken = self.store.cursor_wake(wake.clone()).await?;
+            let through = through.unwrap_or(woken.session_head).min(woken.session_head);
+            tracing::Span::current().record("a2.consume.through", through);
+            let done = |next: Option<u64>| next.is_none_or(|n| n > through);
+            let mut drains = 0u32;
+            let mut wait = self.timings.consume_wait_min;
+            while !done(woken.next) {
+                if woken.failed_at.is_some() {
+                    return Err(A2Error::ConsumerDeadLettered {
+                        consumer: consumer.name().to_owned(),
+                        session: session_id.to_owned(),
+                        index: woken.next.unwrap_or(0),
+                        last_error: woken.last_error.clone().unwrap_or_else(|| "every attempt ended before it finished".into()),
+                    });
+                }
+                drains += 1;
+                let options = DrainOptions { only: Some(consumer.clone()), through: Some(through) };
+                crate::drain::run_drain(self, session_id, options).await?;
+                let before = woken;
+                woken = self.store.cursor_wake(wake.clone()).await?;
+                let moved = woken.next != before.next || woken.attempt_count != before.attempt_count;
+                if done(woken.next) || moved {
+                    wait = self.timings.consume_wait_min;
+                    continue;
+                }
+                // Another invocation holds the head, or it waits out a failure.
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(self.timings.consume_wait_max);
+            }
+            if drains > 0 {
+                self.schedule_drain(session_id);
+            }
+            let index = woken.next.map_or(woken.session_head, |n| n - 1);
+            let span = tracing::Span::current();
+            span.record("a2.consume.index", index);
+            span.record("a2.consume.drains", drains);
+            Ok(index)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Start (or re-arm) the background drain of a session.
+    pub(crate) fn schedule_drain(self: &Arc<Self>, session_id: &str) {
+        if !self.background || self.shutdown.is_cancelled() {
+            return;
+        }
+        let slot = {
+            let mut drains = self.drains.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(slot) = drains.get(session_id) {
+                slot.again.store(true, std::sync::atomic::Ordering::SeqCst);
+                slot.wake.notify_one();
+                return;
+            }
+            let slot = Arc::new(DrainSlot::default());
+            drains.insert(session_id.to_owned(), slot.clone());
+            slot
+        };
+        let inner = Arc::downgrade(self);
+        let session_id = session_id.to_owned();
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = crate::drain::background(inner, session_id, slot) => {},
+                () = shutdown.cancelled() => {},
+            }
+        });
+    }
+}
+
+/// A pause that a drain error waits before trying again.
+pub(crate) const DRAIN_ERROR_PAUSE: Duration = Duration::from_secs(1);

@@ -1,0 +1,16 @@
+//! The store seam of A2: every backend (memory here, SQLite and Postgres in
+//! their own crates) implements [`Store`], and the conformance suite in
+//! `a2-conformance` proves that they all behave the same.
+
+mod clock;
+mod error;
+mod keys;
+pub mod memory;
+mod store;
+mod types;
+
+pub use clock::{Clock, ManualClock, SystemClock, TokioClock};
+pub use error::StoreError;
+pub use keys::{session_key, split_session_key, validate_session_id, KEY_SEPARATOR};
+pub use store::{page_size, Store, MAX_PAGE};
+pub use types::*;

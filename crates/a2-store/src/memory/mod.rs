@@ -1,0 +1,438 @@
+//! The in-memory backend: one mutex over every session, so each call is
+//! atomic the way a SQL transaction is. For tests and the `memory:` demo.
+
+mod session;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use session::{HeadSlot, HeadState, SessionRow};
+
+use crate::store::page_size;
+use crate::types::*;
+use crate::{Clock, Store, StoreError, SystemClock, KEY_SEPARATOR};
+
+#[derive(Debug)]
+pub struct MemoryStore {
+    clock: Arc<dyn Clock>,
+    sessions: Mutex<BTreeMap<String, SessionRow>>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new(Arc::new(SystemClock))
+    }
+}
+
+impl MemoryStore {
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        Self { clock, sessions: Mutex::new(BTreeMap::new()) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, SessionRow>> {
+        // A panic while holding the lock cannot leave a half-applied call:
+        // every transition validates before it mutates.
+        self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn now(&self) -> Millis {
+        self.clock.now_ms()
+    }
+}
+
+fn check_session(session: &str) -> Result<(), StoreError> {
+    match session.split_once(KEY_SEPARATOR) {
+        Some((contract, id)) if !contract.is_empty() => crate::validate_session_id(id),
+        _ => Err(StoreError::invalid(format!(
+            "{session:?} is not a session storage key (<contract>\\u{{1f}}<session id>)"
+        ))),
+    }
+}
+
+fn slot_state(slot: HeadSlot<'_>) -> &mut HeadState {
+    match slot {
+        HeadSlot::Cursor(cursor) => &mut cursor.state,
+        HeadSlot::Target(state) => state,
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for MemoryStore {
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+
+    async fn event_append(&self, params: EventAppend) -> Result<Appended, StoreError> {
+        check_session(&params.session)?;
+        let now = self.now();
+        let mut sessions = self.lock();
+        let mut row = sessions
+            .get(&params.session)
+            .cloned()
+            .unwrap_or_else(|| SessionRow::new(params.session.clone(), now));
+        let (events, duplicate) = row.append(params.events, &params.consumers, now)?;
+        let head = row.head;
+        if row.head > 0 {
+            sessions.insert(params.session, row);
+        }
+        Ok(Appended { head, events, duplicate })
+    }
+
+    async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
+        check_session(&params.session)?;
+        let now = self.now();
+        let mut sessions = self.lock();
+        let Some(row) = sessions.get_mut(&params.session) else {
+            return Ok(Claimed::default());
+        };
+        Ok(row.claim(&params, now))
+    }
+
+    async fn head_renew(&self, params: HeadRenew) -> Result<Renewed, StoreError> {
+        let now = self.now();
+        let expires = now + params.ttl_ms;
+        let mut sessions = self.lock();
+        let mut renewed = Renewed { lease_expires_at: expires, ..Renewed::default() };
+        let row = sessions.get_mut(&params.session);
+        let Some(row) = row else {
+            renewed.superseded = params.heads.into_iter().map(|h| h.head).collect();
+            return Ok(renewed);
+        };
+        for held in params.heads {
+            let owned = match row.fenced(&held.head, held.attempt) {
+                Some(slot) => {
+                    let state = slot_state(slot);
+                    if state.lease_holder.as_deref() == Some(params.holder.as_str()) {
+                        state.lease_expires_at = Some(expires);
+                        true
+                    } else {
+                        false
+                    }
+                }
+                None => false,
+            };
+            if owned {
+                renewed.renewed.push(held.head);
+            } else {
+                renewed.superseded.push(held.head);
+            }
+        }
+        Ok(renewed)
+    }
+
+    async fn head_complete(&self, params: HeadComplete) -> Result<CompleteOutcome, StoreError> {
+        let now = self.now();
+        let mut sessions = self.lock();
+        let Some(row) = sessions.get_mut(&params.session) else {
+            return Ok(CompleteOutcome::Superseded);
+        };
+        if row.fenced(&params.head, params.attempt).is_none() {
+            return Ok(CompleteOutcome::Superseded);
+        }
+        // Append first: it refuses without mutating, so a refused batch leaves the head running.
+        let (appended, duplicate) = row.append(params.events, &params.consumers, now)?;
+        row.settle(&params.head);
+        row.updated_at = now;
+        let appended = if duplicate { Vec::new() } else { appended };
+        Ok(CompleteOutcome::Completed { session_head: row.head, appended })
+    }
+
+    async fn head_fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError> {
+        let now = self.now();
+        let mut sessions = self.lock();
+        let Some(row) = sessions.get_mut(&params.session) else {
+            return Ok(FailOutcome::Superseded);
+        };
+        let Some(slot) = row.fenced(&params.head, params.attempt) else {
+            return Ok(FailOutcome::Superseded);
+        };
+        let state = slot_state(slot);
+        state.failure_count += 1;
+        state.last_error = Some(params.error);
+        state.release();
+        if state.failure_count >= params.max_failures {
+            state.failed_at = Some(now);
+            state.next_attempt_at = None;
+            return Ok(FailOutcome::DeadLettered { failure_count: state.failure_count });
+        }
+        let retry_at = now + params.backoff.delay_ms(state.failure_count);
+        state.next_attempt_at = Some(retry_at);
+        Ok(FailOutcome::Failed { failure_count: state.failure_count, retry_at })
+    }
+
+    async fn dead_letter_redrive(&self, params: DeadLetterRedrive) -> Result<bool, StoreError> {
+        let now = self.now();
+        let mut sessions = self.lock();
+        let Some(row) = sessions.get_mut(&params.session) else {
+            return Ok(false);
+        };
+        let dead = row
+            .dead_letters()
+            .into_iter()
+            .find(|d| d.consumer == params.consumer && d.index == params.index);
+        let Some(dead) = dead else { return Ok(false) };
+        let head = HeadRef { consumer: dead.consumer, lane: dead.lane, index: dead.index };
+        match params.action {
+            RedriveAction::Skip => row.settle(&head),
+            RedriveAction::Retry => {
+                if let Some(slot) = row.slot(&head) {
+                    let state = slot_state(slot);
+                    state.failure_count = 0;
+                    state.failed_at = None;
+                    state.next_attempt_at = None;
+                    state.release();
+                }
+            }
+        }
+        row.updated_at = now;
+        Ok(true)
+    }
+
+    async fn cursor_wake(&self, params: CursorWake) -> Result<CursorState, StoreError> {
+        check_session(&params.session)?;
+        if params.consumer.log.is_none() {
+            return Err(StoreError::invalid(format!(
+                "consumer '{}' has no string lane, so it has no cursor",
+                params.consumer.name
+            )));
+        }
+        let mut sessions = self.lock();
+        let Some(row) = sessions.get_mut(&params.session) else {
+            return Ok(CursorState::default());
+        };
+        row.ensure_cursors(std::slice::from_ref(&params.consumer));
+        row.skip_untaken(&params.consumer);
+        let head = row.head;
+        let Some(cursor) = row.cursors.get(&params.consumer.name) else {
+            return Ok(CursorState { session_head: head, ..CursorState::default() });
+        };
+        let s = &cursor.state;
+        Ok(CursorState {
+            session_head: head,
+            next: (cursor.next <= head).then_some(cursor.next),
+            attempt_count: s.attempt_count,
+            failure_count: s.failure_count,
+            last_error: s.last_error.clone(),
+            failed_at: s.failed_at,
+            lease_holder: s.lease_holder.clone(),
+            lease_expires_at: s.lease_expires_at,
+            next_attempt_at: s.next_attempt_at,
+        })
+    }
+
+    async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
+        check_session(&params.session)?;
+        let now = self.now();
+        let mut sessions = self.lock();
+        let Some(row) = sessions.get_mut(&params.session) else {
+            let cleared = params.if_last_index.is_none_or(|i| i == 0);
+            return Ok(Cleared { cleared, index: 0 });
+        };
+        let cleared = row.clear(params.if_last_index);
+        if cleared.cleared {
+            row.updated_at = now;
+        }
+        Ok(cleared)
+    }
+
+    async fn snapshot_put(&self, params: SnapshotPut) -> Result<(), StoreError> {
+        let now = self.now();
+        let mut sessions = self.lock();
+        let Some(row) = sessions.get_mut(&params.session) else {
+            return Err(StoreError::not_found(format!("session {:?}", params.session)));
+        };
+        if params.index <= row.clear_index || params.index > row.head {
+            return Ok(());
+        }
+        let mut pins: Vec<HeadRef> = row
+            .snapshots
+            .iter()
+            .filter(|s| s.reducer == params.reducer && s.index == params.index)
+            .flat_map(|s| s.pins.clone())
+            .collect();
+        pins.extend(params.pin);
+        pins.sort();
+        pins.dedup();
+        let mut snapshots = std::mem::take(&mut row.snapshots);
+        // Older snapshots of this reducer go, unless a running head still pins them.
+        snapshots.retain(|s| {
+            s.reducer != params.reducer
+                || (s.index > params.index)
+                || (s.index < params.index && s.pins.iter().any(|p| row.pin_live(p)))
+        });
+        snapshots.push(Snapshot { reducer: params.reducer, index: params.index, state: params.state, pins, created_at: now });
+        row.snapshots = snapshots;
+        Ok(())
+    }
+
+    async fn snapshot_get(&self, params: SnapshotGet) -> Result<Option<Snapshot>, StoreError> {
+        let sessions = self.lock();
+        let Some(row) = sessions.get(&params.session) else { return Ok(None) };
+        Ok(row
+            .snapshots
+            .iter()
+            .filter(|s| s.reducer == params.reducer && s.index <= params.at_most && s.index > row.clear_index)
+            .max_by_key(|s| s.index)
+            .cloned())
+    }
+
+    async fn event_list(&self, params: EventList) -> Result<Vec<Event>, StoreError> {
+        let sessions = self.lock();
+        let Some(row) = sessions.get(&params.session) else { return Ok(Vec::new()) };
+        let low = params.after.unwrap_or(0).max(row.clear_index);
+        let high = params.before.unwrap_or(u64::MAX);
+        let in_range = row.events.iter().filter(|e| e.index > low && e.index < high);
+        let limit = page_size(params.limit);
+        Ok(if params.newest_first {
+            in_range.rev().take(limit).cloned().collect()
+        } else {
+            in_range.take(limit).cloned().collect()
+        })
+    }
+
+    async fn contract_list(&self) -> Result<Vec<String>, StoreError> {
+        let sessions = self.lock();
+        let contracts: BTreeSet<&str> = sessions.keys().map(|k| crate::split_session_key(k).0).collect();
+        Ok(contracts.into_iter().map(str::to_owned).collect())
+    }
+
+    async fn session_list(&self, params: SessionList) -> Result<Vec<SessionSummary>, StoreError> {
+        let prefix = crate::session_key(&params.contract, params.id_prefix.as_deref().unwrap_or(""));
+        let sessions = self.lock();
+        let start = match &params.after {
+            Some(after) => std::ops::Bound::Excluded(crate::session_key(&params.contract, after)),
+            None => std::ops::Bound::Included(prefix.clone()),
+        };
+        Ok(sessions
+            .range((start, std::ops::Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(&crate::session_key(&params.contract, "")))
+            .filter(|(key, _)| key.starts_with(&prefix))
+            .take(page_size(params.limit))
+            .map(|(_, row)| row.summary())
+            .collect())
+    }
+
+    async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
+        Ok(self.lock().get(session).map(SessionRow::summary))
+    }
+
+    async fn head_list(&self, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
+        Ok(self.lock().get(session).map(SessionRow::head_infos).unwrap_or_default())
+    }
+
+    async fn head_scan(&self, params: HeadScan) -> Result<Vec<HeadInfo>, StoreError> {
+        let sessions = self.lock();
+        let limit = page_size(params.limit);
+        let mut page = Vec::new();
+        for (key, row) in sessions.iter() {
+            if params.after.as_ref().is_some_and(|a| key < &a.session) {
+                continue;
+            }
+            for info in row.head_infos() {
+                let head_key = HeadKey {
+                    session: key.clone(),
+                    consumer: info.consumer.clone(),
+                    lane: info.lane.clone(),
+                    index: info.next_index,
+                };
+                if params.after.as_ref().is_some_and(|a| &head_key <= a)
+                    || params.consumer.as_ref().is_some_and(|c| c != &info.consumer)
+                {
+                    continue;
+                }
+                page.push(info);
+                if page.len() == limit {
+                    return Ok(page);
+                }
+            }
+        }
+        Ok(page)
+    }
+
+    async fn dead_letter_list(&self, params: DeadLetterList) -> Result<Vec<DeadLetter>, StoreError> {
+        let sessions = self.lock();
+        let limit = page_size(params.limit);
+        let mut page = Vec::new();
+        for (key, row) in sessions.iter() {
+            if params.session.as_ref().is_some_and(|s| s != key)
+                || params.contract.as_ref().is_some_and(|c| c != crate::split_session_key(key).0)
+                || params.after.as_ref().is_some_and(|a| key < &a.session)
+            {
+                continue;
+            }
+            for letter in row.dead_letters() {
+                if params.after.as_ref().is_some_and(|a| &letter.key() <= a)
+                    || params.consumer.as_ref().is_some_and(|c| c != &letter.consumer)
+                {
+                    continue;
+                }
+                page.push(letter);
+                if page.len() == limit {
+                    return Ok(page);
+                }
+            }
+        }
+        Ok(page)
+    }
+
+    async fn consumer_totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>, StoreError> {
+        let sessions = self.lock();
+        let mut totals: BTreeMap<(String, String), (ConsumerTotal, BTreeSet<String>, BTreeSet<String>)> =
+            BTreeMap::new();
+        for (key, row) in sessions.iter() {
+            let row_contract = crate::split_session_key(key).0;
+            if contract.is_some_and(|c| c != row_contract) {
+                continue;
+            }
+            for info in row.head_infos() {
+                let entry = totals.entry((info.contract.clone(), info.consumer.clone())).or_insert_with(|| {
+                    (
+                        ConsumerTotal {
+                            contract: info.contract.clone(),
+                            consumer: info.consumer.clone(),
+                            sessions: 0,
+                            lagging_sessions: 0,
+                            total_lag: 0,
+                            dead_letters: 0,
+                        },
+                        BTreeSet::new(),
+                        BTreeSet::new(),
+                    )
+                });
+                entry.1.insert(key.clone());
+                if info.lag > 0 {
+                    entry.2.insert(key.clone());
+                }
+                entry.0.total_lag += info.lag;
+                entry.0.dead_letters += u64::from(info.dead());
+            }
+        }
+        Ok(totals
+            .into_values()
+            .map(|(mut total, sessions, lagging)| {
+                total.sessions = sessions.len() as u64;
+                total.lagging_sessions = lagging.len() as u64;
+                total
+            })
+            .collect())
+    }
+
+    async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
+        let sessions = self.lock();
+        let Some(row) = sessions.get(session) else { return Ok(Vec::new()) };
+        let mut infos: Vec<SnapshotInfo> = row
+            .snapshots
+            .iter()
+            .map(|s| SnapshotInfo {
+                reducer: s.reducer.clone(),
+                index: s.index,
+                size_bytes: serde_json::to_vec(&s.state).map(|v| v.len() as u64).unwrap_or(0),
+                state: s.state.clone(),
+                pins: s.pins.clone(),
+                created_at: s.created_at,
+            })
+            .collect();
+        infos.sort_by(|a, b| b.index.cmp(&a.index).then_with(|| a.reducer.cmp(&b.reducer)));
+        Ok(infos)
+    }
+}

@@ -1,0 +1,424 @@
+//! One session's rows and the transitions on them. Every method validates
+//! before it mutates, so a refused call leaves the session as it was.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::types::*;
+use crate::StoreError;
+
+/// The mutable state shared by cursors and per-event heads.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HeadState {
+    pub attempt_count: u32,
+    pub failure_count: u32,
+    pub last_error: Option<String>,
+    pub failed_at: Option<Millis>,
+    pub lease_holder: Option<String>,
+    pub lease_expires_at: Option<Millis>,
+    pub next_attempt_at: Option<Millis>,
+}
+
+impl HeadState {
+    fn lease_live(&self, now: Millis) -> bool {
+        self.lease_holder.is_some() && self.lease_expires_at.is_some_and(|t| t > now)
+    }
+    pub fn release(&mut self) {
+        self.lease_holder = None;
+        self.lease_expires_at = None;
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Cursor {
+    pub lane: String,
+    pub next: u64,
+    pub state: HeadState,
+}
+
+/// Key of a per-event head: consumer, lane (none for concurrent), index.
+pub(crate) type TargetKey = (String, Option<String>, u64);
+
+#[derive(Debug, Clone)]
+pub(crate) struct SessionRow {
+    pub key: String,
+    pub head: u64,
+    pub clear_index: u64,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    /// `events[i]` has index `i + 1`.
+    pub events: Vec<Event>,
+    pub ids: HashMap<String, u64>,
+    pub cursors: BTreeMap<String, Cursor>,
+    pub heads: BTreeMap<TargetKey, HeadState>,
+    pub snapshots: Vec<Snapshot>,
+}
+
+pub(crate) enum HeadSlot<'a> {
+    Cursor(&'a mut Cursor),
+    Target(&'a mut HeadState),
+}
+
+impl SessionRow {
+    pub fn new(key: String, now: Millis) -> Self {
+        Self {
+            key,
+            head: 0,
+            clear_index: 0,
+            created_at: now,
+            updated_at: now,
+            events: Vec::new(),
+            ids: HashMap::new(),
+            cursors: BTreeMap::new(),
+            heads: BTreeMap::new(),
+            snapshots: Vec::new(),
+        }
+    }
+
+    pub fn event(&self, index: u64) -> Option<&Event> {
+        index.checked_sub(1).and_then(|i| self.events.get(i as usize))
+    }
+
+    /// Give log consumers that have no cursor here one: after the head, or
+    /// after the clear boundary for a backfilling consumer.
+    pub fn ensure_cursors(&mut self, consumers: &[StoreConsumer]) {
+        for consumer in consumers {
+            let Some(log) = &consumer.log else { continue };
+            if self.cursors.contains_key(&consumer.name) {
+                continue;
+            }
+            let next = if log.backfill { self.clear_index + 1 } else { self.head + 1 };
+            self.cursors.insert(
+                consumer.name.clone(),
+                Cursor { lane: log.lane.clone(), next, state: HeadState::default() },
+            );
+        }
+    }
+
+    /// Move a fresh cursor past events its consumer does not take.
+    pub fn skip_untaken(&mut self, consumer: &StoreConsumer) {
+        let Some(cursor) = self.cursors.get_mut(&consumer.name) else { return };
+        if cursor.state.attempt_count > 0 || cursor.state.failed_at.is_some() {
+            return;
+        }
+        while cursor.next <= self.head {
+            let taken = index_slot(&self.events, cursor.next).is_some_and(|e| consumer.takes(&e.event_type));
+            if taken {
+                break;
+            }
+            cursor.next += 1;
+        }
+    }
+
+    /// Append a batch; all-present is an idempotent no-op, a mix is refused.
+    pub fn append(
+        &mut self,
+        events: Vec<NewEvent>,
+        consumers: &[StoreConsumer],
+        now: Millis,
+    ) -> Result<(Vec<Event>, bool), StoreError> {
+        let mut seen = HashSet::new();
+        for event in &events {
+            if event.id.is_empty() {
+                return Err(StoreError::invalid("event id must not be empty"));
+            }
+            if !seen.insert(event.id.as_str()) {
+                return Err(StoreError::PartialDuplicateBatch {
+                    session: self.key.clone(),
+                    ids: format!("'{}' appears twice in the batch", event.id),
+                });
+            }
+        }
+        let present: Vec<u64> = events.iter().filter_map(|e| self.ids.get(&e.id).copied()).collect();
+        if !events.is_empty() && present.len() == events.len() {
+            let stored = present.iter().filter_map(|i| self.event(*i).cloned()).collect();
+            return Ok((stored, true));
+        }
+        if !present.is_empty() {
+            let ids: Vec<&str> = events
+                .iter()
+                .filter(|e| self.ids.contains_key(&e.id))
+                .map(|e| e.id.as_str())
+                .collect();
+            return Err(StoreError::PartialDuplicateBatch {
+                session: self.key.clone(),
+                ids: ids.join(", "),
+            });
+        }
+        self.ensure_cursors(consumers);
+        let mut stored = Vec::with_capacity(events.len());
+        for new in events {
+            self.head += 1;
+            let index = self.head;
+            for target in &new.targets {
+                self.heads.insert((target.consumer.clone(), target.lane.clone(), index), HeadState::default());
+            }
+            let event = Event {
+                id: new.id,
+                event_type: new.event_type,
+                payload: new.payload,
+                index,
+                session: self.key.clone(),
+                created_at: now,
+                cause: new.cause,
+            };
+            self.ids.insert(event.id.clone(), index);
+            self.events.push(event.clone());
+            stored.push(event);
+        }
+        if !stored.is_empty() {
+            self.updated_at = now;
+        }
+        Ok((stored, false))
+    }
+
+    /// The running state of a head, whether a cursor or a per-event head.
+    pub fn slot(&mut self, head: &HeadRef) -> Option<HeadSlot<'_>> {
+        if let Some(cursor) = self.cursors.get_mut(&head.consumer) {
+            if head.lane.as_deref() == Some(cursor.lane.as_str()) {
+                return (cursor.next == head.index).then_some(HeadSlot::Cursor(cursor));
+            }
+        }
+        self.heads
+            .get_mut(&(head.consumer.clone(), head.lane.clone(), head.index))
+            .map(HeadSlot::Target)
+    }
+
+    /// The current attempt of `head`, if `attempt` is it: the fence.
+    pub fn fenced(&mut self, head: &HeadRef, attempt: u32) -> Option<HeadSlot<'_>> {
+        let slot = self.slot(head)?;
+        let state = match &slot {
+            HeadSlot::Cursor(c) => &c.state,
+            HeadSlot::Target(s) => s,
+        };
+        (state.attempt_count == attempt && state.failed_at.is_none()).then_some(slot)
+    }
+
+    /// Settle a head: move the cursor on, or drop the per-event head.
+    pub fn settle(&mut self, head: &HeadRef) {
+        match self.slot(head) {
+            Some(HeadSlot::Cursor(cursor)) => {
+                cursor.next = head.index + 1;
+                cursor.state = HeadState::default();
+            }
+            Some(HeadSlot::Target(_)) => {
+                self.heads.remove(&(head.consumer.clone(), head.lane.clone(), head.index));
+            }
+            None => {}
+        }
+    }
+
+    pub fn claim(&mut self, params: &HeadClaim, now: Millis) -> Claimed {
+        self.ensure_cursors(&params.consumers);
+        for consumer in &params.consumers {
+            if consumer.log.is_some() {
+                self.skip_untaken(consumer);
+            }
+        }
+        let mut claimed = Claimed { session_head: self.head, ..Claimed::default() };
+        let excluded: HashSet<&HeadRef> = params.exclude.iter().collect();
+        let names: HashSet<&str> = params.consumers.iter().map(|c| c.name.as_str()).collect();
+        let log_names: HashSet<&str> =
+            params.consumers.iter().filter(|c| c.log.is_some()).map(|c| c.name.as_str()).collect();
+        let limit = params.limit.max(1) as usize;
+        let events = &self.events;
+        let consider = |head: HeadRef, state: &mut HeadState, claimed: &mut Claimed| {
+            if params.through.is_some_and(|t| head.index > t) || excluded.contains(&head) {
+                return;
+            }
+            if state.failed_at.is_some() {
+                return;
+            }
+            if state.lease_live(now) {
+                let until = state.lease_expires_at.unwrap_or(now);
+                claimed.busy_until = Some(claimed.busy_until.map_or(until, |b| b.min(until)));
+                return;
+            }
+            if let Some(at) = state.next_attempt_at.filter(|at| *at > now) {
+                claimed.retry_at = Some(claimed.retry_at.map_or(at, |r| r.min(at)));
+                return;
+            }
+            if claimed.heads.len() >= limit {
+                return;
+            }
+            let Some(event) = index_slot(events, head.index).cloned() else { return };
+            if let Some(holder) = state.lease_holder.take() {
+                // A lapsed attempt counts as a failure, charged by the claim that takes it over.
+                state.lease_expires_at = None;
+                state.failure_count += 1;
+                state.last_error = Some(format!(
+                    "attempt {} by holder {holder} lapsed without completing",
+                    state.attempt_count
+                ));
+                if state.failure_count >= params.max_failures {
+                    state.failed_at = Some(now);
+                    state.next_attempt_at = None;
+                    claimed.exhausted.push(ClaimedHead {
+                        head,
+                        attempt: state.attempt_count,
+                        failure_count: state.failure_count,
+                        lease_expires_at: now,
+                        event,
+                    });
+                    return;
+                }
+            }
+            state.attempt_count += 1;
+            state.lease_holder = Some(params.holder.clone());
+            state.lease_expires_at = Some(now + params.ttl_ms);
+            state.next_attempt_at = None;
+            claimed.heads.push(ClaimedHead {
+                head,
+                attempt: state.attempt_count,
+                failure_count: state.failure_count,
+                lease_expires_at: now + params.ttl_ms,
+                event,
+            });
+        };
+        for (name, cursor) in self.cursors.iter_mut() {
+            if !log_names.contains(name.as_str()) || cursor.next > self.head {
+                continue;
+            }
+            let head = HeadRef { consumer: name.clone(), lane: Some(cursor.lane.clone()), index: cursor.next };
+            consider(head, &mut cursor.state, &mut claimed);
+        }
+        let mut open_lanes: HashSet<(String, String)> = HashSet::new();
+        for ((consumer, lane, index), state) in self.heads.iter_mut() {
+            if !names.contains(consumer.as_str()) {
+                continue;
+            }
+            if let Some(lane) = lane {
+                // Lane-function heads run one at a time per lane, lowest index first.
+                if !open_lanes.insert((consumer.clone(), lane.clone())) {
+                    continue;
+                }
+            }
+            let head = HeadRef { consumer: consumer.clone(), lane: lane.clone(), index: *index };
+            consider(head, state, &mut claimed);
+        }
+        claimed
+    }
+
+    pub fn clear(&mut self, if_last_index: Option<u64>) -> Cleared {
+        if if_last_index.is_some_and(|i| i != self.head) {
+            return Cleared { cleared: false, index: self.head };
+        }
+        let boundary = self.head;
+        self.clear_index = boundary;
+        for cursor in self.cursors.values_mut() {
+            if cursor.next <= boundary {
+                cursor.next = boundary + 1;
+                cursor.state = HeadState::default();
+            }
+        }
+        self.heads.retain(|(_, _, index), _| *index > boundary);
+        self.snapshots.clear();
+        Cleared { cleared: true, index: boundary }
+    }
+
+    /// Whether the head a snapshot pin names is still pending.
+    pub fn pin_live(&self, pin: &HeadRef) -> bool {
+        if let Some(cursor) = self.cursors.get(&pin.consumer) {
+            if pin.lane.as_deref() == Some(cursor.lane.as_str()) {
+                return cursor.next <= pin.index;
+            }
+        }
+        self.heads.contains_key(&(pin.consumer.clone(), pin.lane.clone(), pin.index))
+    }
+
+    /// Cursors and pending heads as the Studio shows them: a cursor or a
+    /// lane per row, and one row per pending concurrent head.
+    pub fn head_infos(&self) -> Vec<HeadInfo> {
+        let (contract, session_id) = crate::split_session_key(&self.key);
+        let info = |consumer: &str, kind, lane: Option<String>, next: u64, lag: u64, s: &HeadState| HeadInfo {
+            contract: contract.to_owned(),
+            session_id: session_id.to_owned(),
+            consumer: consumer.to_owned(),
+            kind,
+            lane,
+            next_index: next,
+            session_head: self.head,
+            lag,
+            oldest_pending_at: if lag > 0 { self.event(next).map(|e| e.created_at) } else { None },
+            attempt_count: s.attempt_count,
+            failure_count: s.failure_count,
+            last_error: s.last_error.clone(),
+            failed_at: s.failed_at,
+            lease_holder: s.lease_holder.clone(),
+            lease_expires_at: s.lease_expires_at,
+            next_attempt_at: s.next_attempt_at,
+        };
+        let mut rows = Vec::new();
+        for (name, cursor) in &self.cursors {
+            let lag = (self.head + 1).saturating_sub(cursor.next);
+            rows.push(info(name, HeadKind::Log, Some(cursor.lane.clone()), cursor.next, lag, &cursor.state));
+        }
+        let mut lanes: BTreeMap<(&str, &str), (u64, u64, &HeadState)> = BTreeMap::new();
+        for ((consumer, lane, index), state) in &self.heads {
+            match lane {
+                Some(lane) => {
+                    lanes
+                        .entry((consumer.as_str(), lane.as_str()))
+                        .and_modify(|(_, count, _)| *count += 1)
+                        .or_insert((*index, 1, state));
+                }
+                None => rows.push(info(consumer, HeadKind::Concurrent, None, *index, 1, state)),
+            }
+        }
+        for ((consumer, lane), (next, count, state)) in lanes {
+            rows.push(info(consumer, HeadKind::Lane, Some(lane.to_owned()), next, count, state));
+        }
+        rows.sort_by(|a, b| (&a.consumer, &a.lane, a.next_index).cmp(&(&b.consumer, &b.lane, b.next_index)));
+        rows
+    }
+
+    /// Every dead head of the session.
+    pub fn dead_letters(&self) -> Vec<DeadLetter> {
+        let (contract, session_id) = crate::split_session_key(&self.key);
+        let cursor_rows = self
+            .cursors
+            .iter()
+            .map(|(name, c)| (name.as_str(), Some(c.lane.clone()), c.next, &c.state));
+        let head_rows = self.heads.iter().map(|((name, lane, index), s)| (name.as_str(), lane.clone(), *index, s));
+        let mut letters: Vec<DeadLetter> = cursor_rows
+            .chain(head_rows)
+            .filter_map(|(consumer, lane, index, state)| {
+                let failed_at = state.failed_at?;
+                let event = self.event(index)?;
+                Some(DeadLetter {
+                    contract: contract.to_owned(),
+                    session_id: session_id.to_owned(),
+                    consumer: consumer.to_owned(),
+                    lane,
+                    index,
+                    event_id: event.id.clone(),
+                    event_type: event.event_type.clone(),
+                    attempt_count: state.attempt_count,
+                    failure_count: state.failure_count,
+                    last_error: state.last_error.clone(),
+                    failed_at,
+                })
+            })
+            .collect();
+        letters.sort_by_key(DeadLetter::key);
+        letters
+    }
+
+    pub fn summary(&self) -> SessionSummary {
+        let (contract, session_id) = crate::split_session_key(&self.key);
+        let infos = self.head_infos();
+        SessionSummary {
+            contract: contract.to_owned(),
+            session_id: session_id.to_owned(),
+            head: self.head,
+            clear_index: self.clear_index,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            dead_letters: infos.iter().filter(|h| h.dead()).count() as u64,
+            lag: infos.iter().map(|h| h.lag).sum(),
+        }
+    }
+}
+
+fn index_slot(events: &[Event], index: u64) -> Option<&Event> {
+    index.checked_sub(1).and_then(|i| events.get(i as usize))
+}

@@ -1,0 +1,82 @@
+use std::sync::Arc;
+
+use crate::types::*;
+use crate::{Clock, StoreError};
+
+/// The largest page any inspection read returns, whatever the caller asks.
+pub const MAX_PAGE: u32 = 500;
+
+/// One store, many backends. Writes are atomic per call; reads never write.
+/// Methods are named entity-first, each with one params struct, so a backend
+/// reads as a list of statements and the conformance suite as a list of facts.
+#[async_trait::async_trait]
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// The clock this store stamps and compares times with.
+    fn clock(&self) -> Arc<dyn Clock>;
+
+    // ── the engine's writes ──────────────────────────────────────────
+
+    /// Append a batch at the session's next indexes, create the heads its
+    /// events target, and give new log consumers their cursors — in one
+    /// transaction. Re-appending ids already present is a no-op.
+    async fn event_append(&self, params: EventAppend) -> Result<Appended, StoreError>;
+
+    /// Take every runnable head (up to the limit) not leased by a live
+    /// holder, bump its attempt, and lease it to the holder.
+    async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError>;
+
+    /// Extend the leases a holder still owns; report the ones it lost.
+    async fn head_renew(&self, params: HeadRenew) -> Result<Renewed, StoreError>;
+
+    /// Settle the current attempt of a head and append what it returned.
+    async fn head_complete(&self, params: HeadComplete) -> Result<CompleteOutcome, StoreError>;
+
+    /// Record a failed attempt: backoff, or a dead letter at the budget.
+    async fn head_fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError>;
+
+    /// Retry or skip a dead head; `false` when the head is not dead.
+    async fn dead_letter_redrive(&self, params: DeadLetterRedrive) -> Result<bool, StoreError>;
+
+    /// Make sure a log consumer has its cursor in the session and report it.
+    async fn cursor_wake(&self, params: CursorWake) -> Result<CursorState, StoreError>;
+
+    /// Set the clear boundary at the head (guarded by `if_last_index`).
+    async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError>;
+
+    async fn snapshot_put(&self, params: SnapshotPut) -> Result<(), StoreError>;
+    async fn snapshot_get(&self, params: SnapshotGet) -> Result<Option<Snapshot>, StoreError>;
+
+    // ── reads (engine and Studio) ────────────────────────────────────
+
+    /// Events above the clear boundary, paged by index.
+    async fn event_list(&self, params: EventList) -> Result<Vec<Event>, StoreError>;
+
+    /// Contract names that have at least one session.
+    async fn contract_list(&self) -> Result<Vec<String>, StoreError>;
+
+    /// A contract's sessions by id, keyset paged (a prefix scan on `<contract>\u{1f}`).
+    async fn session_list(&self, params: SessionList) -> Result<Vec<SessionSummary>, StoreError>;
+
+    /// One session's summary, if it exists.
+    async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError>;
+
+    /// Every cursor and pending head of a session, with lag.
+    async fn head_list(&self, session: &str) -> Result<Vec<HeadInfo>, StoreError>;
+
+    /// Pending heads and cursors store-wide, keyset paged.
+    async fn head_scan(&self, params: HeadScan) -> Result<Vec<HeadInfo>, StoreError>;
+
+    /// Dead letters store-wide, per contract or per session, keyset paged.
+    async fn dead_letter_list(&self, params: DeadLetterList) -> Result<Vec<DeadLetter>, StoreError>;
+
+    /// Each consumer's sessions, lag and dead letters, store-wide.
+    async fn consumer_totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>, StoreError>;
+
+    /// A session's snapshots, newest first.
+    async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError>;
+}
+
+/// Clamp a requested page size to `1..=MAX_PAGE`.
+pub fn page_size(limit: u32) -> usize {
+    limit.clamp(1, MAX_PAGE) as usize
+}

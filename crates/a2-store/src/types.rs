@@ -1,0 +1,488 @@
+//! The values that cross the store seam. Timestamps are wall-clock
+//! milliseconds from the injected [`crate::Clock`]; indexes are 1-based.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Milliseconds since the Unix epoch.
+pub type Millis = i64;
+
+/// Which consumer head produced an event (absent for external appends).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Cause {
+    pub consumer: String,
+    pub lane: Option<String>,
+    pub index: u64,
+    pub attempt: u32,
+}
+
+/// One stored event of a session's log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub payload: Value,
+    pub index: u64,
+    /// The storage key `<contract>\u{1f}<session id>`.
+    pub session: String,
+    pub created_at: Millis,
+    pub cause: Option<Cause>,
+}
+
+/// An event to append, with its id already decided and its heads resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub id: String,
+    pub event_type: String,
+    pub payload: Value,
+    pub cause: Option<Cause>,
+    /// Heads of lane-function and concurrent consumers this event starts,
+    /// resolved once at append time.
+    pub targets: Vec<Target>,
+}
+
+/// A per-event head to create at append: the consumer, and its lane (none
+/// for a concurrent consumer).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Target {
+    pub consumer: String,
+    pub lane: Option<String>,
+}
+
+/// How a log consumer (string lane) reads a session: one ordered cursor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogSpec {
+    pub lane: String,
+    /// Event types it takes; `None` takes all.
+    pub types: Option<Vec<String>>,
+    /// A new cursor starts at index 1 instead of after the session's head.
+    pub backfill: bool,
+}
+
+/// A consumer as a store needs to know it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConsumer {
+    pub name: String,
+    /// Set for log consumers; lane-function and concurrent consumers have heads per event.
+    pub log: Option<LogSpec>,
+}
+
+impl StoreConsumer {
+    pub fn log(name: impl Into<String>, lane: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            log: Some(LogSpec { lane: lane.into(), types: None, backfill: false }),
+        }
+    }
+    pub fn targeted(name: impl Into<String>) -> Self {
+        Self { name: name.into(), log: None }
+    }
+    pub fn backfilling(mut self) -> Self {
+        if let Some(log) = self.log.as_mut() {
+            log.backfill = true;
+        }
+        self
+    }
+    pub fn with_types(mut self, types: &[&str]) -> Self {
+        if let Some(log) = self.log.as_mut() {
+            log.types = Some(types.iter().map(|t| (*t).to_owned()).collect());
+        }
+        self
+    }
+    /// Whether this log consumer takes events of `event_type`.
+    pub fn takes(&self, event_type: &str) -> bool {
+        match &self.log {
+            Some(LogSpec { types: Some(types), .. }) => types.iter().any(|t| t == event_type),
+            _ => true,
+        }
+    }
+}
+
+/// The unit of work: a consumer's head at one index of one lane.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct HeadRef {
+    pub consumer: String,
+    pub lane: Option<String>,
+    pub index: u64,
+}
+
+impl HeadRef {
+    pub fn new(consumer: impl Into<String>, lane: Option<&str>, index: u64) -> Self {
+        Self { consumer: consumer.into(), lane: lane.map(str::to_owned), index }
+    }
+}
+
+impl std::fmt::Display for HeadRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.lane {
+            Some(lane) => write!(f, "{}[{}]@{}", self.consumer, lane, self.index),
+            None => write!(f, "{}@{}", self.consumer, self.index),
+        }
+    }
+}
+
+/// A head this holder has claimed, with the attempt number that fences it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HeldHead {
+    pub head: HeadRef,
+    pub attempt: u32,
+}
+
+/// Exponential retry delays: `base · 2^(n-1)`, capped at `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    pub base_ms: i64,
+    pub max_ms: i64,
+}
+
+impl Backoff {
+    /// The wait after the `failure_count`th failure.
+    pub fn delay_ms(&self, failure_count: u32) -> i64 {
+        let exponent = failure_count.saturating_sub(1).min(40);
+        self.base_ms.saturating_mul(1i64 << exponent).min(self.max_ms)
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self { base_ms: 1_000, max_ms: 300_000 }
+    }
+}
+
+// ── write params and results ─────────────────────────────────────────
+
+#[derive(Debug, Clone)]
+pub struct EventAppend {
+    pub session: String,
+    pub events: Vec<NewEvent>,
+    /// Every consumer the appender runs: log consumers get a cursor here if
+    /// they have none, so a new session's first event is theirs too.
+    pub consumers: Vec<StoreConsumer>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Appended {
+    /// The session head after the append.
+    pub head: u64,
+    /// The batch as stored (already present ones, for an idempotent re-append).
+    pub events: Vec<Event>,
+    /// Every id was already present: nothing was written.
+    pub duplicate: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct HeadClaim {
+    pub session: String,
+    pub holder: String,
+    pub ttl_ms: i64,
+    pub consumers: Vec<StoreConsumer>,
+    /// Claim no head past this index.
+    pub through: Option<u64>,
+    /// Heads this drain already saw fail; they wait for a later drain.
+    pub exclude: Vec<HeadRef>,
+    /// A head taken over from a lapsed claim whose failures reach this is dead-lettered, not run.
+    pub max_failures: u32,
+    /// At most this many heads in one claim.
+    pub limit: u32,
+}
+
+/// A claimed head with its event; `attempt` is the fencing token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedHead {
+    pub head: HeadRef,
+    pub attempt: u32,
+    pub failure_count: u32,
+    pub lease_expires_at: Millis,
+    pub event: Event,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Claimed {
+    /// The session head when the claim ran.
+    pub session_head: u64,
+    pub heads: Vec<ClaimedHead>,
+    /// Heads dead-lettered on takeover because their lapsed attempts used up the budget.
+    pub exhausted: Vec<ClaimedHead>,
+    /// Earliest expiry of a live lease held by another holder.
+    pub busy_until: Option<Millis>,
+    /// Earliest time a head waiting out its backoff becomes runnable.
+    pub retry_at: Option<Millis>,
+}
+
+#[derive(Debug, Clone)]
+pub struct HeadRenew {
+    pub session: String,
+    pub holder: String,
+    pub ttl_ms: i64,
+    pub heads: Vec<HeldHead>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Renewed {
+    pub renewed: Vec<HeadRef>,
+    /// Heads a newer attempt owns, or that are gone (completed, cleared).
+    pub superseded: Vec<HeadRef>,
+    pub lease_expires_at: Millis,
+}
+
+#[derive(Debug, Clone)]
+pub struct HeadComplete {
+    pub session: String,
+    pub head: HeadRef,
+    pub attempt: u32,
+    /// Events the run returned, appended atomically with the completion.
+    pub events: Vec<NewEvent>,
+    pub consumers: Vec<StoreConsumer>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompleteOutcome {
+    Completed { session_head: u64, appended: Vec<Event> },
+    Superseded,
+}
+
+#[derive(Debug, Clone)]
+pub struct HeadFail {
+    pub session: String,
+    pub head: HeadRef,
+    pub attempt: u32,
+    pub error: String,
+    pub max_failures: u32,
+    pub backoff: Backoff,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FailOutcome {
+    Failed { failure_count: u32, retry_at: Millis },
+    DeadLettered { failure_count: u32 },
+    Superseded,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedriveAction {
+    /// Run it again with a fresh failure budget.
+    Retry,
+    /// Settle it without running and move on.
+    Skip,
+}
+
+#[derive(Debug, Clone)]
+pub struct DeadLetterRedrive {
+    pub session: String,
+    pub consumer: String,
+    pub index: u64,
+    pub action: RedriveAction,
+}
+
+#[derive(Debug, Clone)]
+pub struct CursorWake {
+    pub session: String,
+    pub consumer: StoreConsumer,
+}
+
+/// A log consumer's cursor, as `consume` watches it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CursorState {
+    pub session_head: u64,
+    /// The next index it will run; `None` when caught up with the head.
+    pub next: Option<u64>,
+    pub attempt_count: u32,
+    pub failure_count: u32,
+    pub last_error: Option<String>,
+    pub failed_at: Option<Millis>,
+    pub lease_holder: Option<String>,
+    pub lease_expires_at: Option<Millis>,
+    pub next_attempt_at: Option<Millis>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SessionClear {
+    pub session: String,
+    pub if_last_index: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cleared {
+    pub cleared: bool,
+    /// The boundary (when cleared) or the current head (when not).
+    pub index: u64,
+}
+
+// ── snapshots ───────────────────────────────────────────────────────
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub reducer: String,
+    pub index: u64,
+    pub state: Value,
+    pub pins: Vec<HeadRef>,
+    pub created_at: Millis,
+}
+
+#[derive(Debug, Clone)]
+pub struct SnapshotPut {
+    pub session: String,
+    pub reducer: String,
+    pub index: u64,
+    pub state: Value,
+    /// The running head whose read asked for exactly this index.
+    pub pin: Option<HeadRef>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SnapshotGet {
+    pub session: String,
+    pub reducer: String,
+    /// The newest snapshot at or below this index.
+    pub at_most: u64,
+}
+
+// ── inspection reads ────────────────────────────────────────────────
+
+#[derive(Debug, Clone)]
+pub struct EventList {
+    pub session: String,
+    pub after: Option<u64>,
+    pub before: Option<u64>,
+    pub limit: u32,
+    pub newest_first: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct SessionList {
+    pub contract: String,
+    /// Only session ids starting with this.
+    pub id_prefix: Option<String>,
+    /// Keyset: session ids strictly after this one.
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    pub contract: String,
+    pub session_id: String,
+    pub head: u64,
+    pub clear_index: u64,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    pub dead_letters: u64,
+    /// Events behind every head of the session, summed.
+    pub lag: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeadKind {
+    /// A string-lane consumer's cursor.
+    Log,
+    /// A lane-function consumer's head.
+    Lane,
+    /// A concurrent consumer's head.
+    Concurrent,
+}
+
+/// A head or cursor as the Studio shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadInfo {
+    pub contract: String,
+    pub session_id: String,
+    pub consumer: String,
+    pub kind: HeadKind,
+    pub lane: Option<String>,
+    /// The index it runs next (a caught-up cursor: head + 1).
+    pub next_index: u64,
+    pub session_head: u64,
+    /// Events behind this head (for a cursor: from its next index to the session head).
+    pub lag: u64,
+    /// Creation time of the oldest event it has not handled.
+    pub oldest_pending_at: Option<Millis>,
+    pub attempt_count: u32,
+    pub failure_count: u32,
+    pub last_error: Option<String>,
+    pub failed_at: Option<Millis>,
+    pub lease_holder: Option<String>,
+    pub lease_expires_at: Option<Millis>,
+    pub next_attempt_at: Option<Millis>,
+}
+
+impl HeadInfo {
+    pub fn dead(&self) -> bool {
+        self.failed_at.is_some()
+    }
+}
+
+/// Keyset position in store-wide head and dead-letter pages.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct HeadKey {
+    pub session: String,
+    pub consumer: String,
+    pub lane: Option<String>,
+    pub index: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct HeadScan {
+    pub consumer: Option<String>,
+    pub after: Option<HeadKey>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeadLetterList {
+    pub contract: Option<String>,
+    /// A storage key, to list one session's dead letters.
+    pub session: Option<String>,
+    pub consumer: Option<String>,
+    pub after: Option<HeadKey>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub contract: String,
+    pub session_id: String,
+    pub consumer: String,
+    pub lane: Option<String>,
+    pub index: u64,
+    pub event_id: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub attempt_count: u32,
+    pub failure_count: u32,
+    pub last_error: Option<String>,
+    pub failed_at: Millis,
+}
+
+impl DeadLetter {
+    pub fn key(&self) -> HeadKey {
+        HeadKey {
+            session: crate::session_key(&self.contract, &self.session_id),
+            consumer: self.consumer.clone(),
+            lane: self.lane.clone(),
+            index: self.index,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumerTotal {
+    pub contract: String,
+    pub consumer: String,
+    pub sessions: u64,
+    pub lagging_sessions: u64,
+    pub total_lag: u64,
+    pub dead_letters: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotInfo {
+    pub reducer: String,
+    pub index: u64,
+    pub size_bytes: u64,
+    pub state: Value,
+    pub pins: Vec<HeadRef>,
+    pub created_at: Millis,
+}
