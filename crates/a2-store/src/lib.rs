@@ -6,6 +6,7 @@ mod clock;
 mod error;
 mod keys;
 pub mod memory;
+pub mod rules;
 mod store;
 mod types;
 

@@ -6,7 +6,9 @@ mod session;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use session::{HeadSlot, HeadState, SessionRow};
+use session::{HeadSlot, SessionRow};
+
+use crate::rules::HeadState;
 
 use crate::store::page_size;
 use crate::types::*;
@@ -146,18 +148,7 @@ impl Store for MemoryStore {
         let Some(slot) = row.fenced(&params.head, params.attempt) else {
             return Ok(FailOutcome::Superseded);
         };
-        let state = slot_state(slot);
-        state.failure_count += 1;
-        state.last_error = Some(params.error);
-        state.release();
-        if state.failure_count >= params.max_failures {
-            state.failed_at = Some(now);
-            state.next_attempt_at = None;
-            return Ok(FailOutcome::DeadLettered { failure_count: state.failure_count });
-        }
-        let retry_at = now + params.backoff.delay_ms(state.failure_count);
-        state.next_attempt_at = Some(retry_at);
-        Ok(FailOutcome::Failed { failure_count: state.failure_count, retry_at })
+        Ok(slot_state(slot).fail(now, params.error, params.max_failures, params.backoff))
     }
 
     async fn dead_letter_redrive(&self, params: DeadLetterRedrive) -> Result<bool, StoreError> {
@@ -176,11 +167,7 @@ impl Store for MemoryStore {
             RedriveAction::Skip => row.settle(&head),
             RedriveAction::Retry => {
                 if let Some(slot) = row.slot(&head) {
-                    let state = slot_state(slot);
-                    state.failure_count = 0;
-                    state.failed_at = None;
-                    state.next_attempt_at = None;
-                    state.release();
+                    slot_state(slot).retry();
                 }
             }
         }

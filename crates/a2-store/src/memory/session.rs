@@ -3,30 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::rules::{ClaimStep, HeadState};
 use crate::types::*;
 use crate::StoreError;
-
-/// The mutable state shared by cursors and per-event heads.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct HeadState {
-    pub attempt_count: u32,
-    pub failure_count: u32,
-    pub last_error: Option<String>,
-    pub failed_at: Option<Millis>,
-    pub lease_holder: Option<String>,
-    pub lease_expires_at: Option<Millis>,
-    pub next_attempt_at: Option<Millis>,
-}
-
-impl HeadState {
-    fn lease_live(&self, now: Millis) -> bool {
-        self.lease_holder.is_some() && self.lease_expires_at.is_some_and(|t| t > now)
-    }
-    pub fn release(&mut self) {
-        self.lease_holder = None;
-        self.lease_expires_at = None;
-    }
-}
 
 #[derive(Debug, Clone)]
 pub(crate) struct Cursor {
@@ -190,7 +169,7 @@ impl SessionRow {
             HeadSlot::Cursor(c) => &c.state,
             HeadSlot::Target(s) => s,
         };
-        (state.attempt_count == attempt && state.failed_at.is_none()).then_some(slot)
+        state.is_current(attempt).then_some(slot)
     }
 
     /// Settle a head: move the cursor on, or drop the per-event head.
@@ -225,54 +204,32 @@ impl SessionRow {
             if params.through.is_some_and(|t| head.index > t) || excluded.contains(&head) {
                 return;
             }
-            if state.failed_at.is_some() {
-                return;
-            }
-            if state.lease_live(now) {
-                let until = state.lease_expires_at.unwrap_or(now);
-                claimed.busy_until = Some(claimed.busy_until.map_or(until, |b| b.min(until)));
-                return;
-            }
-            if let Some(at) = state.next_attempt_at.filter(|at| *at > now) {
-                claimed.retry_at = Some(claimed.retry_at.map_or(at, |r| r.min(at)));
-                return;
-            }
-            if claimed.heads.len() >= limit {
+            if claimed.heads.len() >= limit && state.failed_at.is_none() && !state.lease_live(now) {
                 return;
             }
             let Some(event) = index_slot(events, head.index).cloned() else { return };
-            if let Some(holder) = state.lease_holder.take() {
-                // A lapsed attempt counts as a failure, charged by the claim that takes it over.
-                state.lease_expires_at = None;
-                state.failure_count += 1;
-                state.last_error = Some(format!(
-                    "attempt {} by holder {holder} lapsed without completing",
-                    state.attempt_count
-                ));
-                if state.failure_count >= params.max_failures {
-                    state.failed_at = Some(now);
-                    state.next_attempt_at = None;
-                    claimed.exhausted.push(ClaimedHead {
+            match state.check(now, params.max_failures) {
+                ClaimStep::Dead => {}
+                ClaimStep::Busy(until) => claimed.busy_until = Some(claimed.busy_until.map_or(until, |b| b.min(until))),
+                ClaimStep::Waiting(at) => claimed.retry_at = Some(claimed.retry_at.map_or(at, |r| r.min(at))),
+                ClaimStep::Exhausted => claimed.exhausted.push(ClaimedHead {
+                    head,
+                    attempt: state.attempt_count,
+                    failure_count: state.failure_count,
+                    lease_expires_at: now,
+                    event,
+                }),
+                ClaimStep::Runnable => {
+                    let attempt = state.take(now, &params.holder, params.ttl_ms);
+                    claimed.heads.push(ClaimedHead {
                         head,
-                        attempt: state.attempt_count,
+                        attempt,
                         failure_count: state.failure_count,
-                        lease_expires_at: now,
+                        lease_expires_at: now + params.ttl_ms,
                         event,
                     });
-                    return;
                 }
             }
-            state.attempt_count += 1;
-            state.lease_holder = Some(params.holder.clone());
-            state.lease_expires_at = Some(now + params.ttl_ms);
-            state.next_attempt_at = None;
-            claimed.heads.push(ClaimedHead {
-                head,
-                attempt: state.attempt_count,
-                failure_count: state.failure_count,
-                lease_expires_at: now + params.ttl_ms,
-                event,
-            });
         };
         for (name, cursor) in self.cursors.iter_mut() {
             if !log_names.contains(name.as_str()) || cursor.next > self.head {
