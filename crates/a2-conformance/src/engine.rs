@@ -44,8 +44,47 @@ async fn open(factory: &dyn StoreFactory) -> Arc<dyn Store> {
     factory.open(clock).await
 }
 
-fn server(store: Arc<dyn Store>, consumers: Vec<Consumer>) -> Server {
-    Server::builder(contract(), store).consumers(consumers).build().unwrap_or_else(|e| panic!("server: {e}"))
+/// How an engine scenario's time passes: tokio's paused clock (memory), or
+/// real time with short timings (SQL backends, whose I/O would let a paused
+/// clock leap past every lease while a query runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    Paused,
+    Realtime,
+}
+
+impl Pace {
+    pub fn timings(self) -> DrainTimings {
+        match self {
+            Self::Paused => DrainTimings::default(),
+            Self::Realtime => DrainTimings {
+                claim_ttl: Duration::from_secs(10),
+                claim_heartbeat: Duration::from_secs(2),
+                backoff: a2_store::Backoff { base_ms: 10, max_ms: 80 },
+                watchdog_grace: Duration::from_millis(50),
+                consume_wait_min: Duration::from_millis(5),
+                consume_wait_max: Duration::from_millis(50),
+                stream_poll: Duration::from_millis(100),
+                ..DrainTimings::default()
+            },
+        }
+    }
+
+    /// Long enough for anything still due to have happened.
+    fn settle(self) -> Duration {
+        match self {
+            Self::Paused => Duration::from_secs(5),
+            Self::Realtime => Duration::from_millis(400),
+        }
+    }
+}
+
+fn server(pace: Pace, store: Arc<dyn Store>, consumers: Vec<Consumer>) -> Server {
+    Server::builder(contract(), store)
+        .consumers(consumers)
+        .timings(pace.timings())
+        .build()
+        .unwrap_or_else(|e| panic!("server: {e}"))
 }
 
 fn tick(n: u64) -> AppendInput {
@@ -101,19 +140,19 @@ async fn dead_letters(session: &Session) -> Vec<a2_store::DeadLetter> {
     session.dead_letters().await.unwrap_or_else(|e| panic!("dead letters: {e}"))
 }
 
-pub async fn engine_runs_each_consumer_kind(factory: &dyn StoreFactory) {
+pub async fn engine_runs_each_consumer_kind(factory: &dyn StoreFactory, pace: Pace) {
     let seen = seen();
     let consumers = vec![
         recorder(Consumer::builder("log").lane("main"), "log", &seen),
         recorder(Consumer::builder("laned").lane_fn(|_, e| e.payload["customer"].as_str().map(str::to_owned)), "laned", &seen),
         recorder(Consumer::builder("par").types(["order.placed"]), "par", &seen),
     ];
-    let server = server(open(factory).await, consumers);
+    let server = server(pace, open(factory).await, consumers);
     let session = server.session("o-1").unwrap_or_else(|e| panic!("{e}"));
     let appended = session.append(vec![order("ann", 1), order("bob", 2), tick(3), order("ann", 4)]).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(appended.iter().map(|e| e.index).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
     eventually("every consumer handled its events", || snapshot(&seen).len() == 4 + 3 + 3).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(pace.settle()).await;
     let all = snapshot(&seen);
     let of = |name: &str| all.iter().filter(|(n, _)| n == name).map(|(_, i)| *i).collect::<Vec<_>>();
     assert_eq!(of("log"), vec![1, 2, 3, 4], "the log consumer ran every event once, in order");
@@ -127,8 +166,8 @@ pub async fn engine_runs_each_consumer_kind(factory: &dyn StoreFactory) {
     assert_eq!(drained.outcome, DrainOutcome::Settled);
 }
 
-pub async fn engine_rejects_unknown_types_and_invalid_payloads(factory: &dyn StoreFactory) {
-    let server = server(open(factory).await, vec![]);
+pub async fn engine_rejects_unknown_types_and_invalid_payloads(factory: &dyn StoreFactory, pace: Pace) {
+    let server = server(pace, open(factory).await, vec![]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let code = |r: Result<Vec<a2_store::Event>, A2Error>| r.map(|_| ()).map_err(|e| e.code());
     assert_eq!(code(session.append(vec![AppendInput::new("nope", json!({}))]).await), Err("UNKNOWN_EVENT_TYPE"));
@@ -153,7 +192,7 @@ pub async fn engine_rejects_unknown_types_and_invalid_payloads(factory: &dyn Sto
     assert!(resolve_store(Environment::Test, None, None).is_ok(), "tests get memory");
 }
 
-pub async fn engine_retries_with_backoff_then_dead_letters(factory: &dyn StoreFactory) {
+pub async fn engine_retries_with_backoff_then_dead_letters(factory: &dyn StoreFactory, pace: Pace) {
     let attempts = Arc::new(Mutex::new(Vec::new()));
     let times = attempts.clone();
     let failing = Consumer::builder("flaky")
@@ -168,23 +207,23 @@ pub async fn engine_retries_with_backoff_then_dead_letters(factory: &dyn StoreFa
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server(open(factory).await, vec![failing]);
+    let server = server(pace, open(factory).await, vec![failing]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     let mut letters = Vec::new();
-    for _ in 0..2_000 {
+    for _ in 0..20_000 {
         letters = dead_letters(&session).await;
         if !letters.is_empty() {
             break;
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(letters.len(), 1, "dead-lettered after its budget");
     assert_eq!((letters[0].failure_count, letters[0].index), (10, 1));
     assert!(letters[0].last_error.as_deref().is_some_and(|e| e.contains("no luck on attempt 10")));
     let attempts = attempts.lock().map(|a| a.clone()).unwrap_or_default();
     assert_eq!(attempts.iter().map(|(a, _)| *a).collect::<Vec<_>>(), (1..=10).collect::<Vec<u32>>());
-    let backoff = DrainTimings::default().backoff;
+    let backoff = pace.timings().backoff;
     for (n, pair) in attempts.windows(2).enumerate() {
         let gap = pair[1].1.duration_since(pair[0].1).as_millis() as i64;
         let want = backoff.delay_ms(n as u32 + 1);
@@ -209,19 +248,19 @@ fn switchable(builder: ConsumerBuilder, fail: &Arc<AtomicBool>, runs: &Arc<Atomi
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-pub async fn engine_redrive_retry_runs_once_more(factory: &dyn StoreFactory) {
+pub async fn engine_redrive_retry_runs_once_more(factory: &dyn StoreFactory, pace: Pace) {
     let fail = Arc::new(AtomicBool::new(true));
     let runs = Arc::new(AtomicU32::new(0));
-    let server = server(open(factory).await, vec![switchable(Consumer::builder("worker"), &fail, &runs)]);
+    let server = server(pace, open(factory).await, vec![switchable(Consumer::builder("worker"), &fail, &runs)]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("ten runs", || runs.load(Ordering::SeqCst) == 10).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    tokio::time::sleep(pace.settle()).await;
     assert_eq!(dead_letters(&session).await.len(), 1);
     fail.store(false, Ordering::SeqCst);
     assert!(session.redrive("worker", 1, RedriveAction::Retry).await.unwrap_or_else(|e| panic!("{e}")));
     eventually("the retried run", || runs.load(Ordering::SeqCst) == 11).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    tokio::time::sleep(pace.settle()).await;
     assert_eq!(runs.load(Ordering::SeqCst), 11, "retry runs exactly once more");
     assert!(dead_letters(&session).await.is_empty());
     assert!(!session.redrive("worker", 1, RedriveAction::Retry).await.unwrap_or_else(|e| panic!("{e}")), "nothing dead to redrive");
@@ -229,31 +268,32 @@ pub async fn engine_redrive_retry_runs_once_more(factory: &dyn StoreFactory) {
     assert_eq!(zero.map_err(|e| e.code()), Err("INVALID_ARGUMENT"));
 }
 
-pub async fn engine_redrive_skip_moves_on(factory: &dyn StoreFactory) {
+pub async fn engine_redrive_skip_moves_on(factory: &dyn StoreFactory, pace: Pace) {
     let fail = Arc::new(AtomicBool::new(true));
     let runs = Arc::new(AtomicU32::new(0));
     let seen = seen();
     let server = server(
+        pace,
         open(factory).await,
         vec![switchable(Consumer::builder("worker").lane("main"), &fail, &runs), recorder(Consumer::builder("after").lane("main"), "after", &seen)],
     );
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1), tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("dead letter", || runs.load(Ordering::SeqCst) == 10).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    tokio::time::sleep(pace.settle()).await;
     assert_eq!(runs.load(Ordering::SeqCst), 10, "index 2 waits behind the dead head");
     assert_eq!(snapshot(&seen).len(), 2, "another consumer of the same events went on");
     assert!(session.redrive("worker", 1, RedriveAction::Skip).await.unwrap_or_else(|e| panic!("{e}")));
     eventually("index 2 ran", || runs.load(Ordering::SeqCst) == 11).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    tokio::time::sleep(pace.settle()).await;
     assert_eq!(runs.load(Ordering::SeqCst), 11, "skip settled index 1 without running it");
     assert!(!session.redrive("worker", 1, RedriveAction::Skip).await.unwrap_or_else(|e| panic!("{e}")));
 }
 
-pub async fn engine_consume_through_an_index(factory: &dyn StoreFactory) {
+pub async fn engine_consume_through_an_index(factory: &dyn StoreFactory, pace: Pace) {
     let seen = seen();
     let exporter = recorder(Consumer::builder("exporter").lane("main").backfill(), "exporter", &seen);
-    let server = server(open(factory).await, vec![]);
+    let server = server(pace, open(factory).await, vec![]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append((1..=5).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(session.consume(&exporter, Some(3)).await.unwrap_or_else(|e| panic!("{e}")), 3);
@@ -266,7 +306,7 @@ pub async fn engine_consume_through_an_index(factory: &dyn StoreFactory) {
     assert_eq!(session.consume(&concurrent, None).await.map_err(|e| e.code()), Err("INVALID_CONSUMER"));
 }
 
-pub async fn engine_consume_waits_for_a_held_head(factory: &dyn StoreFactory) {
+pub async fn engine_consume_waits_for_a_held_head(factory: &dyn StoreFactory, pace: Pace) {
     let gate = Arc::new(Notify::new());
     let started = Arc::new(AtomicU32::new(0));
     let (g, s) = (gate.clone(), started.clone());
@@ -282,7 +322,7 @@ pub async fn engine_consume_waits_for_a_held_head(factory: &dyn StoreFactory) {
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server(open(factory).await, vec![]);
+    let server = server(pace, open(factory).await, vec![]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     let (first_session, first_consumer) = (session.clone(), slow.clone());
@@ -290,7 +330,7 @@ pub async fn engine_consume_waits_for_a_held_head(factory: &dyn StoreFactory) {
     eventually("the first consume holds the head", || started.load(Ordering::SeqCst) == 1).await;
     let (second_session, second_consumer) = (session.clone(), slow.clone());
     let second = tokio::spawn(async move { second_session.consume(&second_consumer, Some(1)).await });
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(pace.settle()).await;
     assert!(!second.is_finished(), "the second consume waits for the held head");
     gate.notify_one();
     let first = first.await.map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| e.to_string()));
@@ -299,11 +339,11 @@ pub async fn engine_consume_waits_for_a_held_head(factory: &dyn StoreFactory) {
     assert_eq!(started.load(Ordering::SeqCst), 1, "the head ran once");
 }
 
-pub async fn engine_consume_on_a_dead_head_is_dead_lettered(factory: &dyn StoreFactory) {
+pub async fn engine_consume_on_a_dead_head_is_dead_lettered(factory: &dyn StoreFactory, pace: Pace) {
     let fail = Arc::new(AtomicBool::new(true));
     let runs = Arc::new(AtomicU32::new(0));
     let consumer = switchable(Consumer::builder("doomed").lane("main").backfill(), &fail, &runs);
-    let server = Server::builder(contract(), open(factory).await).run_in_background(false).build().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::builder(contract(), open(factory).await).timings(pace.timings()).run_in_background(false).build().unwrap_or_else(|e| panic!("{e}"));
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     let error = session.consume(&consumer, None).await.expect_err("dead-lettered");
@@ -315,7 +355,7 @@ pub async fn engine_consume_on_a_dead_head_is_dead_lettered(factory: &dyn StoreF
     assert_eq!(runs.load(Ordering::SeqCst), 10, "a dead head is not run by consume");
 }
 
-pub async fn engine_lane_function_keeps_order_per_lane(factory: &dyn StoreFactory) {
+pub async fn engine_lane_function_keeps_order_per_lane(factory: &dyn StoreFactory, pace: Pace) {
     let seen = seen();
     let s = seen.clone();
     let laned = Consumer::builder("laned")
@@ -330,7 +370,7 @@ pub async fn engine_lane_function_keeps_order_per_lane(factory: &dyn StoreFactor
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server(open(factory).await, vec![laned]);
+    let server = server(pace, open(factory).await, vec![laned]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let customers = ["ann", "bob", "cy"];
     session.append((0..12).map(|i| order(customers[i % 3], i as u64)).collect()).await.unwrap_or_else(|e| panic!("{e}"));
@@ -343,7 +383,7 @@ pub async fn engine_lane_function_keeps_order_per_lane(factory: &dyn StoreFactor
     }
 }
 
-pub async fn engine_concurrent_consumers_run_in_parallel(factory: &dyn StoreFactory) {
+pub async fn engine_concurrent_consumers_run_in_parallel(factory: &dyn StoreFactory, pace: Pace) {
     let barrier = Arc::new(Barrier::new(4));
     let done = Arc::new(AtomicU32::new(0));
     let (b, d) = (barrier.clone(), done.clone());
@@ -358,13 +398,13 @@ pub async fn engine_concurrent_consumers_run_in_parallel(factory: &dyn StoreFact
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server(open(factory).await, vec![parallel]);
+    let server = server(pace, open(factory).await, vec![parallel]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append((1..=4).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("four heads ran together", || done.load(Ordering::SeqCst) == 4).await;
 }
 
-pub async fn engine_deterministic_ids_survive_a_rerun(factory: &dyn StoreFactory) {
+pub async fn engine_deterministic_ids_survive_a_rerun(factory: &dyn StoreFactory, pace: Pace) {
     let crashed = Arc::new(AtomicBool::new(false));
     let c = crashed.clone();
     let notifier = Consumer::builder("notifier")
@@ -380,16 +420,16 @@ pub async fn engine_deterministic_ids_survive_a_rerun(factory: &dyn StoreFactory
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server(open(factory).await, vec![notifier]);
+    let server = server(pace, open(factory).await, vec![notifier]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let trigger = session.append(vec![order("ann", 1)]).await.unwrap_or_else(|e| panic!("{e}")).remove(0);
-    for _ in 0..200 {
+    for _ in 0..4_000 {
         if session.history(0, 100).await.unwrap_or_else(|e| panic!("{e}")).len() >= 4 {
             break;
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    tokio::time::sleep(pace.settle()).await;
     let history = session.history(0, 100).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(history.len(), 4, "trigger, two notes once, one returned event: {history:#?}");
     assert_eq!(history[1].id, ids::appended_event_id(&trigger.id, "notes", 0, "notifier"));
@@ -400,7 +440,7 @@ pub async fn engine_deterministic_ids_survive_a_rerun(factory: &dyn StoreFactory
     assert_eq!(history[1].cause.as_ref().map(|c| c.attempt), Some(1), "the notes were first appended by attempt 1");
 }
 
-pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory) {
+pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory, pace: Pace) {
     let store = open(factory).await;
     let gate = Arc::new(Notify::new());
     let observed = Arc::new(Mutex::new(Vec::new()));
@@ -420,7 +460,7 @@ pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory) {
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server(store.clone(), vec![reader]);
+    let server = server(pace, store.clone(), vec![reader]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append((1..=5).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
     let state = |through| {
@@ -449,7 +489,7 @@ pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory) {
     gate.notify_one();
 }
 
-pub async fn engine_clear_supersedes_running_attempts(factory: &dyn StoreFactory) {
+pub async fn engine_clear_supersedes_running_attempts(factory: &dyn StoreFactory, pace: Pace) {
     let gate = Arc::new(Notify::new());
     let started = Arc::new(AtomicU32::new(0));
     let (g, s) = (gate.clone(), started.clone());
@@ -467,7 +507,7 @@ pub async fn engine_clear_supersedes_running_attempts(factory: &dyn StoreFactory
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server(open(factory).await, vec![echo]);
+    let server = server(pace, open(factory).await, vec![echo]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("the head runs", || started.load(Ordering::SeqCst) == 1).await;
@@ -476,18 +516,18 @@ pub async fn engine_clear_supersedes_running_attempts(factory: &dyn StoreFactory
     let cleared = session.clear(Some(1)).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((cleared.cleared, cleared.index), (true, 1));
     gate.notify_one();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(pace.settle()).await;
     assert!(session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}")).is_empty(), "the superseded run appended nothing");
     let appended = session.append(vec![tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(appended[0].index, 2, "indexes continue after the boundary");
     eventually("the echo of 2", || started.load(Ordering::SeqCst) == 2).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::time::sleep(pace.settle()).await;
     let history = session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(history.iter().map(|e| (e.index, e.event_type.as_str())).collect::<Vec<_>>(), vec![(2, "tick"), (3, "tock")]);
 }
 
-pub async fn engine_stream_yields_new_events(factory: &dyn StoreFactory) {
-    let server = server(open(factory).await, vec![]);
+pub async fn engine_stream_yields_new_events(factory: &dyn StoreFactory, pace: Pace) {
+    let server = server(pace, open(factory).await, vec![]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1), tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
     let mut stream = session.stream(1);

@@ -35,10 +35,15 @@ where
     }
 }
 
-/// Stamp every scenario as a test: `conformance_suite!(memory, factory_expr)`.
+/// Stamp every scenario as a test: `conformance_suite!(memory, factory_expr)`
+/// runs engine scenarios on paused time; `conformance_suite!(sqlite, factory, realtime)`
+/// on real time with short timings, for backends that do real I/O.
 #[macro_export]
 macro_rules! conformance_suite {
     ($backend:ident, $factory:expr) => {
+        $crate::conformance_suite!($backend, $factory, paused);
+    };
+    ($backend:ident, $factory:expr, $pace:ident) => {
         mod conformance {
             mod $backend {
                 #[allow(unused_imports)]
@@ -76,7 +81,7 @@ macro_rules! conformance_suite {
                     hostile_session_ids_round_trip,
                 );
                 $crate::__stamp_property!($factory);
-                $crate::__stamp!(paused, $factory;
+                $crate::__stamp!($pace, $factory;
                     engine_runs_each_consumer_kind,
                     engine_rejects_unknown_types_and_invalid_payloads,
                     engine_retries_with_backoff_then_dead_letters,
@@ -112,7 +117,15 @@ macro_rules! __stamp {
         $(
             #[$crate::tokio::test(start_paused = true, crate = "a2_conformance::tokio")]
             async fn $scenario() {
-                $crate::engine::$scenario(&$factory).await;
+                $crate::engine::$scenario(&$factory, $crate::engine::Pace::Paused).await;
+            }
+        )*
+    };
+    (realtime, $factory:expr; $($scenario:ident),* $(,)?) => {
+        $(
+            #[$crate::tokio::test(flavor = "multi_thread", worker_threads = 2, crate = "a2_conformance::tokio")]
+            async fn $scenario() {
+                $crate::engine::$scenario(&$factory, $crate::engine::Pace::Realtime).await;
             }
         )*
     };

@@ -3,6 +3,7 @@
 //! `a2-conformance` proves that they all behave the same.
 
 mod clock;
+pub mod codec;
 mod error;
 mod keys;
 pub mod memory;

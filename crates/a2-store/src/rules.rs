@@ -105,3 +105,98 @@ impl HeadState {
         self.release();
     }
 }
+
+/// One row of a backend's heads: a log cursor (its next index) or a
+/// per-event head, with the creation time of the event at its index.
+#[derive(Debug, Clone)]
+pub struct HeadRow {
+    pub consumer: String,
+    pub kind: crate::HeadKind,
+    pub lane: Option<String>,
+    pub index: u64,
+    pub state: HeadState,
+    pub event_created_at: Option<Millis>,
+}
+
+/// Cursors and pending heads as the Studio shows them: one row per cursor,
+/// one per lane (its lowest pending head, with the lane's count as lag), and
+/// one per pending concurrent head. `rows` must be sorted by (consumer, lane, index).
+pub fn head_infos(session_key: &str, session_head: u64, rows: Vec<HeadRow>) -> Vec<crate::HeadInfo> {
+    use crate::{HeadInfo, HeadKind};
+    let (contract, session_id) = crate::split_session_key(session_key);
+    let mut infos: Vec<HeadInfo> = Vec::new();
+    for row in rows {
+        if row.kind == HeadKind::Lane {
+            if let Some(last) = infos.last_mut() {
+                if last.kind == HeadKind::Lane && last.consumer == row.consumer && last.lane == row.lane {
+                    last.lag += 1;
+                    continue;
+                }
+            }
+        }
+        let lag = match row.kind {
+            HeadKind::Log => (session_head + 1).saturating_sub(row.index),
+            HeadKind::Lane | HeadKind::Concurrent => 1,
+        };
+        let s = row.state;
+        infos.push(HeadInfo {
+            contract: contract.to_owned(),
+            session_id: session_id.to_owned(),
+            consumer: row.consumer,
+            kind: row.kind,
+            lane: row.lane,
+            next_index: row.index,
+            session_head,
+            lag,
+            oldest_pending_at: if lag > 0 { row.event_created_at } else { None },
+            attempt_count: s.attempt_count,
+            failure_count: s.failure_count,
+            last_error: s.last_error,
+            failed_at: s.failed_at,
+            lease_holder: s.lease_holder,
+            lease_expires_at: s.lease_expires_at,
+            next_attempt_at: s.next_attempt_at,
+        });
+    }
+    infos
+}
+
+/// Refuse a batch with an empty id or an id twice, before anything is written.
+pub fn check_batch(session: &str, events: &[crate::NewEvent]) -> Result<(), crate::StoreError> {
+    let mut seen = std::collections::HashSet::new();
+    for event in events {
+        if event.id.is_empty() {
+            return Err(crate::StoreError::invalid("event id must not be empty"));
+        }
+        if event.event_type.is_empty() {
+            return Err(crate::StoreError::invalid(format!("event {:?} has no type", event.id)));
+        }
+        if !seen.insert(event.id.as_str()) {
+            return Err(crate::StoreError::PartialDuplicateBatch {
+                session: session.to_owned(),
+                ids: format!("'{}' appears twice in the batch", event.id),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What to do with a batch given which of its ids the session already holds.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BatchPlan {
+    /// Nothing present: append it all.
+    Append,
+    /// Everything present: an idempotent no-op.
+    AllPresent,
+}
+
+pub fn plan_batch(session: &str, events: &[crate::NewEvent], present: &[&str]) -> Result<BatchPlan, crate::StoreError> {
+    if present.is_empty() {
+        return Ok(BatchPlan::Append);
+    }
+    if present.len() == events.len() {
+        return Ok(BatchPlan::AllPresent);
+    }
+    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).filter(|id| present.contains(id)).collect();
+    Err(crate::StoreError::PartialDuplicateBatch { session: session.to_owned(), ids: ids.join(", ") })
+}

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::rules::{ClaimStep, HeadState};
+use crate::rules::{ClaimStep, HeadRow, HeadState};
 use crate::types::*;
 use crate::StoreError;
 
@@ -95,33 +95,11 @@ impl SessionRow {
         consumers: &[StoreConsumer],
         now: Millis,
     ) -> Result<(Vec<Event>, bool), StoreError> {
-        let mut seen = HashSet::new();
-        for event in &events {
-            if event.id.is_empty() {
-                return Err(StoreError::invalid("event id must not be empty"));
-            }
-            if !seen.insert(event.id.as_str()) {
-                return Err(StoreError::PartialDuplicateBatch {
-                    session: self.key.clone(),
-                    ids: format!("'{}' appears twice in the batch", event.id),
-                });
-            }
-        }
-        let present: Vec<u64> = events.iter().filter_map(|e| self.ids.get(&e.id).copied()).collect();
-        if !events.is_empty() && present.len() == events.len() {
-            let stored = present.iter().filter_map(|i| self.event(*i).cloned()).collect();
+        crate::rules::check_batch(&self.key, &events)?;
+        let present: Vec<&str> = events.iter().map(|e| e.id.as_str()).filter(|id| self.ids.contains_key(*id)).collect();
+        if crate::rules::plan_batch(&self.key, &events, &present)? == crate::rules::BatchPlan::AllPresent {
+            let stored = events.iter().filter_map(|e| self.ids.get(&e.id).and_then(|i| self.event(*i)).cloned()).collect();
             return Ok((stored, true));
-        }
-        if !present.is_empty() {
-            let ids: Vec<&str> = events
-                .iter()
-                .filter(|e| self.ids.contains_key(&e.id))
-                .map(|e| e.id.as_str())
-                .collect();
-            return Err(StoreError::PartialDuplicateBatch {
-                session: self.key.clone(),
-                ids: ids.join(", "),
-            });
         }
         self.ensure_cursors(consumers);
         let mut stored = Vec::with_capacity(events.len());
@@ -282,50 +260,28 @@ impl SessionRow {
         self.heads.contains_key(&(pin.consumer.clone(), pin.lane.clone(), pin.index))
     }
 
-    /// Cursors and pending heads as the Studio shows them: a cursor or a
-    /// lane per row, and one row per pending concurrent head.
+    /// Cursors and pending heads as the Studio shows them.
     pub fn head_infos(&self) -> Vec<HeadInfo> {
-        let (contract, session_id) = crate::split_session_key(&self.key);
-        let info = |consumer: &str, kind, lane: Option<String>, next: u64, lag: u64, s: &HeadState| HeadInfo {
-            contract: contract.to_owned(),
-            session_id: session_id.to_owned(),
-            consumer: consumer.to_owned(),
-            kind,
-            lane,
-            next_index: next,
-            session_head: self.head,
-            lag,
-            oldest_pending_at: if lag > 0 { self.event(next).map(|e| e.created_at) } else { None },
-            attempt_count: s.attempt_count,
-            failure_count: s.failure_count,
-            last_error: s.last_error.clone(),
-            failed_at: s.failed_at,
-            lease_holder: s.lease_holder.clone(),
-            lease_expires_at: s.lease_expires_at,
-            next_attempt_at: s.next_attempt_at,
-        };
-        let mut rows = Vec::new();
-        for (name, cursor) in &self.cursors {
-            let lag = (self.head + 1).saturating_sub(cursor.next);
-            rows.push(info(name, HeadKind::Log, Some(cursor.lane.clone()), cursor.next, lag, &cursor.state));
-        }
-        let mut lanes: BTreeMap<(&str, &str), (u64, u64, &HeadState)> = BTreeMap::new();
-        for ((consumer, lane, index), state) in &self.heads {
-            match lane {
-                Some(lane) => {
-                    lanes
-                        .entry((consumer.as_str(), lane.as_str()))
-                        .and_modify(|(_, count, _)| *count += 1)
-                        .or_insert((*index, 1, state));
-                }
-                None => rows.push(info(consumer, HeadKind::Concurrent, None, *index, 1, state)),
-            }
-        }
-        for ((consumer, lane), (next, count, state)) in lanes {
-            rows.push(info(consumer, HeadKind::Lane, Some(lane.to_owned()), next, count, state));
-        }
-        rows.sort_by(|a, b| (&a.consumer, &a.lane, a.next_index).cmp(&(&b.consumer, &b.lane, b.next_index)));
-        rows
+        let created = |index: u64| self.event(index).map(|e| e.created_at);
+        let cursors = self.cursors.iter().map(|(name, c)| HeadRow {
+            consumer: name.clone(),
+            kind: HeadKind::Log,
+            lane: Some(c.lane.clone()),
+            index: c.next,
+            state: c.state.clone(),
+            event_created_at: created(c.next),
+        });
+        let heads = self.heads.iter().map(|((consumer, lane, index), state)| HeadRow {
+            consumer: consumer.clone(),
+            kind: if lane.is_some() { HeadKind::Lane } else { HeadKind::Concurrent },
+            lane: lane.clone(),
+            index: *index,
+            state: state.clone(),
+            event_created_at: created(*index),
+        });
+        let mut rows: Vec<HeadRow> = cursors.chain(heads).collect();
+        rows.sort_by(|a, b| (&a.consumer, &a.lane, a.index).cmp(&(&b.consumer, &b.lane, b.index)));
+        crate::rules::head_infos(&self.key, self.head, rows)
     }
 
     /// Every dead head of the session.

@@ -1,0 +1,187 @@
+//! The SQLite backend: the dev default, a single file. WAL with
+//! `synchronous=FULL` so an acknowledged append survives a crash; one writer
+//! connection per process (writes queue in the pool, not on SQLite's lock)
+//! and `BEGIN IMMEDIATE` so writers in other processes wait on the busy
+//! timeout instead of failing; read-only opens use `mode=ro` and never migrate.
+
+mod error;
+mod reads;
+mod rows;
+mod writes;
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2_store::{Clock, StoreError};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+
+pub use error::db_error;
+
+/// Embedded migrations; the highest version is the schema this binary speaks.
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// The dev default store file, relative to the working directory.
+pub const DEV_STORE_PATH: &str = ".a2/dev.sqlite";
+
+/// How a store is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    ReadWrite,
+    /// `mode=ro`: the database refuses every write, and nothing migrates.
+    ReadOnly,
+}
+
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    clock: Arc<dyn Clock>,
+    path: PathBuf,
+    /// Absent on a read-only store.
+    writer: Option<SqlitePool>,
+    reader: SqlitePool,
+}
+
+fn options(path: &Path, access: Access) -> SqliteConnectOptions {
+    let base = SqliteConnectOptions::new().filename(path).busy_timeout(Duration::from_secs(30)).foreign_keys(false);
+    match access {
+        Access::ReadWrite => base
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full),
+        // A read-only connection sets no pragma that writes; the file's WAL mode stays as it is.
+        Access::ReadOnly => base.read_only(true),
+    }
+}
+
+impl SqliteStore {
+    /// Open (and, read-write, create and migrate) the store at `path`.
+    pub async fn open(path: impl AsRef<Path>, access: Access, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        if access == Access::ReadWrite {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| StoreError::unavailable(format!("creating {}: {e}", dir.display())))?;
+            }
+        } else if !path.exists() {
+            return Err(StoreError::not_found(format!("SQLite store {}", path.display())));
+        }
+        let writer = match access {
+            Access::ReadWrite => Some(
+                SqlitePoolOptions::new()
+                    .max_connections(1)
+                    .acquire_timeout(Duration::from_secs(60))
+                    .connect_with(options(&path, access))
+                    .await
+                    .map_err(|e| open_error(&path, e))?,
+            ),
+            Access::ReadOnly => None,
+        };
+        if let Some(writer) = &writer {
+            MIGRATOR.run(writer).await.map_err(|e| match e {
+                sqlx::migrate::MigrateError::VersionMissing(v) => newer_schema(&path, v),
+                other => StoreError::Schema { message: format!("migrating {}: {other}", path.display()) },
+            })?;
+        }
+        let reader = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options(&path, Access::ReadOnly))
+            .await
+            .map_err(|e| open_error(&path, e))?;
+        check_schema(&reader, &path).await?;
+        Ok(Self { clock, path, writer, reader })
+    }
+
+    /// Open by URL: `sqlite:PATH` or `sqlite://PATH` (`?mode=ro` for read-only).
+    pub async fn open_url(url: &str, access: Access, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+        let rest = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .ok_or_else(|| StoreError::invalid(format!("{url:?} is not a sqlite: URL")))?;
+        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        if path.is_empty() {
+            return Err(StoreError::invalid(format!("{url:?} names no file")));
+        }
+        let access = if query.split('&').any(|kv| kv == "mode=ro") { Access::ReadOnly } else { access };
+        Self::open(path, access, clock).await
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.writer.is_none()
+    }
+
+    fn writer(&self) -> Result<&SqlitePool, StoreError> {
+        self.writer.as_ref().ok_or_else(|| StoreError::ReadOnly {
+            message: format!("{} was opened read-only (mode=ro)", self.path.display()),
+        })
+    }
+
+    /// Close both pools, waiting for their connections to finish.
+    pub async fn close(&self) {
+        if let Some(writer) = &self.writer {
+            writer.close().await;
+        }
+        self.reader.close().await;
+    }
+}
+
+fn open_error(path: &Path, error: sqlx::Error) -> StoreError {
+    match db_error(error) {
+        StoreError::Unavailable { message, retryable } => {
+            StoreError::Unavailable { message: format!("opening {}: {message}", path.display()), retryable }
+        }
+        other => other,
+    }
+}
+
+fn newer_schema(path: &Path, version: i64) -> StoreError {
+    let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    StoreError::Schema {
+        message: format!(
+            "{} has schema version {version}, newer than this binary's {known}: upgrade A2 before opening it",
+            path.display()
+        ),
+    }
+}
+
+/// Refuse a file without the A2 schema, with a newer schema, or (read-only) with an older one.
+async fn check_schema(reader: &SqlitePool, path: &Path) -> Result<(), StoreError> {
+    let tables: Option<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
+            .fetch_optional(reader)
+            .await
+            .map_err(db_error)?;
+    if tables.is_none() {
+        return Err(StoreError::Schema {
+            message: format!("{} has no A2 schema: open it read-write once to create it", path.display()),
+        });
+    }
+    let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+        .fetch_all(reader)
+        .await
+        .map_err(db_error)?;
+    let known: Vec<i64> = MIGRATOR.iter().map(|m| m.version).collect();
+    if let Some(newer) = applied.iter().find(|v| !known.contains(v)) {
+        return Err(newer_schema(path, *newer));
+    }
+    let missing: Vec<String> = known.iter().filter(|v| !applied.contains(v)).map(i64::to_string).collect();
+    if !missing.is_empty() {
+        return Err(StoreError::Schema {
+            message: format!(
+                "{} lacks schema migrations {} and a read-only connection never migrates: open it read-write once",
+                path.display(),
+                missing.join(", ")
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Parse a `sqlite:` URL's options the way sqlx does, for callers that need them.
+pub fn connect_options(url: &str) -> Result<SqliteConnectOptions, StoreError> {
+    SqliteConnectOptions::from_str(url).map_err(|e| StoreError::invalid(format!("{url:?}: {e}")))
+}
