@@ -49,23 +49,27 @@ pub fn fencing_property(factory: &dyn StoreFactory) {
         Ok(runtime) => runtime,
         Err(error) => panic!("a tokio runtime for the property test: {error}"),
     };
+    // One store for every case, each case in its own session: cases stay
+    // independent without paying for a fresh database each.
+    let clock = Arc::new(ManualClock::default());
+    let store = runtime.block_on(factory.open(clock.clone()));
+    let next = std::sync::atomic::AtomicU64::new(0);
     let mut runner = TestRunner::new(Config { cases: cases(), failure_persistence: None, ..Config::default() });
     let result = runner.run(&case(), |(holders, ops)| {
-        runtime.block_on(run_case(factory, holders, ops)).map_err(TestCaseError::fail)
+        let session = format!("p{}", next.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+        runtime.block_on(run_case(&*store, &clock, &session, holders, ops)).map_err(TestCaseError::fail)
     });
     if let Err(error) = result {
         panic!("fencing property failed: {error}");
     }
 }
 
-async fn run_case(factory: &dyn StoreFactory, holders: usize, ops: Vec<Op>) -> Result<(), String> {
-    let clock = Arc::new(ManualClock::default());
-    let store = factory.open(clock.clone()).await;
+async fn run_case(store: &dyn Store, clock: &ManualClock, session: &str, holders: usize, ops: Vec<Op>) -> Result<(), String> {
     let consumers = [log("cursor"), StoreConsumer::targeted("par")];
-    store.cursor_wake(CursorWake { session: key("p"), consumer: log("cursor") }).await.map_err(|e| e.to_string())?;
+    store.cursor_wake(CursorWake { session: key(session), consumer: log("cursor") }).await.map_err(|e| e.to_string())?;
     let events = (0..3).map(|i| targeted(&format!("e{i}"), "tick", &[("par", None)])).collect();
     store
-        .event_append(EventAppend { session: key("p"), events, consumers: consumers.to_vec() })
+        .event_append(EventAppend { session: key(session), events, consumers: consumers.to_vec() })
         .await
         .map_err(|e| e.to_string())?;
     let mut held: Vec<Vec<HeldHead>> = vec![Vec::new(); holders];
@@ -74,7 +78,7 @@ async fn run_case(factory: &dyn StoreFactory, holders: usize, ops: Vec<Op>) -> R
     for op in ops {
         match op {
             Op::Claim(h) => {
-                let mut params = claim_params("p", &format!("holder-{h}"), &consumers);
+                let mut params = claim_params(session, &format!("holder-{h}"), &consumers);
                 params.limit = 2;
                 let claimed = store.head_claim(params).await.map_err(|e| e.to_string())?;
                 for head in claimed.heads {
@@ -89,7 +93,7 @@ async fn run_case(factory: &dyn StoreFactory, holders: usize, ops: Vec<Op>) -> R
                 }
             }
             Op::Renew(h) => {
-                let params = HeadRenew { session: key("p"), holder: format!("holder-{h}"), ttl_ms: TTL, heads: held[h].clone() };
+                let params = HeadRenew { session: key(session), holder: format!("holder-{h}"), ttl_ms: TTL, heads: held[h].clone() };
                 let renewed = store.head_renew(params).await.map_err(|e| e.to_string())?;
                 for head in &renewed.renewed {
                     let current = latest.get(head).copied();
@@ -104,13 +108,13 @@ async fn run_case(factory: &dyn StoreFactory, holders: usize, ops: Vec<Op>) -> R
                 }
                 let HeldHead { head, attempt } = held[h].remove(0);
                 if matches!(op, Op::Fail(_)) {
-                    let outcome = store.head_fail(fail_params("p", &head, attempt)).await.map_err(|e| e.to_string())?;
+                    let outcome = store.head_fail(fail_params(session, &head, attempt)).await.map_err(|e| e.to_string())?;
                     if outcome != FailOutcome::Superseded && latest.get(&head) != Some(&attempt) {
                         return Err(format!("a stale attempt {attempt} of {head} recorded a failure"));
                     }
                     continue;
                 }
-                let params = HeadComplete { session: key("p"), head: head.clone(), attempt, events: vec![], consumers: consumers.to_vec() };
+                let params = HeadComplete { session: key(session), head: head.clone(), attempt, events: vec![], consumers: consumers.to_vec() };
                 if let CompleteOutcome::Completed { .. } = store.head_complete(params).await.map_err(|e| e.to_string())? {
                     if !completed.insert(head.clone()) {
                         return Err(format!("{head} completed twice"));

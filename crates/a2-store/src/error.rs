@@ -19,6 +19,9 @@ pub enum StoreError {
     /// The connection is read-only.
     #[error("the store is read-only: {message}")]
     ReadOnly { message: String },
+    /// A statement ran past its timeout and was cancelled.
+    #[error("store timeout: {message}")]
+    Timeout { message: String },
     /// The store's schema does not fit this binary.
     #[error("schema mismatch: {message}")]
     Schema { message: String },
@@ -46,11 +49,12 @@ impl StoreError {
             Self::NotFound { .. } => "NOT_FOUND",
             Self::ReadOnly { .. } => "READ_ONLY",
             Self::Schema { .. } => "SCHEMA_MISMATCH",
+            Self::Timeout { .. } => "STORE_TIMEOUT",
         }
     }
 
     /// Whether the same call may succeed later without any change.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Unavailable { retryable: true, .. })
+        matches!(self, Self::Unavailable { retryable: true, .. } | Self::Timeout { .. })
     }
 }

@@ -14,6 +14,9 @@ pub fn validate_session_id(id: &str) -> Result<(), StoreError> {
             "session id {id:?} contains the unit separator U+001F, which A2 reserves for storage keys"
         )));
     }
+    if id.contains('\0') {
+        return Err(StoreError::invalid(format!("session id {id:?} contains NUL, which no SQL store can keep")));
+    }
     Ok(())
 }
 

@@ -1,0 +1,30 @@
+use a2_store::StoreError;
+
+/// Map a sqlx error to the store's typed error by SQLSTATE: read-only
+/// refusals become `READ_ONLY`, cancelled statements `STORE_TIMEOUT`,
+/// lost connections and lock conflicts retryable `STORE_UNAVAILABLE`.
+pub fn db_error(error: sqlx::Error) -> StoreError {
+    match &error {
+        sqlx::Error::Database(db) => {
+            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+            let message = db.message().to_owned();
+            match code.as_str() {
+                "25006" => StoreError::ReadOnly { message },
+                "57014" => StoreError::Timeout { message: format!("{message} (the statement timeout cancelled it)") },
+                "40001" | "40P01" | "55P03" | "53300" | "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => {
+                    StoreError::unavailable(format!("{message} ({code})"))
+                }
+                "28P01" | "28000" => StoreError::Unavailable { message: format!("authentication failed: {message}"), retryable: false },
+                "3D000" => StoreError::Unavailable { message: format!("no such database: {message}"), retryable: false },
+                "42P01" | "42703" => StoreError::Schema { message: format!("{message}: the A2 schema is missing or different") },
+                "22P05" | "22021" | "54000" => StoreError::invalid(format!("the value cannot be stored: {message} ({code})")),
+                _ => StoreError::Unavailable { message: format!("{message} ({code})"), retryable: false },
+            }
+        }
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_) | sqlx::Error::WorkerCrashed => {
+            StoreError::unavailable(error.to_string())
+        }
+        sqlx::Error::Configuration(_) => StoreError::invalid(error.to_string()),
+        _ => StoreError::Unavailable { message: error.to_string(), retryable: false },
+    }
+}

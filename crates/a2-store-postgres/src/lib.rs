@@ -1,0 +1,216 @@
+//! The Postgres backend, for production. Claims are safe with many processes
+//! at once: candidate heads are locked `FOR UPDATE SKIP LOCKED`, and every
+//! completion, failure and renewal is fenced by the attempt number. Appends
+//! serialize per session on the session row and `NOTIFY a2_events`, so
+//! streams and live views wake without polling. Inspection reads run on a
+//! small separate pool with a statement timeout; a read-only store sets
+//! `default_transaction_read_only` on every connection and never migrates.
+
+mod error;
+mod reads;
+mod rows;
+mod writes;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2_store::{Clock, StoreError};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use tokio::sync::broadcast;
+
+pub use error::db_error;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// The channel appends notify on; the payload is the session key.
+pub const NOTIFY_CHANNEL: &str = "a2_events";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    ReadWrite,
+    /// Every connection runs with `default_transaction_read_only=on`; nothing migrates.
+    ReadOnly,
+}
+
+/// How to connect.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    pub access: Access,
+    /// Connections for the engine's writes and reads.
+    pub max_connections: u32,
+    /// Connections for inspection reads.
+    pub read_connections: u32,
+    /// Inspection reads running longer are cancelled by the server.
+    pub statement_timeout: Duration,
+    /// Keep the A2 tables in this schema (created if missing) instead of `public`.
+    pub schema: Option<String>,
+    pub connect_timeout: Duration,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self {
+            access: Access::ReadWrite,
+            max_connections: 10,
+            read_connections: 2,
+            statement_timeout: Duration::from_secs(5),
+            schema: None,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    clock: Arc<dyn Clock>,
+    pool: PgPool,
+    reader: PgPool,
+    access: Access,
+    changes: broadcast::Sender<String>,
+}
+
+fn valid_schema(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 63
+        && chars.next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+impl PgStore {
+    pub async fn connect(url: &str, options: PgOptions, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+        let mut connect = PgConnectOptions::from_str(url)
+            .map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?
+            .application_name("a2");
+        let mut settings: Vec<(&str, String)> = Vec::new();
+        if let Some(schema) = &options.schema {
+            if !valid_schema(schema) {
+                return Err(StoreError::invalid(format!("schema name {schema:?} must be lowercase letters, digits and _")));
+            }
+            settings.push(("search_path", schema.clone()));
+        }
+        if options.access == Access::ReadOnly {
+            settings.push(("default_transaction_read_only", "on".into()));
+        }
+        connect = connect.options(settings.iter().map(|(k, v)| (*k, v.as_str())));
+        let reader_connect = connect.clone().options([("statement_timeout", options.statement_timeout.as_millis().to_string())]);
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .acquire_timeout(options.connect_timeout)
+            .connect_with(connect)
+            .await
+            .map_err(db_error)?;
+        if let (Some(schema), Access::ReadWrite) = (&options.schema, options.access) {
+            sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS {schema}")).execute(&pool).await.map_err(db_error)?;
+        }
+        if options.access == Access::ReadWrite {
+            MIGRATOR.run(&pool).await.map_err(|e| match e {
+                sqlx::migrate::MigrateError::VersionMissing(v) => newer_schema(v),
+                sqlx::migrate::MigrateError::Execute(e) => db_error(e),
+                other => StoreError::Schema { message: format!("migrating: {other}") },
+            })?;
+        }
+        let reader = PgPoolOptions::new()
+            .max_connections(options.read_connections.max(1))
+            .acquire_timeout(options.connect_timeout)
+            .connect_with(reader_connect)
+            .await
+            .map_err(db_error)?;
+        check_schema(&reader).await?;
+        let (changes, _) = broadcast::channel(1024);
+        let store = Self { clock, pool, reader, access: options.access, changes };
+        store.listen();
+        Ok(store)
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.access == Access::ReadOnly
+    }
+
+    /// Sessions whose logs grew, from any process (LISTEN/NOTIFY).
+    pub fn subscribe(&self) -> broadcast::Receiver<String> {
+        self.changes.subscribe()
+    }
+
+    /// Forward `a2_events` notifications to subscribers until the pool closes.
+    fn listen(&self) {
+        let pool = self.pool.clone();
+        let changes = self.changes.clone();
+        tokio::spawn(async move {
+            loop {
+                if pool.is_closed() {
+                    return;
+                }
+                match sqlx::postgres::PgListener::connect_with(&pool).await {
+                    Ok(mut listener) => {
+                        if listener.listen(NOTIFY_CHANNEL).await.is_ok() {
+                            while let Ok(notification) = listener.recv().await {
+                                let _ = changes.send(notification.payload().to_owned());
+                            }
+                        }
+                    }
+                    Err(error) => tracing::debug!(%error, "LISTEN connection failed; retrying"),
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+    }
+
+    /// Whether the connected role could write the A2 tables (a read-only
+    /// attach with such a role is protected by the session setting alone).
+    pub async fn role_can_write(&self) -> Result<bool, StoreError> {
+        sqlx::query_scalar("SELECT has_table_privilege(current_user, 'a2_events', 'INSERT')")
+            .fetch_one(&self.reader)
+            .await
+            .map_err(db_error)
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+        self.reader.close().await;
+    }
+
+    fn writable(&self) -> Result<(), StoreError> {
+        match self.access {
+            Access::ReadWrite => Ok(()),
+            Access::ReadOnly => Err(StoreError::ReadOnly { message: "this Postgres store was attached read-only".into() }),
+        }
+    }
+}
+
+fn newer_schema(version: i64) -> StoreError {
+    let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+    StoreError::Schema {
+        message: format!("the database has A2 schema version {version}, newer than this binary's {known}: upgrade A2 first"),
+    }
+}
+
+async fn check_schema(reader: &PgPool) -> Result<(), StoreError> {
+    let table: Option<String> = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
+        .fetch_one(reader)
+        .await
+        .map_err(db_error)?;
+    if table.is_none() {
+        return Err(StoreError::Schema {
+            message: "the database has no A2 schema: connect read-write once to create it".into(),
+        });
+    }
+    let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+        .fetch_all(reader)
+        .await
+        .map_err(db_error)?;
+    let known: Vec<i64> = MIGRATOR.iter().map(|m| m.version).collect();
+    if let Some(newer) = applied.iter().find(|v| !known.contains(v)) {
+        return Err(newer_schema(*newer));
+    }
+    let missing: Vec<String> = known.iter().filter(|v| !applied.contains(v)).map(i64::to_string).collect();
+    if !missing.is_empty() {
+        return Err(StoreError::Schema {
+            message: format!(
+                "the database lacks A2 schema migrations {} and a read-only connection never migrates",
+                missing.join(", ")
+            ),
+        });
+    }
+    Ok(())
+}
