@@ -193,6 +193,7 @@ impl Session {
             after,
             buffer: std::collections::VecDeque::new(),
             notices: self.inner.notices.subscribe(),
+            changes: self.inner.store.changes(),
         }
     }
 
@@ -236,6 +237,8 @@ pub struct EventStream {
     after: u64,
     buffer: std::collections::VecDeque<Event>,
     notices: broadcast::Receiver<AppendNotice>,
+    /// Appends from other processes, where the store can tell.
+    changes: Option<broadcast::Receiver<String>>,
 }
 
 impl EventStream {
@@ -255,10 +258,21 @@ impl EventStream {
             let poll = tokio::time::sleep(self.inner.timings.stream_poll);
             tokio::pin!(poll);
             loop {
+                let change = async {
+                    match self.changes.as_mut() {
+                        Some(changes) => changes.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     notice = self.notices.recv() => match notice {
                         Ok(n) if n.session != key => continue,
                         _ => break,
+                    },
+                    change = change => match change {
+                        Ok(changed) if changed != key => continue,
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(broadcast::error::RecvError::Closed) => self.changes = None,
                     },
                     () = &mut poll => break,
                 }

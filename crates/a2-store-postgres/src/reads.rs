@@ -270,6 +270,9 @@ impl Store for PgStore {
     fn clock(&self) -> Arc<dyn Clock> {
         self.clock.clone()
     }
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        Some(self.subscribe())
+    }
     async fn event_append(&self, params: EventAppend) -> Result<Appended, StoreError> {
         self.append(params).await
     }

@@ -14,6 +14,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// The clock this store stamps and compares times with.
     fn clock(&self) -> Arc<dyn Clock>;
 
+    /// Storage keys of sessions whose logs grew, as the backend hears of
+    /// them from any process (Postgres `LISTEN/NOTIFY`); `None` where the
+    /// only way to learn of another process's appends is to poll.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
+
     // ── the engine's writes ──────────────────────────────────────────
 
     /// Append a batch at the session's next indexes, create the heads its

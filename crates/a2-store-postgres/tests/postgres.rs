@@ -1,0 +1,142 @@
+//! What only Postgres does: NOTIFY wake-ups across connections, the schema
+//! checks, statement timeouts, and typed errors for bad URLs and servers.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2_engine::{AppendInput, Contract, DrainTimings, Server};
+use a2_store::{session_key, EventAppend, NewEvent, Store, StoreError, SystemClock};
+use a2_store_postgres::{Access, PgOptions, PgStore};
+use serde_json::json;
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+fn url() -> String {
+    std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+fn fresh_schema() -> String {
+    format!("a2_conf_{}_pg{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst))
+}
+
+async fn connect(schema: &str, access: Access) -> Result<PgStore, StoreError> {
+    let options = PgOptions { schema: Some(schema.to_owned()), access, max_connections: 4, ..PgOptions::default() };
+    PgStore::connect(&url(), options, Arc::new(SystemClock)).await
+}
+
+async fn admin() -> sqlx::PgPool {
+    sqlx::PgPool::connect(&url()).await.unwrap_or_else(|e| panic!("admin connection to {}: {e}", url()))
+}
+
+fn contract() -> Contract {
+    Contract::new("live").and_then(|c| c.event_with("tick", |_| Ok(()))).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_wakes_on_another_connections_append_without_polling() {
+    let schema = fresh_schema();
+    let reader = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    let writer = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    let slow_poll = DrainTimings { stream_poll: Duration::from_secs(600), ..DrainTimings::default() };
+    let watching = Server::builder(contract(), Arc::new(reader)).timings(slow_poll).build().unwrap_or_else(|e| panic!("{e}"));
+    let mut stream = watching.session("s").unwrap_or_else(|e| panic!("{e}")).stream(0);
+    let waiter = tokio::spawn(async move { stream.next().await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let other = Server::builder(contract(), Arc::new(writer)).build().unwrap_or_else(|e| panic!("{e}"));
+    other.session("s").unwrap_or_else(|e| panic!("{e}")).append(vec![AppendInput::new("tick", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
+    let woke = tokio::time::timeout(Duration::from_secs(10), waiter).await;
+    let event = woke.unwrap_or_else(|_| panic!("NOTIFY did not wake the stream")).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(event.index, 1);
+}
+
+#[tokio::test]
+async fn read_only_never_migrates_and_says_what_is_missing() {
+    let schema = fresh_schema();
+    let error = connect(&schema, Access::ReadOnly).await.expect_err("no schema yet");
+    assert_eq!(error.code(), "SCHEMA_MISMATCH");
+    assert!(error.to_string().contains("no A2 schema"), "{error}");
+    let store = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    store.close().await;
+    let pool = admin().await;
+    let versions: Vec<i64> = sqlx::query_scalar(&format!("SELECT version FROM {schema}._sqlx_migrations"))
+        .fetch_all(&pool)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query(&format!("DELETE FROM {schema}._sqlx_migrations WHERE version = $1"))
+        .bind(versions[0])
+        .execute(&pool)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let error = connect(&schema, Access::ReadOnly).await.expect_err("an older schema, read-only");
+    assert_eq!(error.code(), "SCHEMA_MISMATCH");
+    assert!(error.to_string().contains(&format!("lacks A2 schema migrations {}", versions[0])), "{error}");
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused() {
+    let schema = fresh_schema();
+    connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).close().await;
+    let pool = admin().await;
+    sqlx::query(&format!(
+        "INSERT INTO {schema}._sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99990101000000, 'from the future', true, '\\x00', 0)"
+    ))
+    .execute(&pool)
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    for access in [Access::ReadWrite, Access::ReadOnly] {
+        let error = connect(&schema, access).await.expect_err("newer schema");
+        assert_eq!(error.code(), "SCHEMA_MISMATCH", "{error}");
+        assert!(error.to_string().contains("newer than this binary"), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_store_refuses_writes() {
+    let schema = fresh_schema();
+    connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).close().await;
+    let store = connect(&schema, Access::ReadOnly).await.unwrap_or_else(|e| panic!("{e}"));
+    let event = NewEvent { id: "x".into(), event_type: "tick".into(), payload: json!({}), cause: None, targets: vec![] };
+    let refused = store.event_append(EventAppend { session: session_key("live", "s"), events: vec![event], consumers: vec![] }).await;
+    assert_eq!(refused.expect_err("read-only").code(), "READ_ONLY");
+    assert!(store.session_list(a2_store::SessionList { contract: "live".into(), id_prefix: None, after: None, limit: 10 }).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_read_that_runs_past_the_statement_timeout_is_cancelled() {
+    let schema = fresh_schema();
+    let options = PgOptions { schema: Some(schema.clone()), statement_timeout: Duration::from_millis(200), ..PgOptions::default() };
+    let store = PgStore::connect(&url(), options, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
+    let pool = admin().await;
+    let mut locker = pool.begin().await.unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query(&format!("LOCK TABLE {schema}.a2_sessions IN ACCESS EXCLUSIVE MODE"))
+        .execute(&mut *locker)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let started = std::time::Instant::now();
+    let read = store.session_get(&session_key("live", "s")).await;
+    let error = read.expect_err("the read waits on the lock until the timeout cancels it");
+    assert_eq!(error.code(), "STORE_TIMEOUT", "{error}");
+    assert!(error.is_retryable());
+    assert!(started.elapsed() < Duration::from_secs(5));
+    locker.rollback().await.unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[tokio::test]
+async fn bad_urls_and_unreachable_servers_are_typed_errors() {
+    let clock = Arc::new(SystemClock);
+    let quick = || PgOptions { connect_timeout: Duration::from_secs(3), ..PgOptions::default() };
+    let malformed = PgStore::connect("postgres://user@host:notaport/db", quick(), clock.clone()).await;
+    assert_eq!(malformed.expect_err("malformed").code(), "INVALID_INPUT");
+    let refused = PgStore::connect("postgres://postgres@127.0.0.1:1/postgres", quick(), clock.clone()).await;
+    let refused = refused.expect_err("nothing listens on port 1");
+    assert_eq!(refused.code(), "STORE_UNAVAILABLE", "{refused}");
+    let no_role = PgStore::connect(&url().replacen("postgres@", "no_such_role_a2@", 1), quick(), clock.clone()).await;
+    let no_role = no_role.expect_err("no such role");
+    assert_eq!(no_role.code(), "STORE_UNAVAILABLE", "{no_role}");
+    assert!(no_role.to_string().contains("authentication failed") && !no_role.is_retryable(), "{no_role}");
+    let no_db = url().rsplit_once('/').map(|(base, _)| format!("{base}/no_such_database_a2")).unwrap_or_default();
+    let no_db = PgStore::connect(&no_db, quick(), clock).await.expect_err("no such database");
+    assert!(no_db.to_string().contains("no such database"), "{no_db}");
+}

@@ -1,0 +1,92 @@
+//! What only SQLite does: files, `mode=ro`, the schema checks and typed
+//! errors for files that are not A2 stores.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use a2_store::{session_key, EventAppend, NewEvent, SessionList, Store, SystemClock};
+use a2_store_sqlite::{Access, SqliteStore};
+use serde_json::json;
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+fn fresh_path() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("a2-sqlite-open-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    dir.join(format!("store-{}.sqlite", NEXT.fetch_add(1, Ordering::SeqCst)))
+}
+
+async fn open(path: &PathBuf, access: Access) -> Result<SqliteStore, a2_store::StoreError> {
+    SqliteStore::open(path, access, Arc::new(SystemClock)).await
+}
+
+fn event(id: &str) -> NewEvent {
+    NewEvent { id: id.into(), event_type: "tick".into(), payload: json!({}), cause: None, targets: vec![] }
+}
+
+#[tokio::test]
+async fn read_only_opens_never_create_or_migrate() {
+    let path = fresh_path();
+    let missing = open(&path, Access::ReadOnly).await.expect_err("no file");
+    assert_eq!(missing.code(), "NOT_FOUND");
+    assert!(!path.exists(), "a read-only open created nothing");
+    let plain = fresh_path();
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}?mode=rwc", plain.display())).await.unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query("CREATE TABLE other (x INTEGER)").execute(&pool).await.unwrap_or_else(|e| panic!("{e}"));
+    pool.close().await;
+    let error = open(&plain, Access::ReadOnly).await.expect_err("not an A2 store");
+    assert_eq!(error.code(), "SCHEMA_MISMATCH");
+    assert!(error.to_string().contains("no A2 schema"), "{error}");
+}
+
+#[tokio::test]
+async fn a_read_only_store_refuses_writes_at_the_api_and_the_database() {
+    let path = fresh_path();
+    let writer = open(&path, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    writer.event_append(EventAppend { session: session_key("c", "s"), events: vec![event("a")], consumers: vec![] }).await.unwrap_or_else(|e| panic!("{e}"));
+    let reader = open(&path, Access::ReadOnly).await.unwrap_or_else(|e| panic!("{e}"));
+    let refused = reader.event_append(EventAppend { session: session_key("c", "s"), events: vec![event("b")], consumers: vec![] }).await;
+    assert_eq!(refused.expect_err("read-only").code(), "READ_ONLY");
+    let listed = reader.session_list(SessionList { contract: "c".into(), id_prefix: None, after: None, limit: 10 }).await;
+    assert_eq!(listed.map(|l| l.len()).ok(), Some(1), "reads work and see the writer's data");
+    // The database itself refuses a write on a mode=ro connection.
+    let ro = sqlx::SqlitePool::connect(&format!("sqlite:{}?mode=ro", path.display())).await.unwrap_or_else(|e| panic!("{e}"));
+    let write = sqlx::query("DELETE FROM a2_events").execute(&ro).await.map_err(a2_store_sqlite::db_error);
+    assert_eq!(write.expect_err("mode=ro").code(), "READ_ONLY");
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused_and_garbage_is_a_typed_error() {
+    let path = fresh_path();
+    open(&path, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).close().await;
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", path.display())).await.unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query("INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES (99990101000000, 'future', 1, x'00', 0)")
+        .execute(&pool)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    pool.close().await;
+    for access in [Access::ReadWrite, Access::ReadOnly] {
+        let error = open(&path, access).await.expect_err("newer");
+        assert_eq!(error.code(), "SCHEMA_MISMATCH", "{error}");
+        assert!(error.to_string().contains("newer than this binary"), "{error}");
+    }
+    let garbage = fresh_path();
+    std::fs::write(&garbage, vec![0x42u8; 8192]).unwrap_or_else(|e| panic!("{e}"));
+    let error = open(&garbage, Access::ReadWrite).await.expect_err("not a database");
+    assert_eq!(error.code(), "STORE_UNAVAILABLE", "{error}");
+    assert!(!error.is_retryable());
+}
+
+#[tokio::test]
+async fn urls_name_the_file_and_the_mode() {
+    let path = fresh_path();
+    let store = SqliteStore::open_url(&format!("sqlite:{}", path.display()), Access::ReadWrite, Arc::new(SystemClock)).await;
+    assert!(store.is_ok_and(|s| !s.is_read_only()));
+    let ro = SqliteStore::open_url(&format!("sqlite://{}?mode=ro", path.display()), Access::ReadWrite, Arc::new(SystemClock)).await;
+    assert!(ro.is_ok_and(|s| s.is_read_only()));
+    for bad in ["postgres://x", "sqlite:", "sqlite:?mode=ro"] {
+        let error = SqliteStore::open_url(bad, Access::ReadWrite, Arc::new(SystemClock)).await.expect_err(bad);
+        assert_eq!(error.code(), "INVALID_INPUT", "{bad}: {error}");
+    }
+}
