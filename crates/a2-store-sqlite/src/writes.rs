@@ -571,5 +571,5 @@ async fn pin_live(conn: &mut SqliteConnection, key: &str, pin: &HeadRef) -> Resu
     .fetch_one(conn)
     .await
     .map_err(db_error)?;
-    Ok(row.try_get::<bool, _>("live").map_err(db_error)?)
+    row.try_get::<bool, _>("live").map_err(db_error)
 }
