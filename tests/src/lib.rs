@@ -89,13 +89,23 @@ pub fn session_ids(prefix: &str, count: usize) -> Vec<String> {
     (0..count).map(|i| format!("{prefix}{i:04}")).collect()
 }
 
-/// Drain every session until a whole pass finds nothing to do anywhere.
+/// Drain every session, many at once, until a whole pass finds nothing to do anywhere.
 pub async fn drain_all(server: &Server, sessions: &[String]) -> Result<u64, a2_engine::A2Error> {
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(32));
     let mut processed = 0;
     loop {
-        let mut idle = true;
+        let mut pass = tokio::task::JoinSet::new();
         for id in sessions {
-            let result = server.session(id)?.drain().await?;
+            let session = server.session(id)?;
+            let in_flight = in_flight.clone();
+            pass.spawn(async move {
+                let _slot = in_flight.acquire_owned().await;
+                session.drain().await
+            });
+        }
+        let mut idle = true;
+        while let Some(joined) = pass.join_next().await {
+            let result = joined.map_err(|e| a2_engine::A2Error::InvalidArgument { message: format!("a drain task failed: {e}") })??;
             processed += result.processed;
             if result.processed > 0 || result.outcome != DrainOutcome::Settled {
                 idle = false;

@@ -2,7 +2,7 @@
 //! leases while they run, and complete or fail each under its attempt fence.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -96,8 +96,25 @@ struct Active {
     attempt: u32,
     cancel: CancellationToken,
     abort: AbortHandle,
+    /// Set once its outcome is being written: the store's fence decides from
+    /// there, so a renewal that finds the head already moved must not kill it.
+    completing: Arc<AtomicBool>,
     /// Local lease estimate (claim request time + ttl): at or before the store's.
     expires_at: Millis,
+}
+
+impl Active {
+    /// Give the head up: its run sees the cancellation and is stopped
+    /// outright, unless it is already writing its outcome — then the store's
+    /// fence decides, and the drain waits for the answer (`false`).
+    fn abandon(&self) -> bool {
+        self.cancel.cancel();
+        if self.completing.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.abort.abort();
+        true
+    }
 }
 
 fn millis(d: Duration) -> i64 {
@@ -303,7 +320,8 @@ impl<'a> Drain<'a> {
             through: self.through,
             exclude: self.excluded.clone(),
             max_failures: MAX_FAILURES,
-            limit: timings.claim_batch,
+            // Claim no more than can start soon: a claimed head's lease is already running.
+            limit: timings.claim_batch.min(u32::try_from(self.inner.running.available_permits()).unwrap_or(u32::MAX)).max(1),
         };
         let claimed = self.inner.store.head_claim(params).instrument(span.clone()).await?;
         span.record("a2.claim.count", claimed.heads.len());
@@ -341,15 +359,16 @@ impl<'a> Drain<'a> {
         let head = claimed.head.clone();
         // Re-claiming a head this drain still tracks proves the old attempt lost.
         if let Some(previous) = self.active.remove(&head) {
-            previous.cancel.cancel();
-            previous.abort.abort();
+            previous.abandon();
         }
         let cancel = CancellationToken::new();
+        let completing = Arc::new(AtomicBool::new(false));
         let attempt = claimed.attempt;
-        let task = run_head(self.inner.clone(), consumer, claimed, self.session_id.to_owned(), cancel.clone(), session_head);
+        let fence = Fence { cancel: cancel.clone(), completing: completing.clone() };
+        let task = run_head(self.inner.clone(), consumer, claimed, self.session_id.to_owned(), fence, session_head);
         let task_head = head.clone();
         let abort = self.tasks.spawn(async move { (task_head, attempt, task.await) });
-        self.active.insert(head, Active { attempt, cancel, abort, expires_at });
+        self.active.insert(head, Active { attempt, cancel, abort, expires_at, completing });
     }
 
     /// Self-fencing: a head whose local lease estimate passed is abandoned with no I/O.
@@ -357,15 +376,23 @@ impl<'a> Drain<'a> {
         let now = self.inner.clock.now_ms();
         let lapsed: Vec<HeadRef> = self.active.iter().filter(|(_, a)| a.expires_at <= now).map(|(h, _)| h.clone()).collect();
         for head in lapsed {
-            if let Some(active) = self.active.remove(&head) {
-                tracing::warn!(
-                    code = "CLAIM_EXPIRED",
-                    "the claim on event {} for consumer '{}' in session '{}' lapsed without renewal",
-                    head.index, head.consumer, self.session_id
-                );
-                active.cancel.cancel();
-                active.abort.abort();
-            }
+            tracing::warn!(
+                code = "CLAIM_EXPIRED",
+                "the claim on event {} for consumer '{}' in session '{}' lapsed without renewal",
+                head.index, head.consumer, self.session_id
+            );
+            self.give_up(&head);
+        }
+    }
+
+    /// Abandon a head; one already writing its outcome stays tracked (with no
+    /// further lapse) until that outcome arrives.
+    fn give_up(&mut self, head: &HeadRef) {
+        let Some(active) = self.active.get_mut(head) else { return };
+        if active.abandon() {
+            self.active.remove(head);
+        } else {
+            active.expires_at = Millis::MAX;
         }
     }
 
@@ -375,7 +402,12 @@ impl<'a> Drain<'a> {
         }
         let requested_at = self.inner.clock.now_ms();
         let ttl_ms = millis(self.inner.timings.claim_ttl);
-        let heads = self.active.iter().map(|(head, a)| HeldHead { head: head.clone(), attempt: a.attempt }).collect();
+        let heads = self
+            .active
+            .iter()
+            .filter(|(_, a)| !a.cancel.is_cancelled())
+            .map(|(head, a)| HeldHead { head: head.clone(), attempt: a.attempt })
+            .collect();
         let params = HeadRenew { session: self.key.clone(), holder: self.holder.clone(), ttl_ms, heads };
         match self.inner.store.head_renew(params).await {
             Ok(renewed) => {
@@ -385,15 +417,16 @@ impl<'a> Drain<'a> {
                     }
                 }
                 for head in renewed.superseded {
-                    if let Some(active) = self.active.remove(&head) {
-                        tracing::info!(
-                            code = "SUPERSEDED_ATTEMPT",
-                            "a newer attempt owns event {} for consumer '{}' in session '{}'",
-                            head.index, head.consumer, self.session_id
-                        );
-                        active.cancel.cancel();
-                        active.abort.abort();
+                    // A head that is writing its outcome may already have moved on: that is its own completion.
+                    if self.active.get(&head).is_some_and(|a| a.completing.load(Ordering::SeqCst)) {
+                        continue;
                     }
+                    tracing::info!(
+                        code = "SUPERSEDED_ATTEMPT",
+                        "a newer attempt owns event {} for consumer '{}' in session '{}'",
+                        head.index, head.consumer, self.session_id
+                    );
+                    self.give_up(&head);
                 }
             }
             Err(error) => tracing::warn!(%error, "lease renewal failed; heads self-fence if it keeps failing"),
@@ -427,6 +460,12 @@ fn event_span(inner: &Inner, session_id: &str, head: &ClaimedHead, session_head:
     )
 }
 
+/// What a running head's task shares with its drain.
+struct Fence {
+    cancel: CancellationToken,
+    completing: Arc<AtomicBool>,
+}
+
 /// Aborts a spawned task when dropped, so an abandoned head leaves no zombie run.
 struct AbortOnDrop(tokio::task::JoinHandle<Result<crate::Returned, crate::BoxError>>);
 
@@ -441,12 +480,12 @@ async fn run_head(
     consumer: Consumer,
     claimed: ClaimedHead,
     session_id: String,
-    cancel: CancellationToken,
+    fence: Fence,
     session_head: u64,
 ) -> HeadOutcome {
     let span = event_span(&inner, &session_id, &claimed, session_head);
     async {
-        let outcome = run_and_settle(&inner, &consumer, &claimed, &session_id, cancel).await;
+        let outcome = run_and_settle(&inner, &consumer, &claimed, &session_id, fence).await;
         let name = match &outcome {
             HeadOutcome::Processed => "processed",
             HeadOutcome::Failed { .. } => "failed",
@@ -466,9 +505,13 @@ async fn run_and_settle(
     consumer: &Consumer,
     claimed: &ClaimedHead,
     session_id: &str,
-    cancel: CancellationToken,
+    fence: Fence,
 ) -> HeadOutcome {
-    let run_token = cancel.child_token();
+    // Waits while the server runs as many heads as it may; the lease is renewed meanwhile.
+    let Ok(_running) = inner.running.clone().acquire_owned().await else {
+        return HeadOutcome::Superseded;
+    };
+    let run_token = fence.cancel.child_token();
     let _abort_watch = abort_watch(inner, consumer, claimed, run_token.clone());
     let mut event = claimed.event.clone();
     event.session = session_id.to_owned();
@@ -491,6 +534,7 @@ async fn run_and_settle(
         Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name())),
     };
     let returned = result.and_then(|returned| returned_events(inner, consumer, claimed, session_id, returned));
+    fence.completing.store(true, Ordering::SeqCst);
     match returned {
         Ok(events) => match complete(inner, claimed, events).await {
             Err(StoreError::PartialDuplicateBatch { session, ids }) => {

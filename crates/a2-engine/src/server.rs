@@ -42,6 +42,8 @@ pub(crate) struct Inner {
     pub notices: broadcast::Sender<AppendNotice>,
     pub drains: Mutex<HashMap<String, Arc<DrainSlot>>>,
     pub shutdown: CancellationToken,
+    /// Heads running at once across every drain of this server.
+    pub running: Arc<tokio::sync::Semaphore>,
 }
 
 /// Builds a [`Server`].
@@ -51,9 +53,17 @@ pub struct ServerBuilder {
     consumers: Vec<Consumer>,
     timings: DrainTimings,
     background: bool,
+    max_running: usize,
 }
 
 impl ServerBuilder {
+    /// At most this many heads run at once across every session (default 256):
+    /// more would only queue on the store's connections.
+    pub fn max_running(mut self, max_running: usize) -> Self {
+        self.max_running = max_running.max(1);
+        self
+    }
+
     pub fn consumer(mut self, consumer: Consumer) -> Self {
         self.consumers.push(consumer);
         self
@@ -98,6 +108,7 @@ impl ServerBuilder {
                 notices,
                 drains: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
+                running: Arc::new(tokio::sync::Semaphore::new(self.max_running)),
             }),
         })
     }
@@ -117,7 +128,14 @@ impl std::fmt::Debug for Server {
 
 impl Server {
     pub fn builder(contract: Contract, store: Arc<dyn Store>) -> ServerBuilder {
-        ServerBuilder { contract, store, consumers: Vec::new(), timings: DrainTimings::default(), background: true }
+        ServerBuilder {
+            contract,
+            store,
+            consumers: Vec::new(),
+            timings: DrainTimings::default(),
+            background: true,
+            max_running: 256,
+        }
     }
 
     pub fn contract(&self) -> &Contract {

@@ -94,12 +94,20 @@ impl PgStore {
         }
         connect = connect.options(settings.iter().map(|(k, v)| (*k, v.as_str())));
         let reader_connect = connect.clone().options([("statement_timeout", options.statement_timeout.as_millis().to_string())]);
-        let pool = PgPoolOptions::new()
-            .max_connections(options.max_connections.max(1))
+        // The reader connects first, within the connect timeout: a bad host,
+        // role or database fails fast and typed.
+        let reader = PgPoolOptions::new()
+            .max_connections(options.read_connections.max(1))
             .acquire_timeout(options.connect_timeout)
-            .connect_with(connect)
+            .connect_with(reader_connect)
             .await
             .map_err(db_error)?;
+        // The engine's pool waits for a connection as long as a lease lasts:
+        // more running heads than connections queue here, they do not fail.
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .acquire_timeout(Duration::from_secs(60))
+            .connect_lazy_with(connect);
         if let (Some(schema), Access::ReadWrite) = (&options.schema, options.access) {
             sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS {schema}")).execute(&pool).await.map_err(db_error)?;
         }
@@ -110,12 +118,6 @@ impl PgStore {
                 other => StoreError::Schema { message: format!("migrating: {other}") },
             })?;
         }
-        let reader = PgPoolOptions::new()
-            .max_connections(options.read_connections.max(1))
-            .acquire_timeout(options.connect_timeout)
-            .connect_with(reader_connect)
-            .await
-            .map_err(db_error)?;
         check_schema(&reader).await?;
         let (changes, _) = broadcast::channel(1024);
         let store = Self { clock, pool, reader, access: options.access, changes };

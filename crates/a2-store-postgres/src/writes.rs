@@ -413,10 +413,8 @@ impl PgStore {
             return Ok(CompleteOutcome::Superseded);
         }
         let (appended, duplicate) = append_core(&mut tx, key, params.events, &params.consumers, now).await?;
+        // No touch of the session row: completions of one session's heads must not queue on it.
         settle(&mut tx, key, &params.head, kind).await?;
-        if appended.is_empty() {
-            touch(&mut tx, key, now).await?;
-        }
         let session_head = session_row(&mut tx, key).await?.map_or(0, |(h, _)| h);
         tx.commit().await.map_err(db_error)?;
         let appended = if duplicate { Vec::new() } else { appended };

@@ -367,7 +367,6 @@ impl SqliteStore {
         }
         let (appended, duplicate) = append_core(&mut tx, key, params.events, &params.consumers, now).await?;
         settle(&mut tx, key, &params.head, kind).await?;
-        touch(&mut tx, key, now).await?;
         let session_head = session_row(&mut tx, key).await?.map_or(0, |(h, _)| h);
         tx.commit().await.map_err(db_error)?;
         let appended = if duplicate { Vec::new() } else { appended };

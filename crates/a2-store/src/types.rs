@@ -367,6 +367,8 @@ pub struct SessionSummary {
     pub head: u64,
     pub clear_index: u64,
     pub created_at: Millis,
+    /// The last append, clear or redrive (completions do not count: they
+    /// would make every head of a session queue on one row).
     pub updated_at: Millis,
     pub dead_letters: u64,
     /// Events behind every head of the session, summed.

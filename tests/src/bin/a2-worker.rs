@@ -2,6 +2,8 @@
 //!
 //! `a2-worker drain  --store URL [--schema S] --prefix P --sessions N [--delay-ms D] [--ttl-ms T]`
 //!   runs the chaos consumers over sessions P0000…, until a pass finds nothing to do.
+//! `a2-worker seed   --store URL [--schema S] --prefix P --sessions N --events M`
+//!   appends M work events to each of N sessions, one batch per session.
 //! `a2-worker append --store URL [--schema S] --session S --count N`
 //!   appends N events one by one, printing `ack <n>` after each, then waits to be killed.
 
@@ -47,6 +49,13 @@ async fn run(args: Vec<String>) -> Result<(), String> {
             let processed = a2_e2e::drain_all(&server, &sessions).await.map_err(|e| e.to_string())?;
             println!("processed {processed}");
             Ok(())
+        }
+        "seed" => {
+            let prefix = flags.get("prefix").ok_or("--prefix is required")?;
+            let count = number(&flags, "sessions", None)? as usize;
+            let events = number(&flags, "events", None)? as usize;
+            let server = a2_e2e::server(store, Duration::ZERO, Duration::from_secs(30));
+            a2_e2e::seed(&server, &a2_e2e::session_ids(prefix, count), events).await.map_err(|e| e.to_string())
         }
         "append" => {
             let session = flags.get("session").ok_or("--session is required")?;

@@ -134,7 +134,6 @@ impl Store for MemoryStore {
         // Append first: it refuses without mutating, so a refused batch leaves the head running.
         let (appended, duplicate) = row.append(params.events, &params.consumers, now)?;
         row.settle(&params.head);
-        row.updated_at = now;
         let appended = if duplicate { Vec::new() } else { appended };
         Ok(CompleteOutcome::Completed { session_head: row.head, appended })
     }
