@@ -39,7 +39,9 @@ CREATE TABLE a2_heads (
     PRIMARY KEY (session, consumer, lane, idx)
 );
 
-CREATE UNIQUE INDEX a2_cursors ON a2_heads (session, consumer) WHERE kind = 0;
+-- Covering, so consumer totals read cursor positions without visiting the table.
+CREATE UNIQUE INDEX a2_cursors ON a2_heads (session, consumer) INCLUDE (idx, failed_at) WHERE kind = 0;
+CREATE INDEX a2_pending_heads ON a2_heads (session, consumer) INCLUDE (failed_at) WHERE kind <> 0;
 CREATE INDEX a2_dead_letters ON a2_heads (session, consumer, lane, idx) WHERE failed_at IS NOT NULL;
 CREATE INDEX a2_heads_by_consumer ON a2_heads (consumer, session);
 

@@ -40,8 +40,12 @@ async fn ensure_cursors(conn: &mut PgConnection, key: &str, head: u64, clear: u6
         return Ok(());
     }
     sqlx::query(
+        // The NOT EXISTS sees existing cursors in the snapshot, so the insert
+        // never waits on a cursor another transaction is moving.
         "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
-         SELECT $1, c, l, i, 0 FROM UNNEST($2::text[], $3::text[], $4::bigint[]) AS t(c, l, i) ON CONFLICT DO NOTHING",
+         SELECT $1, c, l, i, 0 FROM UNNEST($2::text[], $3::text[], $4::bigint[]) AS t(c, l, i) \
+         WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = $1 AND h.consumer = t.c AND h.kind = 0) \
+         ON CONFLICT DO NOTHING",
     )
     .bind(key)
     .bind(&names)
@@ -58,7 +62,8 @@ async fn skip_untaken(conn: &mut PgConnection, key: &str, head: u64, consumer: &
     sqlx::query(
         "UPDATE a2_heads h SET idx = COALESCE((SELECT MIN(e.idx) FROM a2_events e WHERE e.session = h.session \
            AND e.idx >= h.idx AND e.type = ANY($3)), $4) \
-         WHERE h.session = $1 AND h.consumer = $2 AND h.kind = 0 AND h.attempt_count = 0 AND h.failed_at IS NULL AND h.idx <= $5",
+         WHERE h.session = $1 AND h.consumer = $2 AND h.kind = 0 AND h.attempt_count = 0 AND h.failed_at IS NULL AND h.idx <= $5 \
+           AND NOT EXISTS (SELECT 1 FROM a2_events e WHERE e.session = h.session AND e.idx = h.idx AND e.type = ANY($3))",
     )
     .bind(key)
     .bind(&consumer.name)

@@ -12,11 +12,55 @@ use sqlx::sqlite::SqliteRow;
 use crate::rows::{event, get, head_row, head_state};
 use crate::{db_error, SqliteStore};
 
-const SUMMARY: &str = "SELECT s.session, s.head, s.clear_index, s.created_at, s.updated_at, \
+
+
+// ── the inspection reads, named so `explain_reads` can show their plans ──
+
+macro_rules! summary {
+    ($where:literal) => {
+        concat!("SELECT s.session, s.head, s.clear_index, s.created_at, s.updated_at, \
     (SELECT COUNT(*) FROM a2_heads h WHERE h.session = s.session AND h.failed_at IS NOT NULL) AS dead_letters, \
     (SELECT COALESCE(SUM(CASE WHEN h.kind = 0 THEN MAX(s.head - h.idx + 1, 0) ELSE 1 END), 0) \
        FROM a2_heads h WHERE h.session = s.session) AS lag \
-  FROM a2_sessions s";
+  FROM a2_sessions s", " ", $where)
+    };
+}
+
+const SESSION_PAGE: &str = summary!("WHERE s.session >= ?1 AND s.session < ?2 AND s.session > ?3 ORDER BY s.session LIMIT ?4");
+const SESSION_GET: &str = summary!("WHERE s.session = ?");
+const SNAPSHOT_GET: &str = "SELECT * FROM a2_snapshots WHERE session = ? AND reducer = ? AND idx <= ? ORDER BY idx DESC LIMIT 1";
+const CONTRACTS: &str = "WITH RECURSIVE c(contract) AS ( \
+               SELECT (SELECT substr(session, 1, instr(session, char(31)) - 1) FROM a2_sessions ORDER BY session LIMIT 1) \
+               UNION ALL \
+               SELECT (SELECT substr(s.session, 1, instr(s.session, char(31)) - 1) FROM a2_sessions s \
+                       WHERE s.session >= c.contract || char(32) ORDER BY s.session LIMIT 1) \
+               FROM c WHERE c.contract IS NOT NULL) \
+             SELECT contract FROM c WHERE contract IS NOT NULL";
+const HEADS_OF_SESSION: &str = "SELECT h.*, e.created_at AS event_created_at, s.head AS session_head FROM a2_heads h \
+             JOIN a2_sessions s ON s.session = h.session \
+             LEFT JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
+             WHERE h.session = ? ORDER BY h.consumer, h.lane, h.idx";
+const SESSIONS_WITH_HEADS: &str = "SELECT DISTINCT session FROM a2_heads WHERE session >= ?1 AND (?2 IS NULL OR consumer = ?2) ORDER BY session LIMIT ?3";
+const DEAD_LETTERS: &str = "SELECT h.*, e.id AS e_id, e.type AS e_type FROM a2_heads h \
+             JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
+             WHERE h.failed_at IS NOT NULL AND h.session >= ?1 AND h.session < ?2 \
+               AND (?3 IS NULL OR h.session = ?3) AND (?4 IS NULL OR h.consumer = ?4) \
+               AND (h.session, h.consumer, h.lane, h.idx) > (?5, ?6, ?7, ?8) \
+             ORDER BY h.session, h.consumer, h.lane, h.idx LIMIT ?9";
+const CONSUMER_TOTALS: &str = "WITH per AS ( \
+               SELECT h.session, h.consumer, \
+                 SUM(CASE WHEN h.kind = 0 THEN MAX(s.head - h.idx + 1, 0) ELSE 1 END) AS lag, \
+                 SUM(h.failed_at IS NOT NULL) AS dead \
+               FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
+               WHERE h.session >= ?1 AND h.session < ?2 GROUP BY h.session, h.consumer) \
+             SELECT substr(session, 1, instr(session, char(31)) - 1) AS contract, consumer, COUNT(*) AS sessions, \
+               SUM(lag > 0) AS lagging, SUM(lag) AS total_lag, SUM(dead) AS dead_letters \
+             FROM per GROUP BY 1, 2 ORDER BY 1, 2";
+const SNAPSHOTS_OF_SESSION: &str = "SELECT * FROM a2_snapshots WHERE session = ? ORDER BY idx DESC, reducer";
+const EVENTS_OLDEST_FIRST: &str = "SELECT e.* FROM a2_events e JOIN a2_sessions s ON s.session = e.session \
+             WHERE e.session = ?1 AND e.idx > MAX(?2, s.clear_index) AND e.idx < ?3 ORDER BY e.idx ASC LIMIT ?4";
+const EVENTS_NEWEST_FIRST: &str = "SELECT e.* FROM a2_events e JOIN a2_sessions s ON s.session = e.session \
+             WHERE e.session = ?1 AND e.idx > MAX(?2, s.clear_index) AND e.idx < ?3 ORDER BY e.idx DESC LIMIT ?4";
 
 /// Keys of every contract, or of one: `[lo, hi)`.
 fn contract_range(contract: Option<&str>) -> (String, String) {
@@ -47,7 +91,7 @@ fn page(limit: u32) -> i64 {
 
 impl SqliteStore {
     pub(crate) async fn get_snapshot(&self, params: SnapshotGet) -> Result<Option<Snapshot>, StoreError> {
-        let row = sqlx::query("SELECT * FROM a2_snapshots WHERE session = ? AND reducer = ? AND idx <= ? ORDER BY idx DESC LIMIT 1")
+        let row = sqlx::query(SNAPSHOT_GET)
             .bind(&params.session)
             .bind(&params.reducer)
             .bind(to_i64(params.at_most))
@@ -68,12 +112,8 @@ impl SqliteStore {
     }
 
     pub(crate) async fn list_events(&self, params: EventList) -> Result<Vec<Event>, StoreError> {
-        let order = if params.newest_first { "DESC" } else { "ASC" };
-        let sql = format!(
-            "SELECT e.* FROM a2_events e JOIN a2_sessions s ON s.session = e.session \
-             WHERE e.session = ?1 AND e.idx > MAX(?2, s.clear_index) AND e.idx < ?3 ORDER BY e.idx {order} LIMIT ?4"
-        );
-        let rows = sqlx::query(&sql)
+        let sql = if params.newest_first { EVENTS_NEWEST_FIRST } else { EVENTS_OLDEST_FIRST };
+        let rows = sqlx::query(sql)
             .bind(&params.session)
             .bind(to_i64(params.after.unwrap_or(0)))
             .bind(params.before.map_or(i64::MAX, to_i64))
@@ -87,13 +127,7 @@ impl SqliteStore {
     pub(crate) async fn list_contracts(&self) -> Result<Vec<String>, StoreError> {
         // A loose index scan: one seek per contract, not a scan of every session.
         sqlx::query_scalar(
-            "WITH RECURSIVE c(contract) AS ( \
-               SELECT (SELECT substr(session, 1, instr(session, char(31)) - 1) FROM a2_sessions ORDER BY session LIMIT 1) \
-               UNION ALL \
-               SELECT (SELECT substr(s.session, 1, instr(s.session, char(31)) - 1) FROM a2_sessions s \
-                       WHERE s.session >= c.contract || char(32) ORDER BY s.session LIMIT 1) \
-               FROM c WHERE c.contract IS NOT NULL) \
-             SELECT contract FROM c WHERE contract IS NOT NULL",
+            CONTRACTS,
         )
         .fetch_all(&self.reader)
         .await
@@ -103,8 +137,8 @@ impl SqliteStore {
     pub(crate) async fn list_sessions(&self, params: SessionList) -> Result<Vec<SessionSummary>, StoreError> {
         let (lo, hi) = prefix_range(&session_key(&params.contract, params.id_prefix.as_deref().unwrap_or("")));
         let after = params.after.map(|a| session_key(&params.contract, &a)).unwrap_or_default();
-        let sql = format!("{SUMMARY} WHERE s.session >= ?1 AND s.session < ?2 AND s.session > ?3 ORDER BY s.session LIMIT ?4");
-        let rows = sqlx::query(&sql)
+        let sql = SESSION_PAGE;
+        let rows = sqlx::query(sql)
             .bind(lo)
             .bind(hi)
             .bind(after)
@@ -116,17 +150,14 @@ impl SqliteStore {
     }
 
     pub(crate) async fn get_session(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
-        let sql = format!("{SUMMARY} WHERE s.session = ?");
-        let row = sqlx::query(&sql).bind(session).fetch_optional(&self.reader).await.map_err(db_error)?;
+        let sql = SESSION_GET;
+        let row = sqlx::query(sql).bind(session).fetch_optional(&self.reader).await.map_err(db_error)?;
         row.as_ref().map(summary).transpose()
     }
 
     pub(crate) async fn list_heads(&self, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
         let rows = sqlx::query(
-            "SELECT h.*, e.created_at AS event_created_at, s.head AS session_head FROM a2_heads h \
-             JOIN a2_sessions s ON s.session = h.session \
-             LEFT JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
-             WHERE h.session = ? ORDER BY h.consumer, h.lane, h.idx",
+            HEADS_OF_SESSION,
         )
         .bind(session)
         .fetch_all(&self.reader)
@@ -142,7 +173,7 @@ impl SqliteStore {
         let limit = a2_store::page_size(params.limit);
         let from = params.after.as_ref().map(|a| a.session.clone()).unwrap_or_default();
         let sessions: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT session FROM a2_heads WHERE session >= ?1 AND (?2 IS NULL OR consumer = ?2) ORDER BY session LIMIT ?3",
+            SESSIONS_WITH_HEADS,
         )
         .bind(&from)
         .bind(&params.consumer)
@@ -170,12 +201,7 @@ impl SqliteStore {
         let (lo, hi) = contract_range(params.contract.as_deref());
         let after = params.after.unwrap_or(HeadKey { session: String::new(), consumer: String::new(), lane: None, index: 0 });
         let rows = sqlx::query(
-            "SELECT h.*, e.id AS e_id, e.type AS e_type FROM a2_heads h \
-             JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
-             WHERE h.failed_at IS NOT NULL AND h.session >= ?1 AND h.session < ?2 \
-               AND (?3 IS NULL OR h.session = ?3) AND (?4 IS NULL OR h.consumer = ?4) \
-               AND (h.session, h.consumer, h.lane, h.idx) > (?5, ?6, ?7, ?8) \
-             ORDER BY h.session, h.consumer, h.lane, h.idx LIMIT ?9",
+            DEAD_LETTERS,
         )
         .bind(lo)
         .bind(hi)
@@ -214,15 +240,7 @@ impl SqliteStore {
     pub(crate) async fn totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>, StoreError> {
         let (lo, hi) = contract_range(contract);
         let rows = sqlx::query(
-            "WITH per AS ( \
-               SELECT h.session, h.consumer, \
-                 SUM(CASE WHEN h.kind = 0 THEN MAX(s.head - h.idx + 1, 0) ELSE 1 END) AS lag, \
-                 SUM(h.failed_at IS NOT NULL) AS dead \
-               FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
-               WHERE h.session >= ?1 AND h.session < ?2 GROUP BY h.session, h.consumer) \
-             SELECT substr(session, 1, instr(session, char(31)) - 1) AS contract, consumer, COUNT(*) AS sessions, \
-               SUM(lag > 0) AS lagging, SUM(lag) AS total_lag, SUM(dead) AS dead_letters \
-             FROM per GROUP BY 1, 2 ORDER BY 1, 2",
+            CONSUMER_TOTALS,
         )
         .bind(lo)
         .bind(hi)
@@ -244,7 +262,7 @@ impl SqliteStore {
     }
 
     pub(crate) async fn list_snapshots(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
-        let rows = sqlx::query("SELECT * FROM a2_snapshots WHERE session = ? ORDER BY idx DESC, reducer")
+        let rows = sqlx::query(SNAPSHOTS_OF_SESSION)
             .bind(session)
             .fetch_all(&self.reader)
             .await
@@ -327,5 +345,56 @@ impl Store for SqliteStore {
     }
     async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
         self.list_snapshots(session).await
+    }
+}
+
+/// A parameter of an explained read.
+enum Bind {
+    Text(String),
+    NoText,
+    Int(i64),
+}
+
+impl SqliteStore {
+    /// The query plan of every inspection read, as `EXPLAIN QUERY PLAN`
+    /// prints it, for a session of the store: for tests and for diagnosing
+    /// a slow Studio. Each entry is the read's name and its plan lines.
+    pub async fn explain_reads(&self, session: &str) -> Result<Vec<(&'static str, Vec<String>)>, StoreError> {
+        use Bind::{Int, NoText, Text};
+        let (lo, hi) = contract_range(Some(split_session_key(session).0));
+        let key = || Text(session.to_owned());
+        let reads: Vec<(&'static str, &str, Vec<Bind>)> = vec![
+            ("contracts", CONTRACTS, vec![]),
+            ("session page", SESSION_PAGE, vec![Text(lo.clone()), Text(hi.clone()), Text(String::new()), Int(500)]),
+            ("session summary", SESSION_GET, vec![key()]),
+            ("events page", EVENTS_OLDEST_FIRST, vec![key(), Int(0), Int(i64::MAX), Int(500)]),
+            ("events page, newest first", EVENTS_NEWEST_FIRST, vec![key(), Int(0), Int(i64::MAX), Int(500)]),
+            ("heads of a session", HEADS_OF_SESSION, vec![key()]),
+            ("sessions with heads", SESSIONS_WITH_HEADS, vec![Text(String::new()), NoText, Int(501)]),
+            (
+                "dead-letter page",
+                DEAD_LETTERS,
+                vec![Text(lo.clone()), Text(hi.clone()), NoText, NoText, Text(String::new()), Text(String::new()), Text(String::new()), Int(0), Int(500)],
+            ),
+            ("consumer totals", CONSUMER_TOTALS, vec![Text(lo), Text(hi)]),
+            ("snapshots of a session", SNAPSHOTS_OF_SESSION, vec![key()]),
+            ("snapshot lookup", SNAPSHOT_GET, vec![key(), Text("count".into()), Int(i64::MAX)]),
+        ];
+        let mut plans = Vec::new();
+        for (name, sql, binds) in reads {
+            let sql = format!("EXPLAIN QUERY PLAN {sql}");
+            let mut query = sqlx::query(&sql);
+            for bind in binds {
+                query = match bind {
+                    Text(text) => query.bind(text),
+                    NoText => query.bind(None::<String>),
+                    Int(n) => query.bind(n),
+                };
+            }
+            let rows = query.fetch_all(&self.reader).await.map_err(db_error)?;
+            let lines = rows.iter().map(|r| get::<String>(r, "detail")).collect::<Result<Vec<_>, _>>()?;
+            plans.push((name, lines));
+        }
+        Ok(plans)
     }
 }
