@@ -69,6 +69,7 @@ macro_rules! conformance_suite {
                     concurrent_heads_are_claimed_together,
                     claim_through_bounds_the_heads,
                     complete_appends_returned_events_atomically,
+                    complete_many_settles_current_attempts_only,
                     clear_with_matching_and_mismatching_guard,
                     snapshot_pins_are_kept_while_their_head_runs,
                     two_contracts_with_one_session_id_never_collide,

@@ -747,3 +747,34 @@ pub async fn hostile_session_ids_round_trip(factory: &dyn StoreFactory) {
     assert_eq!(back[0].payload, big);
     let _ = Arc::strong_count(&store);
 }
+
+pub async fn complete_many_settles_current_attempts_only(factory: &dyn StoreFactory) {
+    let (store, _) = open(factory).await;
+    let consumers = [log("c"), StoreConsumer::targeted("par")];
+    store.cursor_wake(CursorWake { session: key("s"), consumer: log("c") }).await.expect("wake");
+    let events = (1..=3).map(|i| targeted(&format!("e{i}"), "tick", &[("par", None)])).collect();
+    append(&*store, "s", events, &consumers).await;
+    let held = claim(&*store, "s", "a", &consumers).await.heads;
+    assert_eq!(held.len(), 4);
+    let attempt_of = |consumer: &str, index: u64| {
+        held.iter().find(|h| h.head.consumer == consumer && h.head.index == index).map(|h| h.attempt).expect("claimed")
+    };
+    let many = |heads: Vec<HeldHead>| HeadCompleteMany { session: key("s"), heads };
+    let batch = vec![
+        HeldHead { head: HeadRef::new("c", Some("main"), 1), attempt: attempt_of("c", 1) },
+        HeldHead { head: HeadRef::new("par", None, 1), attempt: attempt_of("par", 1) },
+        HeldHead { head: HeadRef::new("par", None, 2), attempt: attempt_of("par", 2) + 7 },
+        HeldHead { head: HeadRef::new("par", None, 3), attempt: attempt_of("par", 3) },
+        HeldHead { head: HeadRef::new("par", None, 9), attempt: 1 },
+    ];
+    let mut settled = store.head_complete_many(many(batch.clone())).await.expect("complete many");
+    settled.sort();
+    let mut want = vec![HeadRef::new("c", Some("main"), 1), HeadRef::new("par", None, 1), HeadRef::new("par", None, 3)];
+    want.sort();
+    assert_eq!(settled, want, "only current attempts settle");
+    assert!(store.head_complete_many(many(batch)).await.expect("again").is_empty(), "a second settle finds nothing current");
+    assert!(store.head_complete_many(many(vec![])).await.expect("empty").is_empty());
+    let heads = store.head_list(&key("s")).await.expect("heads");
+    let rows: Vec<(String, u64)> = heads.iter().map(|h| (h.consumer.clone(), h.next_index)).collect();
+    assert_eq!(rows, vec![("c".into(), 2), ("par".into(), 2)], "the cursor moved on, settled heads are gone");
+}

@@ -7,8 +7,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use a2_store::{
-    Backoff, Cause, Claimed, ClaimedHead, CompleteOutcome, FailOutcome, HeadClaim, HeadComplete, HeadFail, HeadRef,
-    HeadRenew, HeldHead, Millis, StoreError,
+    Backoff, Cause, Claimed, ClaimedHead, CompleteOutcome, FailOutcome, HeadClaim, HeadComplete, HeadCompleteMany,
+    HeadFail, HeadRef, HeadRenew, HeldHead, Millis, StoreError,
 };
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -195,11 +195,14 @@ struct Drain<'a> {
     processed: u64,
     failure_retry_at: Option<Millis>,
     store_error: Option<StoreError>,
+    settle: SettleQueue,
+    _settler: AbortOnDropUnit,
 }
 
 impl<'a> Drain<'a> {
     fn new(inner: &'a Arc<Inner>, session_id: &'a str, holder: String, options: DrainOptions) -> Self {
         let background_after = options.only.is_some();
+        let (settle, settler) = spawn_settler(inner, inner.key(session_id));
         let consumers = match options.only {
             Some(only) => vec![only],
             None => inner.consumers.clone(),
@@ -218,6 +221,8 @@ impl<'a> Drain<'a> {
             processed: 0,
             failure_retry_at: None,
             store_error: None,
+            settle,
+            _settler: settler,
         }
     }
 
@@ -364,7 +369,7 @@ impl<'a> Drain<'a> {
         let cancel = CancellationToken::new();
         let completing = Arc::new(AtomicBool::new(false));
         let attempt = claimed.attempt;
-        let fence = Fence { cancel: cancel.clone(), completing: completing.clone() };
+        let fence = Fence { cancel: cancel.clone(), completing: completing.clone(), settle: self.settle.clone() };
         let task = run_head(self.inner.clone(), consumer, claimed, self.session_id.to_owned(), fence, session_head);
         let task_head = head.clone();
         let abort = self.tasks.spawn(async move { (task_head, attempt, task.await) });
@@ -464,6 +469,35 @@ fn event_span(inner: &Inner, session_id: &str, head: &ClaimedHead, session_head:
 struct Fence {
     cancel: CancellationToken,
     completing: Arc<AtomicBool>,
+    settle: SettleQueue,
+}
+
+type SettleReply = tokio::sync::oneshot::Sender<Result<bool, StoreError>>;
+type SettleQueue = tokio::sync::mpsc::UnboundedSender<(HeldHead, SettleReply)>;
+
+/// Settles a drain's heads that returned nothing: whatever queued while one
+/// write was in flight goes in the next, so under load many heads share a
+/// transaction and at rest none waits.
+fn spawn_settler(inner: &Arc<Inner>, key: String) -> (SettleQueue, AbortOnDropUnit) {
+    let (queue, mut incoming) = tokio::sync::mpsc::unbounded_channel::<(HeldHead, SettleReply)>();
+    let store = inner.store.clone();
+    let task = tokio::spawn(async move {
+        while let Some(first) = incoming.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < 512 {
+                match incoming.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+            let heads = batch.iter().map(|(held, _)| held.clone()).collect();
+            let settled = store.head_complete_many(HeadCompleteMany { session: key.clone(), heads }).await;
+            for (held, reply) in batch {
+                let _ = reply.send(settled.as_ref().map(|done| done.contains(&held.head)).map_err(Clone::clone));
+            }
+        }
+    });
+    (queue, AbortOnDropUnit(task))
 }
 
 /// Aborts a spawned task when dropped, so an abandoned head leaves no zombie run.
@@ -536,6 +570,7 @@ async fn run_and_settle(
     let returned = result.and_then(|returned| returned_events(inner, consumer, claimed, session_id, returned));
     fence.completing.store(true, Ordering::SeqCst);
     match returned {
+        Ok(events) if events.is_empty() => settle(claimed, &fence.settle).await,
         Ok(events) => match complete(inner, claimed, events).await {
             Err(StoreError::PartialDuplicateBatch { session, ids }) => {
                 let message = StoreError::PartialDuplicateBatch { session, ids }.to_string();
@@ -604,6 +639,24 @@ async fn complete(
             HeadOutcome::Superseded
         }
     })
+}
+
+/// Complete a head that returned nothing through the drain's settler.
+async fn settle(claimed: &ClaimedHead, queue: &SettleQueue) -> HeadOutcome {
+    let span = tracing::info_span!("a2.commit", a2.commit.kind = "complete", a2.commit.outcome = tracing::field::Empty);
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let held = HeldHead { head: claimed.head.clone(), attempt: claimed.attempt };
+    if queue.send((held, reply)).is_err() {
+        return HeadOutcome::StoreFailed(StoreError::unavailable("the drain ended before the completion was written"));
+    }
+    let outcome = match answer.instrument(span.clone()).await {
+        Ok(Ok(true)) => HeadOutcome::Processed,
+        Ok(Ok(false)) => HeadOutcome::Superseded,
+        Ok(Err(error)) => HeadOutcome::StoreFailed(error),
+        Err(_) => HeadOutcome::StoreFailed(StoreError::unavailable("the drain ended before the completion was written")),
+    };
+    span.record("a2.commit.outcome", if matches!(outcome, HeadOutcome::Processed) { "completed" } else { "superseded" });
+    outcome
 }
 
 async fn fail(inner: &Arc<Inner>, claimed: &ClaimedHead, error: String) -> HeadOutcome {

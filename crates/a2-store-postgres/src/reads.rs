@@ -309,6 +309,9 @@ impl Store for PgStore {
     async fn head_complete(&self, params: HeadComplete) -> Result<CompleteOutcome, StoreError> {
         self.complete(params).await
     }
+    async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
+        self.complete_many(params).await
+    }
     async fn head_fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError> {
         self.fail(params).await
     }

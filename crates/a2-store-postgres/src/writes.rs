@@ -426,6 +426,51 @@ impl PgStore {
         Ok(CompleteOutcome::Completed { session_head, appended })
     }
 
+    /// Two statements whatever the batch size: cursors move on, per-event heads go.
+    pub(crate) async fn complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
+        let consumers: Vec<&str> = params.heads.iter().map(|h| h.head.consumer.as_str()).collect();
+        let lanes: Vec<&str> = params.heads.iter().map(|h| lane_column(h.head.lane.as_deref())).collect();
+        let idxs: Vec<i64> = params.heads.iter().map(|h| to_i64(h.head.index)).collect();
+        let attempts: Vec<i32> = params.heads.iter().map(|h| i32::try_from(h.attempt).unwrap_or(i32::MAX)).collect();
+        let mut tx = self.begin().await?;
+        let mut rows = sqlx::query(
+            "UPDATE a2_heads h SET idx = h.idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, failed_at = NULL, \
+               lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
+             FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::int[]) AS u(c, l, i, a) \
+             WHERE h.session = $1 AND h.kind = 0 AND h.consumer = u.c AND h.lane = u.l AND h.idx = u.i \
+               AND h.attempt_count = u.a AND h.failed_at IS NULL \
+             RETURNING u.c AS consumer, u.l AS lane, u.i AS idx",
+        )
+        .bind(&params.session)
+        .bind(&consumers)
+        .bind(&lanes)
+        .bind(&idxs)
+        .bind(&attempts)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        rows.extend(
+            sqlx::query(
+                "DELETE FROM a2_heads h USING UNNEST($2::text[], $3::text[], $4::bigint[], $5::int[]) AS u(c, l, i, a) \
+                 WHERE h.session = $1 AND h.kind <> 0 AND h.consumer = u.c AND h.lane = u.l AND h.idx = u.i \
+                   AND h.attempt_count = u.a AND h.failed_at IS NULL \
+                 RETURNING h.consumer, h.lane, h.idx",
+            )
+            .bind(&params.session)
+            .bind(&consumers)
+            .bind(&lanes)
+            .bind(&idxs)
+            .bind(&attempts)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error)?,
+        );
+        tx.commit().await.map_err(db_error)?;
+        rows.iter()
+            .map(|row| Ok(HeadRef { consumer: get(row, "consumer")?, lane: lane_from_column(get(row, "lane")?), index: to_u64(get(row, "idx")?) }))
+            .collect()
+    }
+
     pub(crate) async fn fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError> {
         let key = params.session.as_str();
         let mut tx = self.begin().await?;

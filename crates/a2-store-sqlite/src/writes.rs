@@ -373,6 +373,21 @@ impl SqliteStore {
         Ok(CompleteOutcome::Completed { session_head, appended })
     }
 
+    pub(crate) async fn complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
+        let key = params.session.as_str();
+        let mut tx = self.begin().await?;
+        let mut settled = Vec::new();
+        for held in params.heads {
+            let Some((kind, state)) = head_row(&mut tx, key, &held.head).await? else { continue };
+            if state.is_current(held.attempt) {
+                settle(&mut tx, key, &held.head, kind).await?;
+                settled.push(held.head);
+            }
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(settled)
+    }
+
     pub(crate) async fn fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError> {
         let key = params.session.as_str();
         let mut tx = self.begin().await?;

@@ -38,6 +38,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Settle the current attempt of a head and append what it returned.
     async fn head_complete(&self, params: HeadComplete) -> Result<CompleteOutcome, StoreError>;
 
+    /// Settle many heads of one session that returned nothing, in one
+    /// transaction: each is fenced by its attempt on its own. Returns the heads
+    /// it settled; the others were superseded. The drain's fast path.
+    async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError>;
+
     /// Record a failed attempt: backoff, or a dead letter at the budget.
     async fn head_fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError>;
 

@@ -236,6 +236,12 @@ pub struct HeadComplete {
     pub consumers: Vec<StoreConsumer>,
 }
 
+#[derive(Debug, Clone)]
+pub struct HeadCompleteMany {
+    pub session: String,
+    pub heads: Vec<HeldHead>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum CompleteOutcome {
     Completed { session_head: u64, appended: Vec<Event> },

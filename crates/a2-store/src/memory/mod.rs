@@ -138,6 +138,19 @@ impl Store for MemoryStore {
         Ok(CompleteOutcome::Completed { session_head: row.head, appended })
     }
 
+    async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
+        let mut sessions = self.lock();
+        let Some(row) = sessions.get_mut(&params.session) else { return Ok(Vec::new()) };
+        let mut settled = Vec::new();
+        for held in params.heads {
+            if row.fenced(&held.head, held.attempt).is_some() {
+                row.settle(&held.head);
+                settled.push(held.head);
+            }
+        }
+        Ok(settled)
+    }
+
     async fn head_fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError> {
         let now = self.now();
         let mut sessions = self.lock();
