@@ -2,6 +2,7 @@
 //!
 //! - `test`: every test there is (unit, conformance on every store, property, telemetry).
 //! - `studio`: the desktop app on the embedded SQLite dev store (not built yet).
+//! - `bench`: throughput figures from an optimised build (append vs raw INSERT, drain).
 
 use std::process::{Command, ExitCode};
 
@@ -12,8 +13,9 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
         Some("studio") => studio(),
+        Some("bench") => bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <test|studio> [args for cargo test]");
+            eprintln!("usage: cargo xtask <test|studio|bench> [args]");
             return ExitCode::from(2);
         }
     };
@@ -46,6 +48,16 @@ fn test(extra: &[String]) -> Result<(), String> {
     let mut command = cargo();
     command.args(["test", "--workspace", "--all-targets"]).args(extra);
     command.env("A2_TEST_POSTGRES_URL", database.url());
+    let result = run(command);
+    drop(database);
+    result
+}
+
+/// Throughput figures, from an optimised build, against the Postgres the tests use.
+fn bench(extra: &[String]) -> Result<(), String> {
+    let database = postgres::ensure()?;
+    let mut command = cargo();
+    command.args(["run", "--release", "--quiet", "-p", "a2-e2e", "--bin", "a2-bench", "--", "--postgres", database.url()]).args(extra);
     let result = run(command);
     drop(database);
     result

@@ -68,6 +68,8 @@ pub struct PgStore {
     reader: PgPool,
     access: Access,
     changes: broadcast::Sender<String>,
+    /// Session keys to announce, gathered so one NOTIFY carries many.
+    announce: tokio::sync::mpsc::UnboundedSender<String>,
 }
 
 fn valid_schema(name: &str) -> bool {
@@ -120,7 +122,8 @@ impl PgStore {
         }
         check_schema(&reader).await?;
         let (changes, _) = broadcast::channel(1024);
-        let store = Self { clock, pool, reader, access: options.access, changes };
+        let announce = announcer(pool.clone());
+        let store = Self { clock, pool, reader, access: options.access, changes, announce };
         store.listen();
         Ok(store)
     }
@@ -147,7 +150,10 @@ impl PgStore {
                     Ok(mut listener) => {
                         if listener.listen(NOTIFY_CHANNEL).await.is_ok() {
                             while let Ok(notification) = listener.recv().await {
-                                let _ = changes.send(notification.payload().to_owned());
+                                let keys: Vec<String> = serde_json::from_str(notification.payload()).unwrap_or_default();
+                                for key in keys {
+                                    let _ = changes.send(key);
+                                }
                             }
                         }
                     }
@@ -156,6 +162,11 @@ impl PgStore {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         });
+    }
+
+    /// Announce that a session's log grew, to every process listening.
+    pub(crate) fn notify(&self, key: &str) {
+        let _ = self.announce.send(key.to_owned());
     }
 
     /// Whether the connected role could write the A2 tables (a read-only
@@ -178,6 +189,34 @@ impl PgStore {
             Access::ReadOnly => Err(StoreError::ReadOnly { message: "this Postgres store was attached read-only".into() }),
         }
     }
+}
+
+/// NOTIFY takes a lock that every notifying commit in the cluster queues
+/// on, so appends do not notify themselves: they hand their session key to
+/// this task, which sends what gathered while its last NOTIFY ran as one
+/// JSON array (within the 8,000-byte payload limit).
+fn announcer(pool: PgPool) -> tokio::sync::mpsc::UnboundedSender<String> {
+    let (announce, mut keys) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        while let Some(first) = keys.recv().await {
+            let mut batch = std::collections::BTreeSet::from([first]);
+            let mut size = 0;
+            while size < 6_000 {
+                match keys.try_recv() {
+                    Ok(key) => {
+                        size += key.len() + 3;
+                        batch.insert(key);
+                    }
+                    Err(_) => break,
+                }
+            }
+            let payload = serde_json::to_string(&batch).unwrap_or_default();
+            if let Err(error) = sqlx::query("SELECT pg_notify($1, $2)").bind(NOTIFY_CHANNEL).bind(payload).execute(&pool).await {
+                tracing::debug!(%error, "NOTIFY failed; listeners fall back to polling");
+            }
+        }
+    });
+    announce
 }
 
 fn newer_schema(version: i64) -> StoreError {

@@ -1,0 +1,182 @@
+//! `cargo xtask bench`: the engine's throughput against the same Postgres
+//! (and the SQLite dev store), printed one figure a line:
+//! `bench <store> <what> <figure>=<value>`.
+//!
+//! - append: single-event appends from 16 concurrent writers, against raw
+//!   single-row INSERTs of an event-shaped row at the same concurrency.
+//! - drain: a concurrent consumer that returns nothing (a job queue's shape)
+//!   working through sessions × events, as heads completed per second.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, Server};
+use a2_store::{Store, SystemClock};
+use a2_store_postgres::{PgOptions, PgStore};
+use serde_json::json;
+
+const WRITERS: usize = 16;
+const WINDOW: Duration = Duration::from_secs(5);
+
+fn contract() -> Result<Contract, a2_engine::A2Error> {
+    Contract::new("bench")?.event_with("job", |_| Ok(()))
+}
+
+fn job_consumer(done: Arc<AtomicU64>) -> Result<Consumer, a2_engine::A2Error> {
+    Consumer::builder("jobs").run(move |_| {
+        let done = done.clone();
+        async move {
+            done.fetch_add(1, Ordering::Relaxed);
+            Ok::<(), BoxError>(())
+        }
+    })
+}
+
+async fn raw_inserts(url: &str, schema: &str) -> Result<f64, String> {
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(WRITERS as u32)
+        .connect(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    sqlx::query(&format!(
+        "CREATE TABLE IF NOT EXISTS {schema}.raw_events (session TEXT NOT NULL, idx BIGINT NOT NULL, id TEXT NOT NULL, \
+         type TEXT NOT NULL, payload JSONB NOT NULL, created_at BIGINT NOT NULL, PRIMARY KEY (session, idx))"
+    ))
+    .execute(&pool)
+    .await
+    .map_err(|e| e.to_string())?;
+    let count = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let (pool, count, schema) = (pool.clone(), count.clone(), schema.to_owned());
+        writers.push(tokio::spawn(async move {
+            let mut n = 0i64;
+            while start.elapsed() < WINDOW {
+                n += 1;
+                let sql = format!("INSERT INTO {schema}.raw_events VALUES ($1, $2, $3, 'job', $4, $5)");
+                let done = sqlx::query(&sql)
+                    .bind(format!("raw\u{1f}w{w}"))
+                    .bind(n)
+                    .bind(format!("id-{n}"))
+                    .bind(sqlx::types::Json(json!({ "n": n })))
+                    .bind(n)
+                    .execute(&pool)
+                    .await;
+                if done.is_ok() {
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.map_err(|e| e.to_string())?;
+    }
+    Ok(count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64())
+}
+
+/// Single-event appends from concurrent writers, each to sessions of its own.
+async fn appends(server: &Server) -> Result<f64, String> {
+    let count = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let (server, count) = (server.clone(), count.clone());
+        writers.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while start.elapsed() < WINDOW {
+                n += 1;
+                let Ok(session) = server.session(&format!("append-w{w}-s{}", n % 64)) else { return };
+                if session.append(vec![AppendInput::new("job", json!({ "n": n }))]).await.is_ok() {
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.map_err(|e| e.to_string())?;
+    }
+    Ok(count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64())
+}
+
+async fn drain(store: Arc<dyn Store>, sessions: usize, events: usize) -> Result<f64, String> {
+    let done = Arc::new(AtomicU64::new(0));
+    let consumer = job_consumer(done.clone()).map_err(|e| e.to_string())?;
+    let contract = contract().map_err(|e| e.to_string())?;
+    let seeding = Server::builder(contract.clone(), store.clone())
+        .consumer(consumer.clone())
+        .run_in_background(false)
+        .build()
+        .map_err(|e| e.to_string())?;
+    for s in 0..sessions {
+        let batch = (0..events).map(|n| AppendInput::new("job", json!({ "n": n }))).collect();
+        seeding.session(&format!("drain-{s}")).map_err(|e| e.to_string())?.append(batch).await.map_err(|e| e.to_string())?;
+    }
+    let server = Server::builder(contract, store)
+        .consumer(consumer)
+        .timings(DrainTimings { claim_batch: 256, ..DrainTimings::default() })
+        .run_in_background(false)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let ids: Vec<String> = (0..sessions).map(|s| format!("drain-{s}")).collect();
+    let start = Instant::now();
+    let mut drains = tokio::task::JoinSet::new();
+    for id in ids {
+        let session = server.session(&id).map_err(|e| e.to_string())?;
+        drains.spawn(async move { session.drain().await });
+    }
+    while let Some(joined) = drains.join_next().await {
+        joined.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+    }
+    let elapsed = start.elapsed();
+    let total = (sessions * events) as u64;
+    let handled = done.load(Ordering::Relaxed);
+    if handled < total {
+        return Err(format!("only {handled} of {total} jobs ran"));
+    }
+    Ok(total as f64 / elapsed.as_secs_f64())
+}
+
+async fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().collect();
+    let url = args
+        .iter()
+        .position(|a| a == "--postgres")
+        .and_then(|i| args.get(i + 1).cloned())
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let schema = format!("a2_bench_{}", std::process::id());
+    let options = PgOptions { schema: Some(schema.clone()), max_connections: 32, ..PgOptions::default() };
+    let pg: Arc<dyn Store> = Arc::new(PgStore::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
+    let raw = raw_inserts(&url, &schema).await?;
+    let server = Server::builder(contract().map_err(|e| e.to_string())?, pg.clone()).build().map_err(|e| e.to_string())?;
+    let appended = appends(&server).await?;
+    println!("bench postgres append writers={WRITERS} events_per_s={appended:.0} raw_insert_per_s={raw:.0} ratio={:.2}", appended / raw);
+    let jobs = drain(pg, 200, 100).await?;
+    println!("bench postgres drain sessions=200 events=100 jobs_per_s={jobs:.0}");
+    let dir = std::env::temp_dir().join(format!("a2-bench-{}", std::process::id()));
+    let sqlite: Arc<dyn Store> = Arc::new(
+        a2_store_sqlite::SqliteStore::open(dir.join("bench.sqlite"), a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
+            .await
+            .map_err(|e| e.to_string())?,
+    );
+    let server = Server::builder(contract().map_err(|e| e.to_string())?, sqlite.clone()).build().map_err(|e| e.to_string())?;
+    println!("bench sqlite append writers={WRITERS} events_per_s={:.0}", appends(&server).await?);
+    println!("bench sqlite drain sessions=50 events=100 jobs_per_s={:.0}", drain(sqlite, 50, 100).await?);
+    let _ = std::fs::remove_dir_all(dir);
+    if let Ok(pool) = sqlx::PgPool::connect(&url).await {
+        let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("a2-bench: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
