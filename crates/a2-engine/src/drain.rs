@@ -84,7 +84,9 @@ pub(crate) struct DrainOptions {
 /// How one run of a head ended.
 #[derive(Debug)]
 enum HeadOutcome {
-    Processed,
+    /// `opens`: it may have made another head runnable (a cursor moved, a
+    /// lane's next head, or events it appended).
+    Processed { opens: bool },
     Failed { retry_at: Millis },
     DeadLettered,
     Superseded,
@@ -195,6 +197,8 @@ struct Drain<'a> {
     processed: u64,
     failure_retry_at: Option<Millis>,
     store_error: Option<StoreError>,
+    /// The last claim took as many heads as it could: more may be waiting.
+    saturated: bool,
     settle: SettleQueue,
     _settler: AbortOnDropUnit,
 }
@@ -221,6 +225,7 @@ impl<'a> Drain<'a> {
             processed: 0,
             failure_retry_at: None,
             store_error: None,
+            saturated: false,
             settle,
             _settler: settler,
         }
@@ -235,13 +240,20 @@ impl<'a> Drain<'a> {
             tokio::time::interval_at(tokio::time::Instant::now() + timings.claim_heartbeat, timings.claim_heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut claim_again = true;
+        let mut completed_since_claim = false;
         let mut last = Claimed::default();
         loop {
             if claim_again {
                 claim_again = false;
+                completed_since_claim = false;
                 last = self.claim().await?;
             }
             if self.active.is_empty() {
+                // One more look before settling: work may have arrived since the last claim.
+                if completed_since_claim {
+                    claim_again = true;
+                    continue;
+                }
                 return self.finish(&last);
             }
             let now = self.inner.clock.now_ms();
@@ -256,7 +268,8 @@ impl<'a> Drain<'a> {
                                 continue;
                             }
                             self.active.remove(&head);
-                            claim_again |= self.record(head, outcome);
+                            completed_since_claim = true;
+                            claim_again |= self.record(head, outcome) || self.saturated;
                         }
                         Err(error) if error.is_cancelled() => {}
                         Err(error) => tracing::error!(%error, "a head's task failed; its lease will lapse"),
@@ -271,16 +284,16 @@ impl<'a> Drain<'a> {
     /// Record how a head ended; whether to claim again.
     fn record(&mut self, head: HeadRef, outcome: HeadOutcome) -> bool {
         match outcome {
-            HeadOutcome::Processed => {
+            HeadOutcome::Processed { opens } => {
                 self.processed += 1;
-                true
+                opens
             }
             HeadOutcome::Failed { retry_at } => {
                 self.excluded.push(head);
                 self.failure_retry_at = Some(self.failure_retry_at.map_or(retry_at, |r| r.min(retry_at)));
-                true
+                false
             }
-            HeadOutcome::DeadLettered | HeadOutcome::Superseded => true,
+            HeadOutcome::DeadLettered | HeadOutcome::Superseded => false,
             HeadOutcome::StoreFailed(error) => {
                 self.store_error = Some(error);
                 false
@@ -328,7 +341,9 @@ impl<'a> Drain<'a> {
             // Claim no more than can start soon: a claimed head's lease is already running.
             limit: timings.claim_batch.min(u32::try_from(self.inner.running.available_permits()).unwrap_or(u32::MAX)).max(1),
         };
+        let limit = params.limit as usize;
         let claimed = self.inner.store.head_claim(params).instrument(span.clone()).await?;
+        self.saturated = claimed.heads.len() >= limit;
         span.record("a2.claim.count", claimed.heads.len());
         span.record("a2.claim.exhausted", claimed.exhausted.len());
         let outcome = if !claimed.heads.is_empty() {
@@ -521,7 +536,7 @@ async fn run_head(
     async {
         let outcome = run_and_settle(&inner, &consumer, &claimed, &session_id, fence).await;
         let name = match &outcome {
-            HeadOutcome::Processed => "processed",
+            HeadOutcome::Processed { .. } => "processed",
             HeadOutcome::Failed { .. } => "failed",
             HeadOutcome::DeadLettered => "dead_lettered",
             HeadOutcome::Superseded => "superseded",
@@ -632,7 +647,7 @@ async fn complete(
                     inner.schedule_drain(a2_store::split_session_key(&key).1);
                 }
             }
-            HeadOutcome::Processed
+            HeadOutcome::Processed { opens: true }
         }
         CompleteOutcome::Superseded => {
             span.record("a2.commit.outcome", "superseded");
@@ -650,12 +665,12 @@ async fn settle(claimed: &ClaimedHead, queue: &SettleQueue) -> HeadOutcome {
         return HeadOutcome::StoreFailed(StoreError::unavailable("the drain ended before the completion was written"));
     }
     let outcome = match answer.instrument(span.clone()).await {
-        Ok(Ok(true)) => HeadOutcome::Processed,
+        Ok(Ok(true)) => HeadOutcome::Processed { opens: claimed.head.lane.is_some() },
         Ok(Ok(false)) => HeadOutcome::Superseded,
         Ok(Err(error)) => HeadOutcome::StoreFailed(error),
         Err(_) => HeadOutcome::StoreFailed(StoreError::unavailable("the drain ended before the completion was written")),
     };
-    span.record("a2.commit.outcome", if matches!(outcome, HeadOutcome::Processed) { "completed" } else { "superseded" });
+    span.record("a2.commit.outcome", if matches!(outcome, HeadOutcome::Processed { .. }) { "completed" } else { "superseded" });
     outcome
 }
 
