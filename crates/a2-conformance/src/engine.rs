@@ -58,8 +58,8 @@ impl Pace {
         match self {
             Self::Paused => DrainTimings::default(),
             Self::Realtime => DrainTimings {
-                claim_ttl: Duration::from_secs(10),
-                claim_heartbeat: Duration::from_secs(2),
+                claim_ttl: Duration::from_secs(3),
+                claim_heartbeat: Duration::from_millis(750),
                 backoff: a2_store::Backoff { base_ms: 10, max_ms: 80 },
                 watchdog_grace: Duration::from_millis(50),
                 consume_wait_min: Duration::from_millis(5),
@@ -543,4 +543,127 @@ pub async fn engine_stream_yields_new_events(factory: &dyn StoreFactory, pace: P
     let third = third.unwrap_or_else(|_| panic!("stream woke")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(third.index, 3);
     writer.await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|e| panic!("{e}"));
+}
+
+pub async fn engine_abort_on_cancels_a_running_attempt(factory: &dyn StoreFactory, pace: Pace) {
+    let saw_cancel = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicU32::new(0));
+    let (seen, s) = (saw_cancel.clone(), started.clone());
+    let watcher = Consumer::builder("watcher")
+        .lane("main")
+        .types(["tick"])
+        .abort_on(["stop"])
+        .run(move |ctx| {
+            let (seen, started) = (seen.clone(), s.clone());
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                tokio::select! {
+                    () = ctx.cancel.cancelled() => seen.store(true, Ordering::SeqCst),
+                    () = tokio::time::sleep(Duration::from_secs(3_600)) => {}
+                }
+                // Stopping cleanly after an abort still returns what it decided: two events.
+                Ok::<_, BoxError>(vec![AppendInput::new("tock", json!({ "why": "stopped" })), AppendInput::new("tock", json!({ "n": 2 }))])
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = server(pace, open(factory).await, vec![watcher]);
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
+    eventually("the attempt runs", || started.load(Ordering::SeqCst) == 1).await;
+    session.append(vec![AppendInput::new("stop", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
+    eventually("the stop event cancelled it", || saw_cancel.load(Ordering::SeqCst)).await;
+    tokio::time::sleep(pace.settle()).await;
+    let history = session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}"));
+    let returned: Vec<_> = history.iter().filter(|e| e.event_type == "tock").collect();
+    assert_eq!(returned.len(), 2, "a run returning a batch appends all of it: {history:#?}");
+    assert!(returned.iter().all(|e| e.cause.as_ref().is_some_and(|c| c.consumer == "watcher" && c.index == 1)));
+}
+
+/// A run longer than the lease keeps it by heartbeat: no second attempt.
+pub async fn engine_heartbeat_keeps_a_long_run_leased(factory: &dyn StoreFactory, pace: Pace) {
+    let timings = pace.timings();
+    let long = timings.claim_ttl * 3;
+    let runs = Arc::new(AtomicU32::new(0));
+    let r = runs.clone();
+    let slow = Consumer::builder("slow")
+        .run(move |_| {
+            let runs = r.clone();
+            async move {
+                runs.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(long).await;
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let store = open(factory).await;
+    let first = server(pace, store.clone(), vec![slow.clone()]);
+    let second = server(pace, store.clone(), vec![slow]);
+    first.session("s").unwrap_or_else(|e| panic!("{e}")).append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
+    eventually("the run starts", || runs.load(Ordering::SeqCst) == 1).await;
+    // Past two lease lengths, another holder still finds the head busy.
+    tokio::time::sleep(timings.claim_ttl * 2).await;
+    let other = second.session("s").unwrap_or_else(|e| panic!("{e}")).drain().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(other.outcome, DrainOutcome::Busy, "renewed, the lease is still live");
+    tokio::time::sleep(timings.claim_ttl + pace.settle()).await;
+    let key = a2_store::session_key("shop", "s");
+    eventually("the run finished", || runs.load(Ordering::SeqCst) >= 1).await;
+    for _ in 0..200 {
+        if store.head_list(&key).await.unwrap_or_else(|e| panic!("{e}")).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(store.head_list(&key).await.unwrap_or_else(|e| panic!("{e}")).is_empty(), "the head completed");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "one attempt, never taken over");
+}
+
+/// Drops a timestamp when a run's future is dropped: proof it was stopped.
+struct DropClock(Arc<Mutex<Option<tokio::time::Instant>>>);
+
+impl Drop for DropClock {
+    fn drop(&mut self) {
+        if let Ok(mut at) = self.0.lock() {
+            *at = Some(tokio::time::Instant::now());
+        }
+    }
+}
+
+/// A holder that cannot renew stops its own run when its local lease estimate lapses.
+pub async fn engine_a_lapsed_lease_stops_its_run(factory: &dyn StoreFactory, pace: Pace) {
+    let ttl = pace.timings().claim_ttl;
+    // Renewing less often than the lease lasts: every lease lapses.
+    let timings = DrainTimings { claim_heartbeat: ttl * 4, ..pace.timings() };
+    let dropped = Arc::new(Mutex::new(None));
+    let started = Arc::new(Mutex::new(None));
+    let (d, s) = (dropped.clone(), started.clone());
+    let stuck = Consumer::builder("stuck")
+        .lane("main")
+        .run(move |_| {
+            let (dropped, started) = (d.clone(), s.clone());
+            async move {
+                let _clock = DropClock(dropped);
+                if let Ok(mut at) = started.lock() {
+                    at.get_or_insert_with(tokio::time::Instant::now);
+                }
+                tokio::time::sleep(ttl * 3).await;
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::builder(contract(), open(factory).await)
+        .consumer(stuck)
+        .timings(timings)
+        .run_in_background(false)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
+    let drained = session.drain().await.unwrap_or_else(|e| panic!("{e}"));
+    // The abort lands when the runtime next polls the run's task.
+    eventually("the run's future was dropped", || dropped.lock().map(|d| d.is_some()).unwrap_or(false)).await;
+    let (start, stop) = (started.lock().ok().and_then(|s| *s), dropped.lock().ok().and_then(|d| *d));
+    let (Some(start), Some(stop)) = (start, stop) else { panic!("the run started and was stopped") };
+    let ran = stop.duration_since(start);
+    assert!(ran >= ttl.mul_f32(0.9) && ran < ttl * 2, "stopped when its lease lapsed ({ran:?} into a {ttl:?} lease)");
+    assert_eq!(drained.processed, 0, "the lapsed attempt completed nothing");
 }

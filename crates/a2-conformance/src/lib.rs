@@ -97,6 +97,9 @@ macro_rules! conformance_suite {
                     engine_state_folds_and_snapshots,
                     engine_clear_supersedes_running_attempts,
                     engine_stream_yields_new_events,
+                    engine_abort_on_cancels_a_running_attempt,
+                    engine_heartbeat_keeps_a_long_run_leased,
+                    engine_a_lapsed_lease_stops_its_run,
                 );
             }
         }
