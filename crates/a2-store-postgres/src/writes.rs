@@ -2,7 +2,7 @@
 //! index order, batches sent as arrays so a call is a handful of round trips.
 
 use a2_store::codec::{kind_code, lane_column, lane_from_column, target_kind, to_i64, to_u64};
-use a2_store::rules::{check_batch, plan_batch, BatchPlan, ClaimStep, HeadState};
+use a2_store::rules::{check_batch, claim_head, cursor_state, plan_batch, BatchPlan, HeadState};
 use a2_store::*;
 use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
@@ -455,29 +455,8 @@ impl PgStore {
             }
             let mut state = head_state(row)?;
             let event = event(row, key, "e_")?;
-            match state.check(now, params.max_failures) {
-                ClaimStep::Exhausted => {
-                    claimed.exhausted.push(ClaimedHead {
-                        head: head_ref.clone(),
-                        attempt: state.attempt_count,
-                        failure_count: state.failure_count,
-                        lease_expires_at: now,
-                        event,
-                    });
-                    changed.push((head_ref, state));
-                }
-                ClaimStep::Runnable => {
-                    let attempt = state.take(now, &params.holder, params.ttl_ms);
-                    claimed.heads.push(ClaimedHead {
-                        head: head_ref.clone(),
-                        attempt,
-                        failure_count: state.failure_count,
-                        lease_expires_at: now + params.ttl_ms,
-                        event,
-                    });
-                    changed.push((head_ref, state));
-                }
-                ClaimStep::Dead | ClaimStep::Busy(_) | ClaimStep::Waiting(_) => {}
+            if claim_head(&mut state, head_ref.clone(), event, &params, now, &mut claimed) {
+                changed.push((head_ref, state));
             }
         }
         update_states(&mut tx, key, &changed).await?;
@@ -647,19 +626,7 @@ impl PgStore {
             .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
         let Some(row) = row else { return Ok(CursorState { session_head: head, ..CursorState::default() }) };
-        let next = to_u64(get(&row, "idx")?);
-        let s = head_state(&row)?;
-        Ok(CursorState {
-            session_head: head,
-            next: (next <= head).then_some(next),
-            attempt_count: s.attempt_count,
-            failure_count: s.failure_count,
-            last_error: s.last_error,
-            failed_at: s.failed_at,
-            lease_holder: s.lease_holder,
-            lease_expires_at: s.lease_expires_at,
-            next_attempt_at: s.next_attempt_at,
-        })
+        Ok(cursor_state(head, to_u64(get(&row, "idx")?), head_state(&row)?))
     }
 
     pub(crate) async fn clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {

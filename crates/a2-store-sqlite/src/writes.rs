@@ -1,7 +1,7 @@
 //! The engine's writes, each one `BEGIN IMMEDIATE` transaction on the writer.
 
 use a2_store::codec::{kind_code, lane_column, pins_from_json, pins_to_json, target_kind, to_i64, to_u64};
-use a2_store::rules::{check_batch, plan_batch, BatchPlan, ClaimStep, HeadState};
+use a2_store::rules::{check_batch, claim_head, cursor_state, plan_batch, BatchPlan, HeadState};
 use a2_store::*;
 use sqlx::{Row, SqliteConnection};
 
@@ -297,29 +297,8 @@ impl SqliteStore {
             }
             let mut state = head_state(row)?;
             let event = event(row, key, "e_")?;
-            match state.check(now, params.max_failures) {
-                ClaimStep::Exhausted => {
-                    update_state(&mut tx, key, &head_ref, &state).await?;
-                    claimed.exhausted.push(ClaimedHead {
-                        head: head_ref,
-                        attempt: state.attempt_count,
-                        failure_count: state.failure_count,
-                        lease_expires_at: now,
-                        event,
-                    });
-                }
-                ClaimStep::Runnable => {
-                    let attempt = state.take(now, &params.holder, params.ttl_ms);
-                    update_state(&mut tx, key, &head_ref, &state).await?;
-                    claimed.heads.push(ClaimedHead {
-                        head: head_ref,
-                        attempt,
-                        failure_count: state.failure_count,
-                        lease_expires_at: now + params.ttl_ms,
-                        event,
-                    });
-                }
-                ClaimStep::Dead | ClaimStep::Busy(_) | ClaimStep::Waiting(_) => {}
+            if claim_head(&mut state, head_ref.clone(), event, &params, now, &mut claimed) {
+                update_state(&mut tx, key, &head_ref, &state).await?;
             }
         }
         tx.commit().await.map_err(db_error)?;
@@ -437,9 +416,9 @@ impl SqliteStore {
 
     pub(crate) async fn wake(&self, params: CursorWake) -> Result<CursorState, StoreError> {
         check_session(&params.session)?;
-        let Some(log) = &params.consumer.log else {
+        if params.consumer.log.is_none() {
             return Err(StoreError::invalid(format!("consumer '{}' has no string lane, so it has no cursor", params.consumer.name)));
-        };
+        }
         let key = params.session.as_str();
         let mut tx = self.begin().await?;
         let Some((head, clear)) = session_row(&mut tx, key).await? else {
@@ -455,23 +434,7 @@ impl SqliteStore {
             .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
         let Some(row) = row else { return Ok(CursorState { session_head: head, ..CursorState::default() }) };
-        let lane: String = get(&row, "lane")?;
-        if lane != log.lane {
-            tracing::warn!(consumer = %params.consumer.name, stored = %lane, asked = %log.lane, "cursor lane differs from the consumer's");
-        }
-        let next = to_u64(get(&row, "idx")?);
-        let s = head_state(&row)?;
-        Ok(CursorState {
-            session_head: head,
-            next: (next <= head).then_some(next),
-            attempt_count: s.attempt_count,
-            failure_count: s.failure_count,
-            last_error: s.last_error,
-            failed_at: s.failed_at,
-            lease_holder: s.lease_holder,
-            lease_expires_at: s.lease_expires_at,
-            next_attempt_at: s.next_attempt_at,
-        })
+        Ok(cursor_state(head, to_u64(get(&row, "idx")?), head_state(&row)?))
     }
 
     pub(crate) async fn clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {

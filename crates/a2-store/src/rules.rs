@@ -106,6 +106,68 @@ impl HeadState {
     }
 }
 
+/// Apply a claim to one candidate head: take it, or dead-letter it when its
+/// lapsed attempts used up the budget, recording it in `claimed`; busy and
+/// waiting heads only narrow `claimed`'s retry times. Returns whether `state`
+/// changed and must be written back.
+pub fn claim_head(
+    state: &mut HeadState,
+    head: crate::HeadRef,
+    event: crate::Event,
+    params: &crate::HeadClaim,
+    now: Millis,
+    claimed: &mut crate::Claimed,
+) -> bool {
+    let min = |current: Option<Millis>, at: Millis| Some(current.map_or(at, |c| c.min(at)));
+    match state.check(now, params.max_failures) {
+        ClaimStep::Dead => false,
+        ClaimStep::Busy(until) => {
+            claimed.busy_until = min(claimed.busy_until, until);
+            false
+        }
+        ClaimStep::Waiting(at) => {
+            claimed.retry_at = min(claimed.retry_at, at);
+            false
+        }
+        ClaimStep::Exhausted => {
+            claimed.exhausted.push(crate::ClaimedHead {
+                head,
+                attempt: state.attempt_count,
+                failure_count: state.failure_count,
+                lease_expires_at: now,
+                event,
+            });
+            true
+        }
+        ClaimStep::Runnable => {
+            let attempt = state.take(now, &params.holder, params.ttl_ms);
+            claimed.heads.push(crate::ClaimedHead {
+                head,
+                attempt,
+                failure_count: state.failure_count,
+                lease_expires_at: now + params.ttl_ms,
+                event,
+            });
+            true
+        }
+    }
+}
+
+/// A log consumer's cursor as `consume` watches it.
+pub fn cursor_state(session_head: u64, next: u64, s: HeadState) -> crate::CursorState {
+    crate::CursorState {
+        session_head,
+        next: (next <= session_head).then_some(next),
+        attempt_count: s.attempt_count,
+        failure_count: s.failure_count,
+        last_error: s.last_error,
+        failed_at: s.failed_at,
+        lease_holder: s.lease_holder,
+        lease_expires_at: s.lease_expires_at,
+        next_attempt_at: s.next_attempt_at,
+    }
+}
+
 /// One row of a backend's heads: a log cursor (its next index) or a
 /// per-event head, with the creation time of the event at its index.
 #[derive(Debug, Clone)]

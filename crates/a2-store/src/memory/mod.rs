@@ -205,18 +205,7 @@ impl Store for MemoryStore {
         let Some(cursor) = row.cursors.get(&params.consumer.name) else {
             return Ok(CursorState { session_head: head, ..CursorState::default() });
         };
-        let s = &cursor.state;
-        Ok(CursorState {
-            session_head: head,
-            next: (cursor.next <= head).then_some(cursor.next),
-            attempt_count: s.attempt_count,
-            failure_count: s.failure_count,
-            last_error: s.last_error.clone(),
-            failed_at: s.failed_at,
-            lease_holder: s.lease_holder.clone(),
-            lease_expires_at: s.lease_expires_at,
-            next_attempt_at: s.next_attempt_at,
-        })
+        Ok(crate::rules::cursor_state(head, cursor.next, cursor.state.clone()))
     }
 
     async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {

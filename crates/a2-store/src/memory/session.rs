@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::rules::{ClaimStep, HeadRow, HeadState};
+use crate::rules::{HeadRow, HeadState};
 use crate::types::*;
 use crate::StoreError;
 
@@ -186,28 +186,7 @@ impl SessionRow {
                 return;
             }
             let Some(event) = index_slot(events, head.index).cloned() else { return };
-            match state.check(now, params.max_failures) {
-                ClaimStep::Dead => {}
-                ClaimStep::Busy(until) => claimed.busy_until = Some(claimed.busy_until.map_or(until, |b| b.min(until))),
-                ClaimStep::Waiting(at) => claimed.retry_at = Some(claimed.retry_at.map_or(at, |r| r.min(at))),
-                ClaimStep::Exhausted => claimed.exhausted.push(ClaimedHead {
-                    head,
-                    attempt: state.attempt_count,
-                    failure_count: state.failure_count,
-                    lease_expires_at: now,
-                    event,
-                }),
-                ClaimStep::Runnable => {
-                    let attempt = state.take(now, &params.holder, params.ttl_ms);
-                    claimed.heads.push(ClaimedHead {
-                        head,
-                        attempt,
-                        failure_count: state.failure_count,
-                        lease_expires_at: now + params.ttl_ms,
-                        event,
-                    });
-                }
-            }
+            crate::rules::claim_head(state, head, event, params, now, claimed);
         };
         for (name, cursor) in self.cursors.iter_mut() {
             if !log_names.contains(name.as_str()) || cursor.next > self.head {
