@@ -80,6 +80,7 @@ macro_rules! conformance_suite {
                     inspection_consumer_totals,
                     inspection_snapshots,
                     hostile_session_ids_round_trip,
+                    audit_log_keeps_actions_newest_first,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;

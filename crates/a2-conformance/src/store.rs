@@ -778,3 +778,28 @@ pub async fn complete_many_settles_current_attempts_only(factory: &dyn StoreFact
     let rows: Vec<(String, u64)> = heads.iter().map(|h| (h.consumer.clone(), h.next_index)).collect();
     assert_eq!(rows, vec![("c".into(), 2), ("par".into(), 2)], "the cursor moved on, settled heads are gone");
 }
+
+pub async fn audit_log_keeps_actions_newest_first(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    let entry = |n: u64| AuditEntry {
+        at: clock.now_ms() + i64::try_from(n).unwrap_or(0),
+        user: "ops".into(),
+        host: "box-1".into(),
+        action: if n % 2 == 0 { "redrive.skip".into() } else { "clear".into() },
+        contract: Some(CONTRACT.into()),
+        session_id: (n != 2).then(|| format!("s{n}")),
+        parameters: json!({ "n": n, "big": "12345678901234567890", "nested": { "ok": true } }),
+        outcome: json!({ "redriven": n % 2 == 0 }),
+    };
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        ids.push(store.audit_append(entry(n)).await.expect("audit append"));
+    }
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids grow: {ids:?}");
+    let all = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit list");
+    assert_eq!(all.iter().map(|r| r.id).collect::<Vec<_>>(), ids.iter().rev().copied().collect::<Vec<_>>());
+    assert_eq!(all[2].entry, entry(1), "an entry reads back as written");
+    assert_eq!(all[1].entry.session_id, None);
+    let older = store.audit_list(AuditList { before: Some(ids[2]), limit: 1 }).await.expect("keyset");
+    assert_eq!(older.iter().map(|r| r.id).collect::<Vec<_>>(), vec![ids[1]]);
+}

@@ -357,6 +357,12 @@ impl Store for PgStore {
     async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
         self.list_snapshots(session).await
     }
+    async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {
+        self.append_audit(entry).await
+    }
+    async fn audit_list(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError> {
+        self.list_audit(params).await
+    }
 }
 
 /// A parameter of an explained read.

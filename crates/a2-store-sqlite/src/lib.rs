@@ -4,6 +4,7 @@
 //! and `BEGIN IMMEDIATE` so writers in other processes wait on the busy
 //! timeout instead of failing; read-only opens use `mode=ro` and never migrate.
 
+mod audit;
 mod error;
 mod reads;
 mod rows;

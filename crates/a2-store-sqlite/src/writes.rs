@@ -208,7 +208,7 @@ async fn touch(conn: &mut SqliteConnection, key: &str, now: Millis) -> Result<()
 }
 
 impl SqliteStore {
-    async fn begin(&self) -> Result<Tx, StoreError> {
+    pub(crate) async fn begin(&self) -> Result<Tx, StoreError> {
         self.writer()?.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)
     }
 

@@ -86,6 +86,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// A session's snapshots, newest first.
     async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError>;
+
+    // ── the operators' audit log ─────────────────────────────────────
+
+    /// Record an operator action; returns its id.
+    async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError>;
+
+    /// The audit log, newest first.
+    async fn audit_list(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError>;
 }
 
 /// Clamp a requested page size to `1..=MAX_PAGE`.

@@ -494,3 +494,34 @@ pub struct SnapshotInfo {
     pub pins: Vec<HeadRef>,
     pub created_at: Millis,
 }
+
+// ── audit ───────────────────────────────────────────────────────────
+
+/// One operator action, as the audit log keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub at: Millis,
+    /// The OS user who acted.
+    pub user: String,
+    pub host: String,
+    /// What was done, e.g. `redrive.retry`, `clear`, `consume.ack`.
+    pub action: String,
+    pub contract: Option<String>,
+    pub session_id: Option<String>,
+    pub parameters: Value,
+    pub outcome: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    pub id: u64,
+    #[serde(flatten)]
+    pub entry: AuditEntry,
+}
+
+/// Newest first; keyset: ids strictly below `before`.
+#[derive(Debug, Clone, Default)]
+pub struct AuditList {
+    pub before: Option<u64>,
+    pub limit: u32,
+}

@@ -18,6 +18,7 @@ use crate::{Clock, Store, StoreError, SystemClock, KEY_SEPARATOR};
 pub struct MemoryStore {
     clock: Arc<dyn Clock>,
     sessions: Mutex<BTreeMap<String, SessionRow>>,
+    audit: Mutex<Vec<AuditRecord>>,
 }
 
 impl Default for MemoryStore {
@@ -28,7 +29,7 @@ impl Default for MemoryStore {
 
 impl MemoryStore {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
-        Self { clock, sessions: Mutex::new(BTreeMap::new()) }
+        Self { clock, sessions: Mutex::new(BTreeMap::new()), audit: Mutex::new(Vec::new()) }
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, SessionRow>> {
@@ -422,5 +423,18 @@ impl Store for MemoryStore {
             .collect();
         infos.sort_by(|a, b| b.index.cmp(&a.index).then_with(|| a.reducer.cmp(&b.reducer)));
         Ok(infos)
+    }
+
+    async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {
+        let mut audit = self.audit.lock().unwrap_or_else(|p| p.into_inner());
+        let id = audit.len() as u64 + 1;
+        audit.push(AuditRecord { id, entry });
+        Ok(id)
+    }
+
+    async fn audit_list(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError> {
+        let audit = self.audit.lock().unwrap_or_else(|p| p.into_inner());
+        let before = params.before.unwrap_or(u64::MAX);
+        Ok(audit.iter().rev().filter(|r| r.id < before).take(page_size(params.limit)).cloned().collect())
     }
 }
