@@ -73,6 +73,13 @@ pub struct PgStore {
     announce: tokio::sync::mpsc::UnboundedSender<String>,
 }
 
+/// The host a Postgres URL names, or `None` for a Unix socket.
+pub fn url_host(url: &str) -> Result<Option<String>, StoreError> {
+    let options = PgConnectOptions::from_str(url).map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?;
+    let host = options.get_host();
+    Ok((!host.starts_with('/')).then(|| host.to_owned()))
+}
+
 fn valid_schema(name: &str) -> bool {
     let mut chars = name.chars();
     name.len() <= 63

@@ -1,0 +1,65 @@
+use a2_engine::A2Error;
+use a2_store::StoreError;
+
+/// What an operator call can refuse or fail with. `code()` is what the UI
+/// and scripts branch on; `exit_code()` is the CLI's.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OperatorError {
+    #[error("refused: the connection is read-only ({action} changes the store)")]
+    ReadOnly { action: String },
+    #[error("not found: {what}")]
+    NotFound { what: String },
+    #[error("invalid: {message}")]
+    Invalid { message: String },
+    #[error("{0}")]
+    Store(StoreError),
+    #[error("{0}")]
+    Engine(A2Error),
+}
+
+impl OperatorError {
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::Invalid { message: message.into() }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::ReadOnly { .. } => "READ_ONLY",
+            Self::NotFound { .. } => "NOT_FOUND",
+            Self::Invalid { .. } => "INVALID_INPUT",
+            Self::Store(e) => e.code(),
+            Self::Engine(e) => e.code(),
+        }
+    }
+
+    /// 1 error, 2 usage, 3 refused because read-only, 4 not found.
+    pub fn exit_code(&self) -> u8 {
+        match self.code() {
+            "READ_ONLY" => 3,
+            "NOT_FOUND" => 4,
+            "INVALID_INPUT" | "INVALID_ARGUMENT" | "INVALID_CONSUMER" | "INVALID_SESSION_ID" => 2,
+            _ => 1,
+        }
+    }
+}
+
+impl From<StoreError> for OperatorError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::ReadOnly { message } => Self::ReadOnly { action: message },
+            StoreError::NotFound { what } => Self::NotFound { what },
+            StoreError::Invalid { message } => Self::Invalid { message },
+            other => Self::Store(other),
+        }
+    }
+}
+
+impl From<A2Error> for OperatorError {
+    fn from(error: A2Error) -> Self {
+        match error {
+            A2Error::Store(store) => store.into(),
+            other => Self::Engine(other),
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! The operator API: one surface for the `a2` CLI, the Studio's desktop
+//! shell and its web mode. It reads any A2 store and acts on it — redrive,
+//! consume, clear — refusing every action with `READ_ONLY` on a read-only
+//! connection before touching the store, and writing each action to the
+//! store's audit log.
+
+mod connect;
+mod error;
+mod views;
+
+use std::io::Write;
+use std::sync::Arc;
+
+use a2_engine::{BoxError, Consumer, Contract, Server};
+use a2_store::*;
+use serde_json::json;
+
+pub use connect::{attach, Attached, Connect, Mode, StoreKind};
+pub use error::OperatorError;
+pub use views::{reason, ConsumeMode, Consumed, HeadView, Page, Redriven};
+
+type Result<T> = std::result::Result<T, OperatorError>;
+
+/// Who is acting, for the audit log.
+#[derive(Debug, Clone)]
+pub struct Actor {
+    pub user: String,
+    pub host: String,
+}
+
+impl Actor {
+    /// The OS user and host name of this process.
+    pub fn current() -> Self {
+        let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_else(|_| "unknown".into());
+        Self { user, host }
+    }
+}
+
+/// Filters of the sessions list.
+#[derive(Debug, Clone, Default)]
+pub struct SessionQuery {
+    pub id_prefix: Option<String>,
+    pub has_dead_letters: bool,
+    pub lagging: bool,
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+/// An attached store and the actions an operator may take on it.
+#[derive(Clone)]
+pub struct Operator {
+    attached: Attached,
+    actor: Actor,
+    /// Servers this process runs, by contract: `consume` runs their consumers' own code.
+    hosted: Vec<Server>,
+}
+
+fn key(contract: &str, session: &str) -> Result<String> {
+    validate_session_id(session)?;
+    if contract.is_empty() {
+        return Err(OperatorError::invalid("a contract name is needed"));
+    }
+    Ok(session_key(contract, session))
+}
+
+impl Operator {
+    pub fn new(attached: Attached, actor: Actor) -> Self {
+        Self { attached, actor, hosted: Vec::new() }
+    }
+
+    pub async fn connect(connect: &Connect) -> Result<Self> {
+        Ok(Self::new(attach(connect).await?, Actor::current()))
+    }
+
+    /// Run consumers of this server's contract with their own code in `consume`.
+    pub fn host(&mut self, server: Server) {
+        self.hosted.push(server);
+    }
+
+    pub fn attached(&self) -> &Attached {
+        &self.attached
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.attached.mode == Mode::ReadOnly
+    }
+
+    fn store(&self) -> &dyn Store {
+        &*self.attached.store
+    }
+
+    fn now(&self) -> Millis {
+        self.attached.store.clock().now_ms()
+    }
+
+    fn writable(&self, action: &str) -> Result<()> {
+        if self.is_read_only() {
+            return Err(OperatorError::ReadOnly { action: action.to_owned() });
+        }
+        Ok(())
+    }
+
+    async fn audit(&self, action: &str, contract: &str, session: &str, parameters: serde_json::Value, outcome: serde_json::Value) -> Result<()> {
+        let entry = AuditEntry {
+            at: self.now(),
+            user: self.actor.user.clone(),
+            host: self.actor.host.clone(),
+            action: action.to_owned(),
+            contract: Some(contract.to_owned()),
+            session_id: Some(session.to_owned()),
+            parameters,
+            outcome,
+        };
+        self.store().audit_append(entry).await?;
+        Ok(())
+    }
+
+    // ── reads ────────────────────────────────────────────────────────
+
+    pub async fn contracts(&self) -> Result<Vec<String>> {
+        Ok(self.store().contract_list().await?)
+    }
+
+    /// Sessions of a contract by id; filters read on until the page fills
+    /// (at most ten store pages, so a filter that matches little stays cheap).
+    pub async fn sessions(&self, contract: &str, query: SessionQuery) -> Result<Page<SessionSummary, String>> {
+        let limit = page_size(query.limit);
+        let mut items = Vec::new();
+        let mut after = query.after.clone();
+        for _ in 0..10 {
+            let page = self
+                .store()
+                .session_list(SessionList { contract: contract.to_owned(), id_prefix: query.id_prefix.clone(), after: after.clone(), limit: MAX_PAGE })
+                .await?;
+            let full = page.len() == MAX_PAGE as usize;
+            for summary in page {
+                after = Some(summary.session_id.clone());
+                if (query.has_dead_letters && summary.dead_letters == 0) || (query.lagging && summary.lag == 0) {
+                    continue;
+                }
+                items.push(summary);
+                if items.len() == limit {
+                    return Ok(Page { next: after, items });
+                }
+            }
+            if !full {
+                return Ok(Page { items, next: None });
+            }
+        }
+        Ok(Page { items, next: after })
+    }
+
+    pub async fn session(&self, contract: &str, session: &str) -> Result<SessionSummary> {
+        self.store()
+            .session_get(&key(contract, session)?)
+            .await?
+            .ok_or_else(|| OperatorError::NotFound { what: format!("session '{session}' of contract '{contract}'") })
+    }
+
+    pub async fn events(&self, contract: &str, session: &str, after: Option<u64>, before: Option<u64>, newest_first: bool, limit: u32) -> Result<Vec<Event>> {
+        self.session(contract, session).await?;
+        let key = key(contract, session)?;
+        let mut events = self.store().event_list(EventList { session: key, after, before, limit, newest_first }).await?;
+        for event in &mut events {
+            event.session = session.to_owned();
+        }
+        Ok(events)
+    }
+
+    pub async fn heads(&self, contract: &str, session: &str) -> Result<Vec<HeadView>> {
+        self.session(contract, session).await?;
+        let now = self.now();
+        let heads = self.store().head_list(&key(contract, session)?).await?;
+        Ok(heads.into_iter().map(|h| HeadView::from_info(h, now)).collect())
+    }
+
+    pub async fn consumers(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>> {
+        Ok(self.store().consumer_totals(contract).await?)
+    }
+
+    pub async fn dead_letters(&self, query: DeadLetterList) -> Result<Page<DeadLetter, HeadKey>> {
+        let limit = page_size(query.limit);
+        let items = self.store().dead_letter_list(query).await?;
+        let next = (items.len() == limit).then(|| items.last().map(DeadLetter::key)).flatten();
+        Ok(Page { items, next })
+    }
+
+    pub async fn snapshots(&self, contract: &str, session: &str) -> Result<Vec<SnapshotInfo>> {
+        self.session(contract, session).await?;
+        Ok(self.store().snapshot_list(&key(contract, session)?).await?)
+    }
+
+    pub async fn audit_log(&self, before: Option<u64>, limit: u32) -> Result<Vec<AuditRecord>> {
+        Ok(self.store().audit_list(AuditList { before, limit }).await?)
+    }
+
+    // ── actions ──────────────────────────────────────────────────────
+
+    /// Retry or skip one dead letter; `redriven: false` when the head is not dead.
+    pub async fn redrive(&self, contract: &str, session: &str, consumer: &str, index: u64, action: RedriveAction) -> Result<Redriven> {
+        let name = match action {
+            RedriveAction::Retry => "redrive.retry",
+            RedriveAction::Skip => "redrive.skip",
+        };
+        self.writable(name)?;
+        if index == 0 {
+            return Err(OperatorError::invalid("indexes start at 1"));
+        }
+        self.session(contract, session).await?;
+        let params = DeadLetterRedrive { session: key(contract, session)?, consumer: consumer.to_owned(), index, action };
+        let redriven = self.store().dead_letter_redrive(params).await?;
+        if redriven {
+            if let Some(server) = self.hosted.iter().find(|s| s.contract().name() == contract) {
+                // A hosted consumer runs the retried head now.
+                let _ = server.session(session)?.drain().await;
+            }
+        }
+        let outcome = Redriven { redriven };
+        self.audit(name, contract, session, json!({ "consumer": consumer, "index": index }), json!(outcome)).await?;
+        Ok(outcome)
+    }
+
+    /// Clear a session through its head, only if the head is still `if_last_index` when given.
+    pub async fn clear(&self, contract: &str, session: &str, if_last_index: Option<u64>) -> Result<Cleared> {
+        self.writable("clear")?;
+        self.session(contract, session).await?;
+        let cleared = self.store().session_clear(SessionClear { session: key(contract, session)?, if_last_index }).await?;
+        self.audit("clear", contract, session, json!({ "if_last_index": if_last_index }), json!(cleared)).await?;
+        Ok(cleared)
+    }
+
+    /// How many events a consume through `through` would take.
+    pub async fn consume_preview(&self, contract: &str, session: &str, consumer: &str, through: Option<u64>) -> Result<u64> {
+        let cursor = self.log_cursor(contract, session, consumer).await?;
+        let through = through.unwrap_or(cursor.session_head).min(cursor.session_head);
+        Ok((through + 1).saturating_sub(cursor.next_index))
+    }
+
+    async fn log_cursor(&self, contract: &str, session: &str, consumer: &str) -> Result<HeadView> {
+        let heads = self.heads(contract, session).await?;
+        let Some(head) = heads.into_iter().find(|h| h.consumer == consumer) else {
+            return Err(OperatorError::NotFound { what: format!("consumer '{consumer}' in session '{session}'") });
+        };
+        if head.kind != HeadKind::Log {
+            return Err(OperatorError::invalid(format!(
+                "consumer '{consumer}' has no string lane, so it has no position to consume through"
+            )));
+        }
+        Ok(head)
+    }
+
+    /// Move a string-lane consumer through an index: with its own code where
+    /// this process hosts its contract, else acknowledging or exporting each event.
+    pub async fn consume(
+        &self,
+        contract: &str,
+        session: &str,
+        consumer: &str,
+        through: Option<u64>,
+        mode: ConsumeMode,
+        export_to: Option<&std::path::Path>,
+    ) -> Result<Consumed> {
+        let action = match mode {
+            ConsumeMode::Ack => "consume.ack",
+            ConsumeMode::Export => "consume.export",
+        };
+        self.writable(action)?;
+        let cursor = self.log_cursor(contract, session, consumer).await?;
+        let lane = cursor.lane.clone().unwrap_or_default();
+        let hosted = self.hosted.iter().find(|s| s.contract().name() == contract).and_then(|s| s.consumer(consumer).map(|c| (s.clone(), c)));
+        let index = match hosted {
+            Some((server, own)) if mode == ConsumeMode::Ack && export_to.is_none() => server.session(session)?.consume(&own, through).await?,
+            _ => {
+                let sink = match (mode, export_to) {
+                    (ConsumeMode::Export, Some(path)) => Some(Arc::new(std::sync::Mutex::new(
+                        std::fs::OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(path)
+                            .map_err(|e| OperatorError::invalid(format!("cannot write {}: {e}", path.display())))?,
+                    ))),
+                    (ConsumeMode::Export, None) => return Err(OperatorError::invalid("export needs a file to write (--out)")),
+                    (ConsumeMode::Ack, _) => None,
+                };
+                let operator = Consumer::builder(consumer)
+                    .lane(lane)
+                    .run(move |ctx| {
+                        let sink = sink.clone();
+                        async move {
+                            if let Some(sink) = sink {
+                                let line = serde_json::to_string(&ctx.event)?;
+                                let mut file = sink.lock().map_err(|_| "the export file lock was poisoned")?;
+                                writeln!(file, "{line}")?;
+                                file.flush()?;
+                            }
+                            Ok::<(), BoxError>(())
+                        }
+                    })?;
+                let server = Server::builder(Contract::new(contract)?, self.attached.store.clone()).run_in_background(false).build()?;
+                server.session(session)?.consume(&operator, through).await?
+            }
+        };
+        let outcome = Consumed { index };
+        self.audit(action, contract, session, json!({ "consumer": consumer, "through": through, "from": cursor.next_index }), json!(outcome)).await?;
+        Ok(outcome)
+    }
+}

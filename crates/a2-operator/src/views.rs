@@ -1,0 +1,95 @@
+//! What the operator API returns: flat, snake_case, the field names the
+//! CLI's `--json` and the Studio rely on.
+
+use a2_store::{HeadInfo, HeadKind, Millis};
+use serde::{Deserialize, Serialize};
+
+/// A cursor or head, with why it is not moving in one line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadView {
+    pub consumer: String,
+    pub kind: HeadKind,
+    pub lane: Option<String>,
+    pub next_index: u64,
+    pub session_head: u64,
+    pub lag: u64,
+    pub oldest_pending_age_ms: Option<i64>,
+    pub attempt_count: u32,
+    pub failure_count: u32,
+    pub last_error: Option<String>,
+    pub dead: bool,
+    pub lease_holder: Option<String>,
+    pub lease_expires_at: Option<Millis>,
+    pub next_attempt_at: Option<Millis>,
+    pub reason: String,
+}
+
+/// Why a head is where it is, for a person at 3 a.m.
+pub fn reason(head: &HeadInfo, now: Millis) -> String {
+    if head.dead() {
+        let error = head.last_error.as_deref().unwrap_or("no error recorded");
+        return format!("dead-lettered at {} after {} failures: {error}", head.next_index, head.failure_count);
+    }
+    if let (Some(holder), Some(until)) = (&head.lease_holder, head.lease_expires_at) {
+        if until > now {
+            return format!("leased by {holder} until {until} (attempt {})", head.attempt_count);
+        }
+        return format!("lease of {holder} lapsed at {until}: the next claim takes it over");
+    }
+    if let Some(at) = head.next_attempt_at.filter(|at| *at > now) {
+        return format!("waiting for retry at {at} after {} failures", head.failure_count);
+    }
+    if head.lag == 0 {
+        return "caught up".into();
+    }
+    format!("runnable: {} behind, waiting for a drain", head.lag)
+}
+
+impl HeadView {
+    pub fn from_info(head: HeadInfo, now: Millis) -> Self {
+        let reason = reason(&head, now);
+        Self {
+            oldest_pending_age_ms: head.oldest_pending_at.map(|at| (now - at).max(0)),
+            dead: head.dead(),
+            consumer: head.consumer,
+            kind: head.kind,
+            lane: head.lane,
+            next_index: head.next_index,
+            session_head: head.session_head,
+            lag: head.lag,
+            attempt_count: head.attempt_count,
+            failure_count: head.failure_count,
+            last_error: head.last_error,
+            lease_holder: head.lease_holder,
+            lease_expires_at: head.lease_expires_at,
+            next_attempt_at: head.next_attempt_at,
+            reason,
+        }
+    }
+}
+
+/// A page and where the next one starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Page<T, C> {
+    pub items: Vec<T>,
+    pub next: Option<C>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redriven {
+    pub redriven: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Consumed {
+    pub index: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsumeMode {
+    /// Advance the cursor; each event is recorded as acknowledged by the operator.
+    Ack,
+    /// Write each event as a JSON line to a file, then advance.
+    Export,
+}

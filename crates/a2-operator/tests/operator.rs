@@ -1,0 +1,167 @@
+//! Every read and action of the operator API on memory, SQLite and Postgres,
+//! and the read-only refusals.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use a2_operator::{Actor, Attached, ConsumeMode, Mode, Operator, OperatorError, SessionQuery, StoreKind};
+use a2_store::*;
+use serde_json::json;
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("a2-operator-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    dir.join(format!("{name}-{}", NEXT.fetch_add(1, Ordering::SeqCst)))
+}
+
+async fn store_of(kind: StoreKind) -> Arc<dyn Store> {
+    let clock = Arc::new(SystemClock);
+    match kind {
+        StoreKind::Memory => Arc::new(memory::MemoryStore::new(clock)),
+        StoreKind::Sqlite => Arc::new(
+            a2_store_sqlite::SqliteStore::open(scratch("store.sqlite"), a2_store_sqlite::Access::ReadWrite, clock)
+                .await
+                .unwrap_or_else(|e| panic!("{e}")),
+        ),
+        StoreKind::Postgres => {
+            let url = std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+            let schema = format!("a2_conf_{}_op{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+            let options = a2_store_postgres::PgOptions { schema: Some(schema), ..Default::default() };
+            Arc::new(a2_store_postgres::PgStore::connect(&url, options, clock).await.unwrap_or_else(|e| panic!("{e}")))
+        }
+    }
+}
+
+fn event(id: &str, targets: Vec<Target>) -> NewEvent {
+    NewEvent { id: id.into(), event_type: "order.placed".into(), payload: json!({ "id": id }), cause: None, targets }
+}
+
+/// Sessions o-0..o-4 with 4 events each; `mailer` (string lane) everywhere,
+/// `charger` (concurrent) dead at index 1 of o-1 and o-3.
+async fn seed(store: &dyn Store) {
+    let consumers = vec![StoreConsumer::log("mailer", "main"), StoreConsumer::targeted("charger")];
+    for s in 0..5 {
+        let key = session_key("shop", &format!("o-{s}"));
+        store.cursor_wake(CursorWake { session: key.clone(), consumer: consumers[0].clone() }).await.ok();
+        let charged = vec![Target { consumer: "charger".into(), lane: None }];
+        let events = (1..=4).map(|n| event(&format!("e{n}"), if n == 1 { charged.clone() } else { vec![] })).collect();
+        store.event_append(EventAppend { session: key.clone(), events, consumers: consumers.clone() }).await.unwrap_or_else(|e| panic!("{e}"));
+        if s % 2 == 1 {
+            let claim = HeadClaim {
+                session: key.clone(),
+                holder: "seed".into(),
+                ttl_ms: 30_000,
+                consumers: vec![consumers[1].clone()],
+                through: None,
+                exclude: vec![],
+                max_failures: 1,
+                limit: 10,
+            };
+            for head in store.head_claim(claim).await.unwrap_or_else(|e| panic!("{e}")).heads {
+                let fail = HeadFail { session: key.clone(), head: head.head, attempt: head.attempt, error: "card declined".into(), max_failures: 1, backoff: Backoff::default() };
+                store.head_fail(fail).await.unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+    store
+        .snapshot_put(SnapshotPut { session: session_key("shop", "o-0"), reducer: "totals".into(), index: 2, state: json!({ "n": 2 }), pin: None })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn operator(store: Arc<dyn Store>, kind: StoreKind, mode: Mode) -> Operator {
+    Operator::new(Attached { store, kind, mode, role_can_write: None }, Actor { user: "tester".into(), host: "here".into() })
+}
+
+async fn reads_and_actions(kind: StoreKind) {
+    let store = store_of(kind).await;
+    seed(&*store).await;
+    let op = operator(store.clone(), kind, Mode::ReadWrite);
+    assert_eq!(op.contracts().await.unwrap_or_default(), vec!["shop".to_owned()]);
+    let all = op.sessions("shop", SessionQuery { limit: 2, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(all.items.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["o-0", "o-1"]);
+    assert_eq!(all.next.as_deref(), Some("o-1"));
+    let dead = op.sessions("shop", SessionQuery { has_dead_letters: true, limit: 10, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(dead.items.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["o-1", "o-3"]);
+    assert!(dead.next.is_none());
+    let summary = op.session("shop", "o-1").await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((summary.head, summary.dead_letters), (4, 1));
+    let events = op.events("shop", "o-1", Some(1), None, false, 2).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(events.iter().map(|e| e.index).collect::<Vec<_>>(), vec![2, 3]);
+    assert_eq!(events[0].session, "o-1");
+    let heads = op.heads("shop", "o-1").await.unwrap_or_else(|e| panic!("{e}"));
+    let charger = heads.iter().find(|h| h.consumer == "charger").unwrap_or_else(|| panic!("charger head"));
+    assert!(charger.dead && charger.reason.starts_with("dead-lettered at 1"), "{}", charger.reason);
+    let mailer = heads.iter().find(|h| h.consumer == "mailer").unwrap_or_else(|| panic!("mailer head"));
+    assert_eq!((mailer.next_index, mailer.lag), (1, 4));
+    assert!(mailer.reason.starts_with("runnable: 4 behind"), "{}", mailer.reason);
+    assert!(mailer.oldest_pending_age_ms.is_some_and(|age| age >= 0));
+    let totals = op.consumers(Some("shop")).await.unwrap_or_else(|e| panic!("{e}"));
+    let charger_total = totals.iter().find(|t| t.consumer == "charger").unwrap_or_else(|| panic!("charger total"));
+    assert_eq!(charger_total.dead_letters, 2);
+    let letters = op.dead_letters(DeadLetterList { limit: 1, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(letters.items.len(), 1);
+    let rest = op.dead_letters(DeadLetterList { after: letters.next.clone(), limit: 10, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(rest.items.iter().map(|d| d.session_id.as_str()).collect::<Vec<_>>(), vec!["o-3"]);
+    assert_eq!(op.snapshots("shop", "o-0").await.unwrap_or_default().len(), 1);
+    assert_eq!(op.session("shop", "nope").await.map_err(|e| e.code()), Err("NOT_FOUND"));
+
+    // Actions, each audited.
+    assert!(op.redrive("shop", "o-1", "charger", 1, RedriveAction::Skip).await.unwrap_or_else(|e| panic!("{e}")).redriven);
+    assert!(!op.redrive("shop", "o-1", "charger", 1, RedriveAction::Skip).await.unwrap_or_else(|e| panic!("{e}")).redriven);
+    assert!(op.redrive("shop", "o-3", "charger", 1, RedriveAction::Retry).await.unwrap_or_else(|e| panic!("{e}")).redriven);
+    assert_eq!(op.dead_letters(DeadLetterList { limit: 10, ..Default::default() }).await.map(|p| p.items.len()).ok(), Some(0));
+    assert_eq!(op.consume_preview("shop", "o-2", "mailer", Some(3)).await.ok(), Some(3));
+    assert_eq!(op.consume("shop", "o-2", "mailer", Some(3), ConsumeMode::Ack, None).await.map(|c| c.index).ok(), Some(3));
+    let out = scratch("export.jsonl");
+    assert_eq!(op.consume("shop", "o-2", "mailer", None, ConsumeMode::Export, Some(&out)).await.map(|c| c.index).ok(), Some(4));
+    let exported = std::fs::read_to_string(&out).unwrap_or_default();
+    assert_eq!(exported.lines().count(), 1, "the export holds event 4 only");
+    assert!(exported.contains("\"index\":4"), "{exported}");
+    assert_eq!(op.consume("shop", "o-2", "charger", None, ConsumeMode::Ack, None).await.map_err(|e| e.code()), Err("INVALID_INPUT"));
+    let unwritable = std::path::Path::new("/proc/no/such/dir/out.jsonl");
+    let refused = op.consume("shop", "o-0", "mailer", None, ConsumeMode::Export, Some(unwritable)).await;
+    assert_eq!(refused.map_err(|e| e.code()), Err("INVALID_INPUT"));
+    assert_eq!(op.heads("shop", "o-0").await.ok().and_then(|h| h.into_iter().find(|h| h.consumer == "mailer")).map(|h| h.next_index), Some(1), "nothing moved");
+    let missed = op.clear("shop", "o-4", Some(3)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!missed.cleared);
+    let cleared = op.clear("shop", "o-4", Some(4)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((cleared.cleared, cleared.index), (true, 4));
+    let audit = op.audit_log(None, 50).await.unwrap_or_else(|e| panic!("{e}"));
+    let actions: Vec<&str> = audit.iter().map(|r| r.entry.action.as_str()).collect();
+    assert_eq!(actions, vec!["clear", "clear", "consume.export", "consume.ack", "redrive.retry", "redrive.skip", "redrive.skip"]);
+    assert!(audit.iter().all(|r| r.entry.user == "tester" && r.entry.contract.as_deref() == Some("shop")));
+    assert_eq!(audit[0].entry.outcome, json!({ "cleared": true, "index": 4 }));
+
+    // Read-only: every action refused before the store is touched.
+    let ro = operator(store.clone(), kind, Mode::ReadOnly);
+    let before = op.audit_log(None, 50).await.map(|a| a.len()).ok();
+    let refusals: Vec<Result<(), OperatorError>> = vec![
+        ro.redrive("shop", "o-1", "charger", 1, RedriveAction::Retry).await.map(|_| ()),
+        ro.clear("shop", "o-0", None).await.map(|_| ()),
+        ro.consume("shop", "o-0", "mailer", None, ConsumeMode::Ack, None).await.map(|_| ()),
+    ];
+    for refusal in refusals {
+        let error = refusal.expect_err("read-only refuses");
+        assert_eq!((error.code(), error.exit_code()), ("READ_ONLY", 3));
+    }
+    assert_eq!(op.audit_log(None, 50).await.map(|a| a.len()).ok(), before, "nothing was written");
+    assert_eq!(ro.session("shop", "o-0").await.map(|s| s.clear_index).ok(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_reads_and_actions() {
+    reads_and_actions(StoreKind::Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_reads_and_actions() {
+    reads_and_actions(StoreKind::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_reads_and_actions() {
+    reads_and_actions(StoreKind::Postgres).await;
+}
