@@ -369,6 +369,7 @@ pub struct SessionList {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionSummary {
     pub contract: String,
+    #[serde(rename = "session")]
     pub session_id: String,
     pub head: u64,
     pub clear_index: u64,
@@ -451,6 +452,7 @@ pub struct DeadLetterList {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeadLetter {
     pub contract: String,
+    #[serde(rename = "session")]
     pub session_id: String,
     pub consumer: String,
     pub lane: Option<String>,

@@ -1,0 +1,245 @@
+//! `a2`: read and fix any A2 store from a shell. A thin shell over the
+//! operator API: every command is one operator call, printed as a table or,
+//! with `--json`, as one JSON document.
+//!
+//! Exit codes: 0 done, 1 error, 2 usage, 3 refused because read-only,
+//! 4 not found, 5 nothing changed.
+
+mod print;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use a2_operator::{ConsumeMode, Connect, Mode, Operator, OperatorError, SessionQuery};
+use a2_store::{DeadLetterList, HeadKey, RedriveAction};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::json;
+
+#[derive(Parser)]
+#[command(name = "a2", version, about = "Read and fix any A2 store")]
+struct Cli {
+    /// The store: sqlite:PATH, postgres://… or memory:.
+    #[arg(long, global = true, env = "A2_STORE", default_value = "sqlite:.a2/dev.sqlite")]
+    store: String,
+    /// Attach read-only (the default for a Postgres host that is not this machine).
+    #[arg(long, global = true, conflicts_with = "read_write")]
+    read_only: bool,
+    /// Attach read-write even to a remote Postgres.
+    #[arg(long, global = true)]
+    read_write: bool,
+    /// Print one JSON document instead of a table.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct Target {
+    #[arg(long)]
+    contract: String,
+    #[arg(long)]
+    session: String,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Action {
+    Retry,
+    Skip,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ConsumeKind {
+    Ack,
+    Export,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Contracts in the store.
+    Contracts,
+    /// Sessions of a contract, by id.
+    Sessions {
+        #[arg(long)]
+        contract: String,
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Only sessions with dead letters.
+        #[arg(long)]
+        dead_letters: bool,
+        /// Only sessions with work behind a head.
+        #[arg(long)]
+        lagging: bool,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// One session's summary.
+    Session(Target),
+    /// A page of a session's events.
+    Events {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        after: Option<u64>,
+        #[arg(long)]
+        before: Option<u64>,
+        #[arg(long)]
+        newest_first: bool,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Every cursor and head of a session, and why it is not moving.
+    Heads(Target),
+    /// Every consumer with its lag and dead letters.
+    Consumers {
+        #[arg(long)]
+        contract: Option<String>,
+    },
+    /// Dead letters store-wide, of a contract or of a session.
+    DeadLetters {
+        #[arg(long)]
+        contract: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long)]
+        consumer: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// The `next` cursor of the previous page.
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// A session's reducer snapshots.
+    Snapshots(Target),
+    /// Retry or skip a dead letter.
+    Redrive {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        consumer: String,
+        #[arg(long)]
+        index: u64,
+        #[arg(long, value_enum)]
+        action: Action,
+    },
+    /// Move a string-lane consumer through an index.
+    Consume {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        consumer: String,
+        #[arg(long)]
+        through: Option<u64>,
+        #[arg(long, value_enum, default_value = "ack")]
+        mode: ConsumeKind,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Clear a session through its head.
+    Clear {
+        #[command(flatten)]
+        target: Target,
+        /// Clear only if the head is still this index.
+        #[arg(long)]
+        if_last_index: Option<u64>,
+    },
+    /// What operators did.
+    Audit {
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Entries older than this id.
+        #[arg(long)]
+        after: Option<u64>,
+    },
+}
+
+/// How a command ended, beyond errors.
+enum Done {
+    Changed,
+    Unchanged,
+}
+
+async fn run(cli: Cli) -> Result<Done, OperatorError> {
+    let mode = if cli.read_only {
+        Some(Mode::ReadOnly)
+    } else if cli.read_write {
+        Some(Mode::ReadWrite)
+    } else {
+        None
+    };
+    let op = Operator::connect(&Connect { mode, ..Connect::new(cli.store.clone()) }).await?;
+    let out = print::Out { json: cli.json };
+    match cli.command {
+        Command::Contracts => out.contracts(&op.contracts().await?),
+        Command::Sessions { contract, prefix, dead_letters, lagging, limit, after } => {
+            let query = SessionQuery { id_prefix: prefix, has_dead_letters: dead_letters, lagging, after, limit };
+            out.sessions(&op.sessions(&contract, query).await?)
+        }
+        Command::Session(t) => out.session(&op.session(&t.contract, &t.session).await?),
+        Command::Events { target, after, before, newest_first, limit } => {
+            out.events(&op.events(&target.contract, &target.session, after, before, newest_first, limit).await?)
+        }
+        Command::Heads(t) => out.heads(&op.heads(&t.contract, &t.session).await?),
+        Command::Consumers { contract } => out.consumers(&op.consumers(contract.as_deref()).await?),
+        Command::DeadLetters { contract, session, consumer, limit, after } => {
+            let after = after
+                .map(|a| serde_json::from_str::<HeadKey>(&a).map_err(|e| OperatorError::invalid(format!("--after is not a cursor from a previous page: {e}"))))
+                .transpose()?;
+            let session = match (&contract, session) {
+                (Some(c), Some(s)) => Some(a2_store::session_key(c, &s)),
+                (None, Some(_)) => return Err(OperatorError::invalid("--session needs --contract")),
+                (_, None) => None,
+            };
+            out.dead_letters(&op.dead_letters(DeadLetterList { contract, session, consumer, after, limit }).await?)
+        }
+        Command::Snapshots(t) => out.snapshots(&op.snapshots(&t.contract, &t.session).await?),
+        Command::Redrive { target, consumer, index, action } => {
+            let action = match action {
+                Action::Retry => RedriveAction::Retry,
+                Action::Skip => RedriveAction::Skip,
+            };
+            let done = op.redrive(&target.contract, &target.session, &consumer, index, action).await?;
+            out.value(&json!(done), &format!("redriven: {}", done.redriven));
+            return Ok(if done.redriven { Done::Changed } else { Done::Unchanged });
+        }
+        Command::Consume { target, consumer, through, mode, out: file } => {
+            let mode = match mode {
+                ConsumeKind::Ack => ConsumeMode::Ack,
+                ConsumeKind::Export => ConsumeMode::Export,
+            };
+            let preview = op.consume_preview(&target.contract, &target.session, &consumer, through).await?;
+            if !cli.json {
+                eprintln!("consuming {preview} event(s) for '{consumer}'");
+            }
+            let done = op.consume(&target.contract, &target.session, &consumer, through, mode, file.as_deref()).await?;
+            out.value(&json!(done), &format!("handled through index {}", done.index));
+        }
+        Command::Clear { target, if_last_index } => {
+            let done = op.clear(&target.contract, &target.session, if_last_index).await?;
+            out.value(&json!(done), &format!("cleared: {} (index {})", done.cleared, done.index));
+            return Ok(if done.cleared { Done::Changed } else { Done::Unchanged });
+        }
+        Command::Audit { limit, after } => out.audit(&op.audit_log(after, limit).await?),
+    }
+    Ok(Done::Changed)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.json;
+    match run(cli).await {
+        Ok(Done::Changed) => ExitCode::SUCCESS,
+        Ok(Done::Unchanged) => ExitCode::from(5),
+        Err(error) => {
+            if json {
+                println!("{}", json!({ "error": { "code": error.code(), "message": error.to_string() } }));
+            } else {
+                eprintln!("a2: {error} [{}]", error.code());
+            }
+            ExitCode::from(error.exit_code())
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! Tables for people, one JSON document for scripts.
+
+use a2_operator::{HeadView, Page};
+use a2_store::{AuditRecord, ConsumerTotal, DeadLetter, Event, HeadKey, SessionSummary, SnapshotInfo};
+use serde::Serialize;
+
+pub struct Out {
+    pub json: bool,
+}
+
+fn table(headers: &[&str], rows: Vec<Vec<String>>) {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(headers.iter().map(|h| (*h).to_owned()).collect());
+    for row in rows {
+        line(row);
+    }
+}
+
+fn opt<T: ToString>(value: &Option<T>) -> String {
+    value.as_ref().map_or_else(|| "-".into(), ToString::to_string)
+}
+
+impl Out {
+    fn emit<T: Serialize>(&self, value: &T) -> bool {
+        if self.json {
+            match serde_json::to_string_pretty(value) {
+                Ok(text) => println!("{text}"),
+                Err(error) => eprintln!("a2: could not print JSON: {error}"),
+            }
+        }
+        self.json
+    }
+
+    pub fn value(&self, value: &serde_json::Value, human: &str) {
+        if !self.emit(value) {
+            println!("{human}");
+        }
+    }
+
+    pub fn contracts(&self, contracts: &[String]) {
+        if !self.emit(&contracts) {
+            contracts.iter().for_each(|c| println!("{c}"));
+        }
+    }
+
+    pub fn sessions(&self, page: &Page<SessionSummary, String>) {
+        if self.emit(page) {
+            return;
+        }
+        let rows = page
+            .items
+            .iter()
+            .map(|s| vec![s.session_id.clone(), s.head.to_string(), s.clear_index.to_string(), s.lag.to_string(), s.dead_letters.to_string(), s.updated_at.to_string()])
+            .collect();
+        table(&["session", "head", "cleared", "lag", "dead", "updated_at"], rows);
+        if let Some(next) = &page.next {
+            println!("next page: --after {next}");
+        }
+    }
+
+    pub fn session(&self, s: &SessionSummary) {
+        if !self.emit(s) {
+            table(&["contract", "session", "head", "cleared", "lag", "dead"], vec![vec![
+                s.contract.clone(),
+                s.session_id.clone(),
+                s.head.to_string(),
+                s.clear_index.to_string(),
+                s.lag.to_string(),
+                s.dead_letters.to_string(),
+            ]]);
+        }
+    }
+
+    pub fn events(&self, events: &[Event]) {
+        if !self.emit(&events) {
+            let rows = events.iter().map(|e| vec![e.index.to_string(), e.event_type.clone(), e.id.clone(), e.payload.to_string()]).collect();
+            table(&["index", "type", "id", "payload"], rows);
+        }
+    }
+
+    pub fn heads(&self, heads: &[HeadView]) {
+        if !self.emit(&heads) {
+            let rows = heads
+                .iter()
+                .map(|h| vec![h.consumer.clone(), opt(&h.lane), h.next_index.to_string(), h.lag.to_string(), h.attempt_count.to_string(), h.failure_count.to_string(), h.reason.clone()])
+                .collect();
+            table(&["consumer", "lane", "next", "lag", "attempts", "failures", "why"], rows);
+        }
+    }
+
+    pub fn consumers(&self, totals: &[ConsumerTotal]) {
+        if !self.emit(&totals) {
+            let rows = totals
+                .iter()
+                .map(|t| vec![t.contract.clone(), t.consumer.clone(), t.sessions.to_string(), t.lagging_sessions.to_string(), t.total_lag.to_string(), t.dead_letters.to_string()])
+                .collect();
+            table(&["contract", "consumer", "sessions", "lagging", "lag", "dead"], rows);
+        }
+    }
+
+    pub fn dead_letters(&self, page: &Page<DeadLetter, HeadKey>) {
+        if self.emit(page) {
+            return;
+        }
+        let rows = page
+            .items
+            .iter()
+            .map(|d| vec![d.contract.clone(), d.session_id.clone(), d.consumer.clone(), d.index.to_string(), d.event_type.clone(), d.failure_count.to_string(), opt(&d.last_error)])
+            .collect();
+        table(&["contract", "session", "consumer", "index", "type", "failures", "last_error"], rows);
+        if let Some(next) = &page.next {
+            println!("next page: --after '{}'", serde_json::to_string(next).unwrap_or_default());
+        }
+    }
+
+    pub fn snapshots(&self, snapshots: &[SnapshotInfo]) {
+        if !self.emit(&snapshots) {
+            let rows = snapshots.iter().map(|s| vec![s.reducer.clone(), s.index.to_string(), s.size_bytes.to_string(), s.pins.len().to_string()]).collect();
+            table(&["reducer", "index", "bytes", "pins"], rows);
+        }
+    }
+
+    pub fn audit(&self, records: &[AuditRecord]) {
+        if !self.emit(&records) {
+            let rows = records
+                .iter()
+                .map(|r| vec![r.id.to_string(), r.entry.at.to_string(), r.entry.user.clone(), r.entry.action.clone(), opt(&r.entry.session_id), r.entry.outcome.to_string()])
+                .collect();
+            table(&["id", "at", "user", "action", "session", "outcome"], rows);
+        }
+    }
+}

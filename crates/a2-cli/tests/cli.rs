@@ -1,0 +1,138 @@
+//! The `a2` binary end to end on a SQLite store: JSON field names, exit
+//! codes, read-only refusals and bad input.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+
+use a2_store::*;
+use serde_json::{json, Value};
+
+fn store_path(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("a2-cli-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    dir.join(format!("{name}.sqlite"))
+}
+
+/// Two sessions of `shop`; `charger` dead at index 1 of o-1.
+async fn seed(path: &PathBuf) {
+    let store = a2_store_sqlite::SqliteStore::open(path, a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let consumers = vec![StoreConsumer::log("mailer", "main"), StoreConsumer::targeted("charger")];
+    for s in ["o-0", "o-1"] {
+        let key = session_key("shop", s);
+        store.cursor_wake(CursorWake { session: key.clone(), consumer: consumers[0].clone() }).await.ok();
+        let events = (1..=3)
+            .map(|n| NewEvent {
+                id: format!("e{n}"),
+                event_type: "order.placed".into(),
+                payload: json!({ "n": n }),
+                cause: None,
+                targets: if n == 1 { vec![Target { consumer: "charger".into(), lane: None }] } else { vec![] },
+            })
+            .collect();
+        store.event_append(EventAppend { session: key.clone(), events, consumers: consumers.clone() }).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    let key = session_key("shop", "o-1");
+    let claim = HeadClaim { session: key.clone(), holder: "seed".into(), ttl_ms: 30_000, consumers: vec![consumers[1].clone()], through: None, exclude: vec![], max_failures: 1, limit: 10 };
+    for head in store.head_claim(claim).await.unwrap_or_else(|e| panic!("{e}")).heads {
+        let fail = HeadFail { session: key.clone(), head: head.head, attempt: head.attempt, error: "declined".into(), max_failures: 1, backoff: Backoff::default() };
+        store.head_fail(fail).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    store.close().await;
+}
+
+fn a2(store: &PathBuf, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_a2"))
+        .arg("--store")
+        .arg(format!("sqlite:{}", store.display()))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running a2: {e}"));
+    (output.status.code().unwrap_or(-1), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+fn json_of(stdout: &str) -> Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+#[tokio::test]
+async fn reads_actions_and_exit_codes() {
+    let path = store_path("main");
+    seed(&path).await;
+    let shop = ["--contract", "shop"];
+    let (code, out, _) = a2(&path, &["--json", "contracts"]);
+    assert_eq!((code, json_of(&out)), (0, json!(["shop"])));
+
+    let (code, out, _) = a2(&path, &["--json", "sessions", "--contract", "shop"]);
+    assert_eq!(code, 0);
+    let first = &json_of(&out)["items"][0];
+    for field in ["contract", "session", "head", "clear_index", "updated_at", "dead_letters", "lag"] {
+        assert!(first.get(field).is_some(), "sessions JSON has {field}: {first}");
+    }
+
+    let (code, out, _) = a2(&path, &["--json", "heads", "--contract", "shop", "--session", "o-1"]);
+    assert_eq!(code, 0);
+    let head = &json_of(&out)[0];
+    for field in ["consumer", "lane", "next_index", "session_head", "lag", "oldest_pending_age_ms", "attempt_count", "failure_count", "last_error", "dead", "lease_holder", "lease_expires_at", "next_attempt_at", "reason"] {
+        assert!(head.get(field).is_some(), "heads JSON has {field}: {head}");
+    }
+
+    let (code, out, _) = a2(&path, &["--json", "consumers"]);
+    assert_eq!(code, 0);
+    for field in ["contract", "consumer", "sessions", "lagging_sessions", "total_lag", "dead_letters"] {
+        assert!(json_of(&out)[0].get(field).is_some(), "consumers JSON has {field}");
+    }
+
+    let (code, out, _) = a2(&path, &["--json", "dead-letters"]);
+    assert_eq!(code, 0);
+    let letter = &json_of(&out)["items"][0];
+    for field in ["contract", "session", "consumer", "lane", "index", "event_id", "type", "attempt_count", "failure_count", "last_error", "failed_at"] {
+        assert!(letter.get(field).is_some(), "dead-letter JSON has {field}: {letter}");
+    }
+
+    let (code, _, err) = a2(&path, &["consume", "--contract", "shop", "--session", "o-1", "--consumer", "charger"]);
+    assert_eq!(code, 2, "a consumer without a string lane cannot be consumed: {err}");
+
+    // Read-only: exit 3 and nothing changed.
+    let (code, _, err) = a2(&path, &["--read-only", "redrive", "--contract", "shop", "--session", "o-1", "--consumer", "charger", "--index", "1", "--action", "skip"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("READ_ONLY"));
+    let (_, out, _) = a2(&path, &["--json", "dead-letters"]);
+    assert_eq!(json_of(&out)["items"].as_array().map(Vec::len), Some(1));
+
+    let redrive = ["redrive", "--contract", "shop", "--session", "o-1", "--consumer", "charger", "--index", "1", "--action", "skip"];
+    let (code, out, _) = a2(&path, &[&["--json"][..], &redrive[..]].concat());
+    assert_eq!((code, json_of(&out)), (0, json!({ "redriven": true })));
+    let (code, out, _) = a2(&path, &[&["--json"][..], &redrive[..]].concat());
+    assert_eq!((code, json_of(&out)), (5, json!({ "redriven": false })), "nothing left to redrive");
+
+    let (code, out, _) = a2(&path, &["--json", "consume", "--contract", "shop", "--session", "o-0", "--consumer", "mailer", "--through", "2"]);
+    assert_eq!((code, json_of(&out)), (0, json!({ "index": 2 })));
+    let (code, out, _) = a2(&path, &["--json", "clear", "--contract", "shop", "--session", "o-0", "--if-last-index", "2"]);
+    assert_eq!((code, json_of(&out)), (5, json!({ "cleared": false, "index": 3 })));
+    let (code, out, _) = a2(&path, &["--json", "clear", "--contract", "shop", "--session", "o-0", "--if-last-index", "3"]);
+    assert_eq!((code, json_of(&out)), (0, json!({ "cleared": true, "index": 3 })));
+    let (code, out, _) = a2(&path, &["--json", "audit"]);
+    assert_eq!(code, 0);
+    let actions: Vec<String> = json_of(&out).as_array().map(|a| a.iter().filter_map(|r| r["action"].as_str().map(str::to_owned)).collect()).unwrap_or_default();
+    assert_eq!(actions, vec!["clear", "clear", "consume.ack", "redrive.skip", "redrive.skip"]);
+
+    // Bad input.
+    let (code, _, _) = a2(&path, &[&shop[..], &["session"][..]].concat());
+    assert_eq!(code, 2, "a flag before the command is a usage error");
+    let (code, _, err) = a2(&path, &["session", "--contract", "shop", "--session", "nope"]);
+    assert_eq!(code, 4, "{err}");
+    let (code, _, _) = a2(&path, &["redrive", "--contract", "shop", "--session", "o-1", "--consumer", "charger", "--index", "-1", "--action", "retry"]);
+    assert_eq!(code, 2, "a negative index is a usage error");
+    let (code, _, _) = a2(&path, &["events", "--contract", "shop", "--session", "o-1", "--after", "abc"]);
+    assert_eq!(code, 2, "a non-numeric index is a usage error");
+    let (code, _, err) = a2(&path, &["consume", "--contract", "shop", "--session", "o-1", "--consumer", "mailer", "--mode", "export", "--out", "/proc/nope/x.jsonl"]);
+    assert_eq!(code, 2, "an export path that cannot be written: {err}");
+    let missing = store_path("missing-dir").join("nested").join("x");
+    let (code, _, err) = a2(&missing, &["--read-only", "contracts"]);
+    assert_eq!(code, 4, "a read-only open of a missing file: {err}");
+    let output = Command::new(env!("CARGO_BIN_EXE_a2")).args(["--store", "mysql://x", "contracts"]).output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(output.status.code(), Some(2), "an unknown URL scheme");
+}
