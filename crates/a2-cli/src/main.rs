@@ -10,7 +10,8 @@ mod print;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use a2_operator::{ConsumeMode, Connect, Mode, Operator, OperatorError, SessionQuery};
+use a2_operator::demo::{self, DemoOptions};
+use a2_operator::{ConsumeMode, Connect, Mode, Operator, OperatorError, RedriveAll, SessionQuery};
 use a2_store::{DeadLetterList, HeadKey, RedriveAction};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
@@ -113,16 +114,27 @@ enum Command {
     },
     /// A session's reducer snapshots.
     Snapshots(Target),
-    /// Retry or skip a dead letter.
+    /// Retry or skip a dead letter, or (`--all`) every one matching.
     Redrive {
-        #[command(flatten)]
-        target: Target,
         #[arg(long)]
-        consumer: String,
+        contract: Option<String>,
         #[arg(long)]
-        index: u64,
+        session: Option<String>,
+        #[arg(long)]
+        consumer: Option<String>,
+        #[arg(long)]
+        index: Option<u64>,
         #[arg(long, value_enum)]
         action: Action,
+        /// Every dead letter (of --contract, of --consumer) as a job.
+        #[arg(long, conflicts_with_all = ["session", "index"])]
+        all: bool,
+        /// With --all: stop after this many.
+        #[arg(long, requires = "all")]
+        stop_at: Option<u64>,
+        /// With --all: at most this many a second.
+        #[arg(long, requires = "all")]
+        rate: Option<f64>,
     },
     /// Move a string-lane consumer through an index.
     Consume {
@@ -144,6 +156,19 @@ enum Command {
         /// Clear only if the head is still this index.
         #[arg(long)]
         if_last_index: Option<u64>,
+    },
+    /// Seed the store with the demo `shop` contract, through the engine.
+    Demo {
+        #[arg(long, default_value_t = 40)]
+        sessions: usize,
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// Share of events whose first attempt fails; a tenth of it always fails.
+        #[arg(long, default_value_t = 0.1)]
+        fail_rate: f64,
+        /// Append only, 10 events a session: for scale tests.
+        #[arg(long)]
+        bulk: bool,
     },
     /// What operators did.
     Audit {
@@ -169,7 +194,9 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
     } else {
         None
     };
-    let op = Operator::connect(&Connect { mode, ..Connect::new(cli.store.clone()) }).await?;
+    let mut op = Operator::connect(&Connect { mode, ..Connect::new(cli.store.clone()) }).await?;
+    // This binary carries the demo contract's code: consume and redrive run it.
+    op.host(demo::server(op.attached().store.clone(), DemoOptions::default(), false)?);
     let out = print::Out { json: cli.json };
     match cli.command {
         Command::Contracts => out.contracts(&op.contracts().await?),
@@ -195,12 +222,31 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
             out.dead_letters(&op.dead_letters(DeadLetterList { contract, session, consumer, after, limit }).await?)
         }
         Command::Snapshots(t) => out.snapshots(&op.snapshots(&t.contract, &t.session).await?),
-        Command::Redrive { target, consumer, index, action } => {
+        Command::Redrive { contract, session, consumer, index, action, all, stop_at, rate } => {
             let action = match action {
                 Action::Retry => RedriveAction::Retry,
                 Action::Skip => RedriveAction::Skip,
             };
-            let done = op.redrive(&target.contract, &target.session, &consumer, index, action).await?;
+            if all {
+                let job = RedriveAll { contract, consumer, action, stop_at, rate };
+                let show = !cli.json;
+                let done = op
+                    .redrive_all(job, || false, |p| {
+                        if show {
+                            eprint!("\rredriving: {}/{} done, {} failed", p.done, p.total, p.failed);
+                        }
+                    })
+                    .await?;
+                if show {
+                    eprintln!();
+                }
+                out.value(&json!(done), &format!("done {} of {}, {} failed", done.done, done.total, done.failed));
+                return Ok(if done.done > 0 { Done::Changed } else { Done::Unchanged });
+            }
+            let (Some(contract), Some(session), Some(consumer), Some(index)) = (contract, session, consumer, index) else {
+                return Err(OperatorError::invalid("redrive needs --contract, --session, --consumer and --index (or --all)"));
+            };
+            let done = op.redrive(&contract, &session, &consumer, index, action).await?;
             out.value(&json!(done), &format!("redriven: {}", done.redriven));
             return Ok(if done.redriven { Done::Changed } else { Done::Unchanged });
         }
@@ -222,6 +268,17 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
             return Ok(if done.cleared { Done::Changed } else { Done::Unchanged });
         }
         Command::Audit { limit, after } => out.audit(&op.audit_log(after, limit).await?),
+        Command::Demo { sessions, seed, fail_rate, bulk } => {
+            if op.is_read_only() {
+                return Err(OperatorError::ReadOnly { action: "demo".into() });
+            }
+            if !(0.0..=1.0).contains(&fail_rate) {
+                return Err(OperatorError::invalid(format!("--fail-rate must be between 0 and 1, not {fail_rate}")));
+            }
+            let options = DemoOptions { sessions, seed, fail_rate, bulk };
+            let events = demo::seed(op.attached().store.clone(), options).await?;
+            out.value(&json!({ "sessions": sessions, "events": events }), &format!("seeded {sessions} sessions, {events} events"));
+        }
     }
     Ok(Done::Changed)
 }

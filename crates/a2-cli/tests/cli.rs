@@ -43,7 +43,7 @@ async fn seed(path: &PathBuf) {
     store.close().await;
 }
 
-fn a2(store: &PathBuf, args: &[&str]) -> (i32, String, String) {
+fn a2(store: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_a2"))
         .arg("--store")
         .arg(format!("sqlite:{}", store.display()))

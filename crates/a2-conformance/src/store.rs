@@ -785,11 +785,11 @@ pub async fn audit_log_keeps_actions_newest_first(factory: &dyn StoreFactory) {
         at: clock.now_ms() + i64::try_from(n).unwrap_or(0),
         user: "ops".into(),
         host: "box-1".into(),
-        action: if n % 2 == 0 { "redrive.skip".into() } else { "clear".into() },
+        action: if n.is_multiple_of(2) { "redrive.skip".into() } else { "clear".into() },
         contract: Some(CONTRACT.into()),
         session_id: (n != 2).then(|| format!("s{n}")),
         parameters: json!({ "n": n, "big": "12345678901234567890", "nested": { "ok": true } }),
-        outcome: json!({ "redriven": n % 2 == 0 }),
+        outcome: json!({ "redriven": n.is_multiple_of(2) }),
     };
     let mut ids = Vec::new();
     for n in 1..=3 {

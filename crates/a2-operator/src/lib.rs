@@ -5,6 +5,7 @@
 //! store's audit log.
 
 mod connect;
+pub mod demo;
 mod error;
 mod views;
 
@@ -31,13 +32,28 @@ pub struct Actor {
 impl Actor {
     /// The OS user and host name of this process.
     pub fn current() -> Self {
-        let user = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
+        let user = std::env::var("USER")
+            .or_else(|_| std::env::var("LOGNAME"))
+            .ok()
+            .or_else(user_from_passwd)
+            .unwrap_or_else(|| "unknown".into());
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_owned())
             .or_else(|_| std::env::var("HOSTNAME"))
             .unwrap_or_else(|_| "unknown".into());
         Self { user, host }
     }
+}
+
+/// The name of this process's real user, from `/proc` and `/etc/passwd`.
+fn user_from_passwd() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().next()?.to_owned();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.get(2) == Some(&uid.as_str())).then(|| fields[0].to_owned())
+    })
 }
 
 /// Filters of the sessions list.
@@ -48,6 +64,27 @@ pub struct SessionQuery {
     pub lagging: bool,
     pub after: Option<String>,
     pub limit: u32,
+}
+
+/// Which dead letters a bulk redrive takes, and how fast.
+#[derive(Debug, Clone)]
+pub struct RedriveAll {
+    pub contract: Option<String>,
+    pub consumer: Option<String>,
+    pub action: RedriveAction,
+    /// Stop after this many.
+    pub stop_at: Option<u64>,
+    /// At most this many a second.
+    pub rate: Option<f64>,
+}
+
+/// How far a job got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct JobProgress {
+    pub done: u64,
+    pub total: u64,
+    /// Dead letters that could not be redriven (gone meanwhile, or an error).
+    pub failed: u64,
 }
 
 /// An attached store and the actions an operator may take on it.
@@ -222,6 +259,65 @@ impl Operator {
         let outcome = Redriven { redriven };
         self.audit(name, contract, session, json!({ "consumer": consumer, "index": index }), json!(outcome)).await?;
         Ok(outcome)
+    }
+
+    /// Redrive every dead letter matching the filter, as a job: `progress`
+    /// hears after each one; `cancelled` stops it between two. The whole job
+    /// is one audit entry.
+    pub async fn redrive_all(
+        &self,
+        job: RedriveAll,
+        cancelled: impl Fn() -> bool,
+        mut progress: impl FnMut(JobProgress),
+    ) -> Result<JobProgress> {
+        let action_name = match job.action {
+            RedriveAction::Retry => "redrive.all.retry",
+            RedriveAction::Skip => "redrive.all.skip",
+        };
+        self.writable(action_name)?;
+        if job.rate.is_some_and(|r| !(r > 0.0)) {
+            return Err(OperatorError::invalid("--rate must be a positive number per second"));
+        }
+        let stop_at = job.stop_at.unwrap_or(u64::MAX);
+        // The matching set as it stands now: later dead letters wait for the next job.
+        let mut targets = Vec::new();
+        let mut after = None;
+        while (targets.len() as u64) < stop_at {
+            let query = DeadLetterList { contract: job.contract.clone(), consumer: job.consumer.clone(), after: after.clone(), limit: MAX_PAGE, ..Default::default() };
+            let page = self.store().dead_letter_list(query).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.key());
+            targets.extend(page.into_iter().take(usize::try_from(stop_at).unwrap_or(usize::MAX).saturating_sub(targets.len())));
+        }
+        let mut state = JobProgress { done: 0, total: targets.len() as u64, failed: 0 };
+        progress(state);
+        let pause = job.rate.map(|r| std::time::Duration::from_secs_f64(1.0 / r));
+        for letter in targets {
+            if cancelled() {
+                break;
+            }
+            let params = DeadLetterRedrive { session: letter.key().session, consumer: letter.consumer.clone(), index: letter.index, action: job.action };
+            match self.store().dead_letter_redrive(params).await {
+                Ok(true) => state.done += 1,
+                Ok(false) | Err(_) => state.failed += 1,
+            }
+            progress(state);
+            if let Some(pause) = pause {
+                tokio::time::sleep(pause).await;
+            }
+        }
+        let entry = AuditEntry {
+            at: self.now(),
+            user: self.actor.user.clone(),
+            host: self.actor.host.clone(),
+            action: action_name.to_owned(),
+            contract: job.contract.clone(),
+            session_id: None,
+            parameters: json!({ "consumer": job.consumer, "stop_at": job.stop_at, "rate": job.rate }),
+            outcome: json!(state),
+        };
+        self.store().audit_append(entry).await?;
+        Ok(state)
     }
 
     /// Clear a session through its head, only if the head is still `if_last_index` when given.

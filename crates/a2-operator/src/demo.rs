@@ -1,0 +1,144 @@
+//! The demo store: a `shop` contract with every kind of consumer, seeded
+//! through the engine (no SQL), so the Studio and the CLI have something
+//! real to show — heads that retried, dead letters, a cleared session.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, Reducer, Server};
+use a2_store::{Backoff, Store};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::OperatorError;
+
+pub const CONTRACT: &str = "shop";
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Placed {
+    customer: String,
+    amount: u64,
+}
+
+/// How the demo behaves: which share of events fail, deterministically from the seed.
+#[derive(Debug, Clone, Copy)]
+pub struct DemoOptions {
+    pub sessions: usize,
+    pub seed: u64,
+    /// Share of events whose first attempt fails (retried), and a third of it
+    /// that always fails (dead-lettered).
+    pub fail_rate: f64,
+    /// Append only (10 events a session, no consumers run): for scale tests.
+    pub bulk: bool,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        Self { sessions: 40, seed: 7, fail_rate: 0.1, bulk: false }
+    }
+}
+
+/// A number in [0, 1) from the seed and a text, the same on every run.
+fn chance(seed: u64, text: &str) -> f64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    (hash >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn contract() -> Result<Contract, OperatorError> {
+    let any = |_: &serde_json::Value| Ok(());
+    let totals = Reducer::new("totals", json!({ "orders": 0, "amount": 0 }), |state, event| {
+        let orders = state["orders"].as_u64().unwrap_or(0);
+        let amount = state["amount"].as_u64().unwrap_or(0);
+        match event.event_type.as_str() {
+            "order.placed" => json!({ "orders": orders + 1, "amount": amount + event.payload["amount"].as_u64().unwrap_or(0) }),
+            _ => state,
+        }
+    });
+    Ok(Contract::new(CONTRACT)?
+        .event::<Placed>("order.placed")?
+        .event_with("payment.captured", any)?
+        .event_with("order.shipped", any)?
+        .event_with("email.sent", any)?
+        .reducer(totals)?)
+}
+
+/// Fails an attempt when the event is one the seed picked: on the first
+/// attempt only (it retries), or always (it dead-letters).
+fn fails(options: &DemoOptions, consumer: &str, event_id: &str, attempt: u32) -> Option<String> {
+    let roll = chance(options.seed, &format!("{consumer}/{event_id}"));
+    if roll < options.fail_rate / 3.0 {
+        return Some(format!("{consumer}: the upstream service refused event {event_id} (poison)"));
+    }
+    (roll < options.fail_rate && attempt == 1).then(|| format!("{consumer}: timeout talking to the upstream service"))
+}
+
+fn consumers(options: DemoOptions) -> Result<Vec<Consumer>, OperatorError> {
+    let charger = Consumer::builder("charger").types(["order.placed"]).run(move |ctx| async move {
+        if let Some(error) = fails(&options, "charger", &ctx.event.id, ctx.attempt) {
+            return Err::<AppendInput, BoxError>(error.into());
+        }
+        Ok(AppendInput::new("payment.captured", json!({ "amount": ctx.event.payload["amount"] })))
+    })?;
+    let fulfilment = Consumer::builder("fulfilment")
+        .types(["payment.captured"])
+        .lane_fn(|session, _| Some(format!("warehouse-{}", session.len() % 3)))
+        .run(|_| async { Ok::<_, BoxError>(AppendInput::new("order.shipped", json!({ "carrier": "post" }))) })?;
+    let mailer = Consumer::builder("mailer").lane("main").types(["order.placed", "order.shipped"]).run(move |ctx| async move {
+        if let Some(error) = fails(&options, "mailer", &ctx.event.id, ctx.attempt) {
+            return Err::<AppendInput, BoxError>(error.into());
+        }
+        Ok(AppendInput::new("email.sent", json!({ "about": ctx.event.event_type })))
+    })?;
+    let ledger = Consumer::builder("ledger").lane("books").backfill().run(|ctx| async move {
+        ctx.session.state("totals", None).await?;
+        Ok::<(), BoxError>(())
+    })?;
+    Ok(vec![charger, fulfilment, mailer, ledger])
+}
+
+/// A server for the demo contract on `store`; `background`: its consumers
+/// drain on every append (the Studio's demo traffic), else only when asked.
+pub fn server(store: Arc<dyn Store>, options: DemoOptions, background: bool) -> Result<Server, OperatorError> {
+    Ok(Server::builder(contract()?, store).consumers(consumers(options)?).run_in_background(background).build()?)
+}
+
+/// Seed the demo; returns how many events were appended.
+pub async fn seed(store: Arc<dyn Store>, options: DemoOptions) -> Result<u64, OperatorError> {
+    // Quick retries, so poison events dead-letter during seeding.
+    let timings = DrainTimings { backoff: Backoff { base_ms: 1, max_ms: 5 }, ..DrainTimings::default() };
+    let server = Server::builder(contract()?, store.clone())
+        .consumers(consumers(options)?)
+        .timings(timings)
+        .run_in_background(false)
+        .build()?;
+    let mut appended = 0;
+    for i in 0..options.sessions {
+        let session = server.session(&format!("order-{i:05}"))?;
+        let customer = format!("customer-{}", i % 17);
+        let orders = if options.bulk { 10 } else { 1 + (i % 3) };
+        let batch = (0..orders)
+            .map(|n| AppendInput::new("order.placed", json!({ "customer": customer, "amount": 10 + (i * 7 + n) % 90 })))
+            .collect();
+        appended += session.append(batch).await?.len() as u64;
+        if options.bulk {
+            continue;
+        }
+        for _ in 0..200 {
+            let drained = session.drain().await?;
+            if drained.outcome == a2_engine::DrainOutcome::Settled {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    if options.sessions > 0 && !options.bulk {
+        // One cleared session, to show the boundary.
+        server.session("order-00000")?.clear(None).await?;
+    }
+    Ok(appended)
+}
