@@ -49,8 +49,10 @@ enum Action {
     Skip,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ConsumeKind {
+    /// Run the consumer's own code (the demo contract's, which this binary carries).
+    Run,
     Ack,
     Export,
 }
@@ -195,8 +197,10 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
         None
     };
     let mut op = Operator::connect(&Connect { mode, ..Connect::new(cli.store.clone()) }).await?;
-    // This binary carries the demo contract's code: consume and redrive run it.
-    op.host(demo::server(op.attached().store.clone(), DemoOptions::default(), false)?);
+    if let Command::Consume { mode: ConsumeKind::Run, .. } = cli.command {
+        // This binary carries the demo contract's code; it runs only when asked to.
+        op.host(demo::server(op.attached().store.clone(), DemoOptions::default(), false)?);
+    }
     let out = print::Out { json: cli.json };
     match cli.command {
         Command::Contracts => out.contracts(&op.contracts().await?),
@@ -252,6 +256,7 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
         }
         Command::Consume { target, consumer, through, mode, out: file } => {
             let mode = match mode {
+                ConsumeKind::Run => ConsumeMode::Run,
                 ConsumeKind::Ack => ConsumeMode::Ack,
                 ConsumeKind::Export => ConsumeMode::Export,
             };

@@ -14,11 +14,29 @@ fn store_path(name: &str) -> PathBuf {
     dir.join(format!("{name}.sqlite"))
 }
 
+/// A store the `a2` binary reaches by URL: a SQLite file, or a fresh
+/// Postgres schema named through the URL's `options`.
+async fn store_url(kind: &str) -> (String, Arc<dyn Store>) {
+    if kind == "sqlite" {
+        let path = store_path("main");
+        let store = a2_store_sqlite::SqliteStore::open(&path, a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        return (format!("sqlite:{}", path.display()), Arc::new(store));
+    }
+    let base = std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let schema = format!("a2_conf_{}_cli", std::process::id());
+    let admin = sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
+    let store = a2_store_postgres::PgStore::connect(&url, Default::default(), Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
+    (url, Arc::new(store))
+}
+
 /// Two sessions of `shop`; `charger` dead at index 1 of o-1.
-async fn seed(path: &PathBuf) {
-    let store = a2_store_sqlite::SqliteStore::open(path, a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+async fn seed(store: &dyn Store) {
     let consumers = vec![StoreConsumer::log("mailer", "main"), StoreConsumer::targeted("charger")];
     for s in ["o-0", "o-1"] {
         let key = session_key("shop", s);
@@ -40,13 +58,12 @@ async fn seed(path: &PathBuf) {
         let fail = HeadFail { session: key.clone(), head: head.head, attempt: head.attempt, error: "declined".into(), max_failures: 1, backoff: Backoff::default() };
         store.head_fail(fail).await.unwrap_or_else(|e| panic!("{e}"));
     }
-    store.close().await;
 }
 
-fn a2(store: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+fn a2(store: &str, args: &[&str]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_a2"))
         .arg("--store")
-        .arg(format!("sqlite:{}", store.display()))
+        .arg(store)
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("running a2: {e}"));
@@ -57,10 +74,10 @@ fn json_of(stdout: &str) -> Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
-#[tokio::test]
-async fn reads_actions_and_exit_codes() {
-    let path = store_path("main");
-    seed(&path).await;
+async fn reads_actions_and_exit_codes(kind: &str) {
+    let (url, store) = store_url(kind).await;
+    seed(&*store).await;
+    let path = url.as_str();
     let shop = ["--contract", "shop"];
     let (code, out, _) = a2(&path, &["--json", "contracts"]);
     assert_eq!((code, json_of(&out)), (0, json!(["shop"])));
@@ -130,9 +147,39 @@ async fn reads_actions_and_exit_codes() {
     assert_eq!(code, 2, "a non-numeric index is a usage error");
     let (code, _, err) = a2(&path, &["consume", "--contract", "shop", "--session", "o-1", "--consumer", "mailer", "--mode", "export", "--out", "/proc/nope/x.jsonl"]);
     assert_eq!(code, 2, "an export path that cannot be written: {err}");
-    let missing = store_path("missing-dir").join("nested").join("x");
+    let missing = format!("sqlite:{}", store_path("missing-dir").join("nested").join("x").display());
     let (code, _, err) = a2(&missing, &["--read-only", "contracts"]);
     assert_eq!(code, 4, "a read-only open of a missing file: {err}");
     let output = Command::new(env!("CARGO_BIN_EXE_a2")).args(["--store", "mysql://x", "contracts"]).output().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(output.status.code(), Some(2), "an unknown URL scheme");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_reads_actions_and_exit_codes() {
+    reads_actions_and_exit_codes("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_reads_actions_and_exit_codes() {
+    reads_actions_and_exit_codes("postgres").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_seeds_through_the_engine_and_run_mode_runs_its_code() {
+    let url = format!("sqlite:{}", store_path("demo").display());
+    let (code, out, err) = a2(&url, &["--json", "demo", "--sessions", "3", "--bulk"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json_of(&out), json!({ "sessions": 3, "events": 30 }));
+    let (code, _, err) = a2(&url, &["consume", "--contract", "shop", "--session", "order-00001", "--consumer", "ledger"]);
+    assert_eq!(code, 0, "ack needs no hosted code: {err}");
+    let run = ["--json", "consume", "--contract", "shop", "--session", "order-00001", "--consumer", "mailer", "--mode", "run", "--through", "3"];
+    let (code, out, err) = a2(&url, &run);
+    assert_eq!((code, json_of(&out)), (0, json!({ "index": 3 })), "{err}");
+    let (_, out, _) = a2(&url, &["--json", "events", "--contract", "shop", "--session", "order-00001", "--after", "10"]);
+    let types: Vec<String> = json_of(&out).as_array().map(|a| a.iter().filter_map(|e| e["type"].as_str().map(str::to_owned)).collect()).unwrap_or_default();
+    assert!(types.iter().filter(|t| *t == "email.sent").count() >= 3, "the mailer's own code ran: {types:?}");
+    let (code, _, _) = a2(&url, &["--read-only", "demo"]);
+    assert_eq!(code, 3, "seeding is an action");
+    let (code, _, _) = a2(&url, &["demo", "--fail-rate", "2"]);
+    assert_eq!(code, 2);
 }

@@ -275,7 +275,7 @@ impl Operator {
             RedriveAction::Skip => "redrive.all.skip",
         };
         self.writable(action_name)?;
-        if job.rate.is_some_and(|r| !(r > 0.0)) {
+        if job.rate.is_some_and(|r| r.is_nan() || r <= 0.0) {
             return Err(OperatorError::invalid("--rate must be a positive number per second"));
         }
         let stop_at = job.stop_at.unwrap_or(u64::MAX);
@@ -361,16 +361,24 @@ impl Operator {
         export_to: Option<&std::path::Path>,
     ) -> Result<Consumed> {
         let action = match mode {
+            ConsumeMode::Run => "consume.run",
             ConsumeMode::Ack => "consume.ack",
             ConsumeMode::Export => "consume.export",
         };
         self.writable(action)?;
         let cursor = self.log_cursor(contract, session, consumer).await?;
         let lane = cursor.lane.clone().unwrap_or_default();
-        let hosted = self.hosted.iter().find(|s| s.contract().name() == contract).and_then(|s| s.consumer(consumer).map(|c| (s.clone(), c)));
-        let index = match hosted {
-            Some((server, own)) if mode == ConsumeMode::Ack && export_to.is_none() => server.session(session)?.consume(&own, through).await?,
-            _ => {
+        let index = match mode {
+            ConsumeMode::Run => {
+                let hosted = self.hosted.iter().find(|s| s.contract().name() == contract);
+                let Some((server, own)) = hosted.and_then(|s| s.consumer(consumer).map(|c| (s, c))) else {
+                    return Err(OperatorError::invalid(format!(
+                        "this process does not run consumer '{consumer}' of contract '{contract}': use ack or export"
+                    )));
+                };
+                server.session(session)?.consume(&own, through).await?
+            }
+            ConsumeMode::Ack | ConsumeMode::Export => {
                 let sink = match (mode, export_to) {
                     (ConsumeMode::Export, Some(path)) => Some(Arc::new(std::sync::Mutex::new(
                         std::fs::OpenOptions::new()
@@ -380,7 +388,7 @@ impl Operator {
                             .map_err(|e| OperatorError::invalid(format!("cannot write {}: {e}", path.display())))?,
                     ))),
                     (ConsumeMode::Export, None) => return Err(OperatorError::invalid("export needs a file to write (--out)")),
-                    (ConsumeMode::Ack, _) => None,
+                    _ => None,
                 };
                 let operator = Consumer::builder(consumer)
                     .lane(lane)

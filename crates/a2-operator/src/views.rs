@@ -88,6 +88,8 @@ pub struct Consumed {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConsumeMode {
+    /// Run the consumer's own code: only for a contract this process hosts.
+    Run,
     /// Advance the cursor; each event is recorded as acknowledged by the operator.
     Ack,
     /// Write each event as a JSON line to a file, then advance.
