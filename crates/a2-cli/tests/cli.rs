@@ -79,73 +79,73 @@ async fn reads_actions_and_exit_codes(kind: &str) {
     seed(&*store).await;
     let path = url.as_str();
     let shop = ["--contract", "shop"];
-    let (code, out, _) = a2(&path, &["--json", "contracts"]);
+    let (code, out, _) = a2(path, &["--json", "contracts"]);
     assert_eq!((code, json_of(&out)), (0, json!(["shop"])));
 
-    let (code, out, _) = a2(&path, &["--json", "sessions", "--contract", "shop"]);
+    let (code, out, _) = a2(path, &["--json", "sessions", "--contract", "shop"]);
     assert_eq!(code, 0);
     let first = &json_of(&out)["items"][0];
     for field in ["contract", "session", "head", "clear_index", "updated_at", "dead_letters", "lag"] {
         assert!(first.get(field).is_some(), "sessions JSON has {field}: {first}");
     }
 
-    let (code, out, _) = a2(&path, &["--json", "heads", "--contract", "shop", "--session", "o-1"]);
+    let (code, out, _) = a2(path, &["--json", "heads", "--contract", "shop", "--session", "o-1"]);
     assert_eq!(code, 0);
     let head = &json_of(&out)[0];
     for field in ["consumer", "lane", "next_index", "session_head", "lag", "oldest_pending_age_ms", "attempt_count", "failure_count", "last_error", "dead", "lease_holder", "lease_expires_at", "next_attempt_at", "reason"] {
         assert!(head.get(field).is_some(), "heads JSON has {field}: {head}");
     }
 
-    let (code, out, _) = a2(&path, &["--json", "consumers"]);
+    let (code, out, _) = a2(path, &["--json", "consumers"]);
     assert_eq!(code, 0);
     for field in ["contract", "consumer", "sessions", "lagging_sessions", "total_lag", "dead_letters"] {
         assert!(json_of(&out)[0].get(field).is_some(), "consumers JSON has {field}");
     }
 
-    let (code, out, _) = a2(&path, &["--json", "dead-letters"]);
+    let (code, out, _) = a2(path, &["--json", "dead-letters"]);
     assert_eq!(code, 0);
     let letter = &json_of(&out)["items"][0];
     for field in ["contract", "session", "consumer", "lane", "index", "event_id", "type", "attempt_count", "failure_count", "last_error", "failed_at"] {
         assert!(letter.get(field).is_some(), "dead-letter JSON has {field}: {letter}");
     }
 
-    let (code, _, err) = a2(&path, &["consume", "--contract", "shop", "--session", "o-1", "--consumer", "charger"]);
+    let (code, _, err) = a2(path, &["consume", "--contract", "shop", "--session", "o-1", "--consumer", "charger"]);
     assert_eq!(code, 2, "a consumer without a string lane cannot be consumed: {err}");
 
     // Read-only: exit 3 and nothing changed.
-    let (code, _, err) = a2(&path, &["--read-only", "redrive", "--contract", "shop", "--session", "o-1", "--consumer", "charger", "--index", "1", "--action", "skip"]);
+    let (code, _, err) = a2(path, &["--read-only", "redrive", "--contract", "shop", "--session", "o-1", "--consumer", "charger", "--index", "1", "--action", "skip"]);
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("READ_ONLY"));
-    let (_, out, _) = a2(&path, &["--json", "dead-letters"]);
+    let (_, out, _) = a2(path, &["--json", "dead-letters"]);
     assert_eq!(json_of(&out)["items"].as_array().map(Vec::len), Some(1));
 
     let redrive = ["redrive", "--contract", "shop", "--session", "o-1", "--consumer", "charger", "--index", "1", "--action", "skip"];
-    let (code, out, _) = a2(&path, &[&["--json"][..], &redrive[..]].concat());
+    let (code, out, _) = a2(path, &[&["--json"][..], &redrive[..]].concat());
     assert_eq!((code, json_of(&out)), (0, json!({ "redriven": true })));
-    let (code, out, _) = a2(&path, &[&["--json"][..], &redrive[..]].concat());
+    let (code, out, _) = a2(path, &[&["--json"][..], &redrive[..]].concat());
     assert_eq!((code, json_of(&out)), (5, json!({ "redriven": false })), "nothing left to redrive");
 
-    let (code, out, _) = a2(&path, &["--json", "consume", "--contract", "shop", "--session", "o-0", "--consumer", "mailer", "--through", "2"]);
+    let (code, out, _) = a2(path, &["--json", "consume", "--contract", "shop", "--session", "o-0", "--consumer", "mailer", "--through", "2"]);
     assert_eq!((code, json_of(&out)), (0, json!({ "index": 2 })));
-    let (code, out, _) = a2(&path, &["--json", "clear", "--contract", "shop", "--session", "o-0", "--if-last-index", "2"]);
+    let (code, out, _) = a2(path, &["--json", "clear", "--contract", "shop", "--session", "o-0", "--if-last-index", "2"]);
     assert_eq!((code, json_of(&out)), (5, json!({ "cleared": false, "index": 3 })));
-    let (code, out, _) = a2(&path, &["--json", "clear", "--contract", "shop", "--session", "o-0", "--if-last-index", "3"]);
+    let (code, out, _) = a2(path, &["--json", "clear", "--contract", "shop", "--session", "o-0", "--if-last-index", "3"]);
     assert_eq!((code, json_of(&out)), (0, json!({ "cleared": true, "index": 3 })));
-    let (code, out, _) = a2(&path, &["--json", "audit"]);
+    let (code, out, _) = a2(path, &["--json", "audit"]);
     assert_eq!(code, 0);
     let actions: Vec<String> = json_of(&out).as_array().map(|a| a.iter().filter_map(|r| r["action"].as_str().map(str::to_owned)).collect()).unwrap_or_default();
     assert_eq!(actions, vec!["clear", "clear", "consume.ack", "redrive.skip", "redrive.skip"]);
 
     // Bad input.
-    let (code, _, _) = a2(&path, &[&shop[..], &["session"][..]].concat());
+    let (code, _, _) = a2(path, &[&shop[..], &["session"][..]].concat());
     assert_eq!(code, 2, "a flag before the command is a usage error");
-    let (code, _, err) = a2(&path, &["session", "--contract", "shop", "--session", "nope"]);
+    let (code, _, err) = a2(path, &["session", "--contract", "shop", "--session", "nope"]);
     assert_eq!(code, 4, "{err}");
-    let (code, _, _) = a2(&path, &["redrive", "--contract", "shop", "--session", "o-1", "--consumer", "charger", "--index", "-1", "--action", "retry"]);
+    let (code, _, _) = a2(path, &["redrive", "--contract", "shop", "--session", "o-1", "--consumer", "charger", "--index", "-1", "--action", "retry"]);
     assert_eq!(code, 2, "a negative index is a usage error");
-    let (code, _, _) = a2(&path, &["events", "--contract", "shop", "--session", "o-1", "--after", "abc"]);
+    let (code, _, _) = a2(path, &["events", "--contract", "shop", "--session", "o-1", "--after", "abc"]);
     assert_eq!(code, 2, "a non-numeric index is a usage error");
-    let (code, _, err) = a2(&path, &["consume", "--contract", "shop", "--session", "o-1", "--consumer", "mailer", "--mode", "export", "--out", "/proc/nope/x.jsonl"]);
+    let (code, _, err) = a2(path, &["consume", "--contract", "shop", "--session", "o-1", "--consumer", "mailer", "--mode", "export", "--out", "/proc/nope/x.jsonl"]);
     assert_eq!(code, 2, "an export path that cannot be written: {err}");
     let missing = format!("sqlite:{}", store_path("missing-dir").join("nested").join("x").display());
     let (code, _, err) = a2(&missing, &["--read-only", "contracts"]);
