@@ -107,8 +107,28 @@ pub fn server(store: Arc<dyn Store>, options: DemoOptions, background: bool) -> 
     Ok(Server::builder(contract()?, store).consumers(consumers(options)?).run_in_background(background).build()?)
 }
 
-/// Seed the demo; returns how many events were appended.
+/// Seed the demo; returns how many events were appended. Sessions are
+/// seeded by 16 tasks at once.
 pub async fn seed(store: Arc<dyn Store>, options: DemoOptions) -> Result<u64, OperatorError> {
+    const WRITERS: usize = 16;
+    let mut tasks = tokio::task::JoinSet::new();
+    for writer in 0..WRITERS {
+        let store = store.clone();
+        tasks.spawn(async move { seed_part(store, options, writer, WRITERS).await });
+    }
+    let mut appended = 0;
+    while let Some(done) = tasks.join_next().await {
+        appended += done.map_err(|e| OperatorError::invalid(format!("a seeding task failed: {e}")))??;
+    }
+    if options.sessions > 0 && !options.bulk {
+        // One cleared session, to show the boundary.
+        server(store, options, false)?.session("order-00000")?.clear(None).await?;
+    }
+    Ok(appended)
+}
+
+/// Sessions `writer`, `writer + writers`, … of the demo.
+async fn seed_part(store: Arc<dyn Store>, options: DemoOptions, writer: usize, writers: usize) -> Result<u64, OperatorError> {
     // Quick retries, so poison events dead-letter during seeding.
     let timings = DrainTimings { backoff: Backoff { base_ms: 1, max_ms: 5 }, ..DrainTimings::default() };
     let server = Server::builder(contract()?, store.clone())
@@ -117,7 +137,7 @@ pub async fn seed(store: Arc<dyn Store>, options: DemoOptions) -> Result<u64, Op
         .run_in_background(false)
         .build()?;
     let mut appended = 0;
-    for i in 0..options.sessions {
+    for i in (writer..options.sessions).step_by(writers) {
         let session = server.session(&format!("order-{i:05}"))?;
         let customer = format!("customer-{}", i % 17);
         let orders = if options.bulk { 10 } else { 1 + (i % 3) };
@@ -135,10 +155,6 @@ pub async fn seed(store: Arc<dyn Store>, options: DemoOptions) -> Result<u64, Op
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-    }
-    if options.sessions > 0 && !options.bulk {
-        // One cleared session, to show the boundary.
-        server.session("order-00000")?.clear(None).await?;
     }
     Ok(appended)
 }

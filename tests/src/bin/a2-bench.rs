@@ -6,6 +6,8 @@
 //!   single-row INSERTs of an event-shaped row at the same concurrency.
 //! - drain: a concurrent consumer that returns nothing (a job queue's shape)
 //!   working through sessions × events, as heads completed per second.
+//! - with `--reads`: the Studio's reads through the operator API on a demo
+//!   store of 100,000 sessions / 1,000,000 events, as p50 and p95.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -138,6 +140,62 @@ async fn drain(store: Arc<dyn Store>, sessions: usize, events: usize) -> Result<
     Ok(total as f64 / elapsed.as_secs_f64())
 }
 
+/// p50 and p95 of `samples` runs of a read, in milliseconds.
+async fn percentiles<F, Fut, T>(samples: usize, mut read: F) -> Result<(f64, f64), String>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<T, a2_operator::OperatorError>>,
+{
+    let mut times = Vec::with_capacity(samples);
+    for i in 0..samples {
+        let start = Instant::now();
+        read(i).await.map_err(|e| e.to_string())?;
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
+    Ok((at(0.5), at(0.95)))
+}
+
+/// The Studio's reads through the operator API, on 100k sessions / 1M events.
+async fn reads(name: &str, store: Arc<dyn Store>, sessions: usize) -> Result<(), String> {
+    use a2_operator::demo::{self, DemoOptions};
+    let started = Instant::now();
+    let bulk = DemoOptions { sessions, bulk: true, ..DemoOptions::default() };
+    let events = demo::seed(store.clone(), bulk).await.map_err(|e| e.to_string())?;
+    // A few hundred sessions run by the demo's consumers: heads, retries, dead letters, snapshots.
+    let lively = demo::seed(store.clone(), DemoOptions { sessions: 300, fail_rate: 0.3, ..DemoOptions::default() }).await.map_err(|e| e.to_string())?;
+    eprintln!("a2-bench: seeded {name} with {} events in {:?}", events + lively, started.elapsed());
+    let attached = a2_operator::Attached { store, kind: a2_operator::StoreKind::Memory, mode: a2_operator::Mode::ReadOnly, role_can_write: None };
+    let op = a2_operator::Operator::new(attached, a2_operator::Actor::current());
+    let id = |i: usize| format!("order-{:05}", (i * 7919) % sessions);
+    let samples = 100;
+    let figures = [
+        ("session_page", percentiles(samples, |i| op.sessions("shop", a2_operator::SessionQuery { after: Some(id(i)), limit: 50, ..Default::default() })).await?),
+        ("events_page", percentiles(samples, |i| {
+            let (op, session) = (op.clone(), id(i));
+            async move { op.events("shop", &session, None, None, true, 100).await }
+        })
+        .await?),
+        ("heads_of_session", percentiles(samples, |i| {
+            let (op, session) = (op.clone(), id(i));
+            async move { op.heads("shop", &session).await }
+        })
+        .await?),
+        ("consumer_totals", percentiles(10, |_| op.consumers(Some("shop"))).await?),
+        ("dead_letter_page", percentiles(samples, |_| op.dead_letters(a2_store::DeadLetterList { limit: 50, ..Default::default() })).await?),
+        ("snapshots", percentiles(samples, |i| {
+            let (op, session) = (op.clone(), format!("order-{:05}", i % 300));
+            async move { op.snapshots("shop", &session).await }
+        })
+        .await?),
+    ];
+    for (read, (p50, p95)) in figures {
+        println!("bench {name} {read} p50_ms={p50:.2} p95_ms={p95:.2}");
+    }
+    Ok(())
+}
+
 async fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
     let url = args
@@ -163,9 +221,23 @@ async fn run() -> Result<(), String> {
     let server = Server::builder(contract().map_err(|e| e.to_string())?, sqlite.clone()).build().map_err(|e| e.to_string())?;
     println!("bench sqlite append writers={WRITERS} events_per_s={:.0}", appends(&server).await?);
     println!("bench sqlite drain sessions=50 events=100 jobs_per_s={:.0}", drain(sqlite, 50, 100).await?);
+    if args.iter().any(|a| a == "--reads") {
+        let sessions = 100_000;
+        let options = PgOptions { schema: Some(format!("{schema}_reads")), max_connections: 16, ..PgOptions::default() };
+        let pg: Arc<dyn Store> = Arc::new(PgStore::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
+        reads("postgres", pg, sessions).await?;
+        let sqlite: Arc<dyn Store> = Arc::new(
+            a2_store_sqlite::SqliteStore::open(dir.join("reads.sqlite"), a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+        reads("sqlite", sqlite, sessions).await?;
+    }
     let _ = std::fs::remove_dir_all(dir);
     if let Ok(pool) = sqlx::PgPool::connect(&url).await {
-        let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
+        for schema in [schema.clone(), format!("{schema}_reads")] {
+            let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
+        }
     }
     Ok(())
 }
