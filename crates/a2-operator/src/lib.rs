@@ -166,14 +166,17 @@ impl Operator {
     /// (at most ten store pages, so a filter that matches little stays cheap).
     pub async fn sessions(&self, contract: &str, query: SessionQuery) -> Result<Page<SessionSummary, String>> {
         let limit = page_size(query.limit);
+        // Unfiltered, a store page is the page; filtered, read wider pages to fill it.
+        let filtered = query.has_dead_letters || query.lagging;
+        let fetch = if filtered { MAX_PAGE } else { limit as u32 };
         let mut items = Vec::new();
         let mut after = query.after.clone();
         for _ in 0..10 {
             let page = self
                 .store()
-                .session_list(SessionList { contract: contract.to_owned(), id_prefix: query.id_prefix.clone(), after: after.clone(), limit: MAX_PAGE })
+                .session_list(SessionList { contract: contract.to_owned(), id_prefix: query.id_prefix.clone(), after: after.clone(), limit: fetch })
                 .await?;
-            let full = page.len() == MAX_PAGE as usize;
+            let full = page.len() == fetch as usize;
             for summary in page {
                 after = Some(summary.session_id.clone());
                 if (query.has_dead_letters && summary.dead_letters == 0) || (query.lagging && summary.lag == 0) {

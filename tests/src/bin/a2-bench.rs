@@ -158,7 +158,7 @@ where
 }
 
 /// The Studio's reads through the operator API, on 100k sessions / 1M events.
-async fn reads(name: &str, store: Arc<dyn Store>, sessions: usize) -> Result<(), String> {
+async fn reads(name: &str, store: Arc<dyn Store>, sessions: usize, analyze: Option<(&str, &str)>) -> Result<(), String> {
     use a2_operator::demo::{self, DemoOptions};
     let started = Instant::now();
     let bulk = DemoOptions { sessions, bulk: true, ..DemoOptions::default() };
@@ -166,6 +166,14 @@ async fn reads(name: &str, store: Arc<dyn Store>, sessions: usize) -> Result<(),
     // A few hundred sessions run by the demo's consumers: heads, retries, dead letters, snapshots.
     let lively = demo::seed(store.clone(), DemoOptions { sessions: 300, fail_rate: 0.3, ..DemoOptions::default() }).await.map_err(|e| e.to_string())?;
     eprintln!("a2-bench: seeded {name} with {} events in {:?}", events + lively, started.elapsed());
+    // A production database has planner statistics (autovacuum keeps them); a fresh load has none yet.
+    if let Some((url, schema)) = analyze {
+        let pool = sqlx::PgPool::connect(url).await.map_err(|e| e.to_string())?;
+        for table in ["a2_sessions", "a2_events", "a2_heads", "a2_snapshots"] {
+            sqlx::query(&format!("VACUUM ANALYZE {schema}.{table}")).execute(&pool).await.map_err(|e| e.to_string())?;
+        }
+        pool.close().await;
+    }
     let attached = a2_operator::Attached { store, kind: a2_operator::StoreKind::Memory, mode: a2_operator::Mode::ReadOnly, role_can_write: None };
     let op = a2_operator::Operator::new(attached, a2_operator::Actor::current());
     let id = |i: usize| format!("order-{:05}", (i * 7919) % sessions);
@@ -225,13 +233,16 @@ async fn run() -> Result<(), String> {
         let sessions = 100_000;
         let options = PgOptions { schema: Some(format!("{schema}_reads")), max_connections: 16, ..PgOptions::default() };
         let pg: Arc<dyn Store> = Arc::new(PgStore::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
-        reads("postgres", pg, sessions).await?;
+        reads("postgres", pg, sessions, Some((&url, &format!("{schema}_reads")))).await?;
+    }
+    if args.iter().any(|a| a == "--reads") && !args.iter().any(|a| a == "--postgres-only") {
+        let sessions = 100_000;
         let sqlite: Arc<dyn Store> = Arc::new(
             a2_store_sqlite::SqliteStore::open(dir.join("reads.sqlite"), a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
                 .await
                 .map_err(|e| e.to_string())?,
         );
-        reads("sqlite", sqlite, sessions).await?;
+        reads("sqlite", sqlite, sessions, None).await?;
     }
     let _ = std::fs::remove_dir_all(dir);
     if let Ok(pool) = sqlx::PgPool::connect(&url).await {
