@@ -234,8 +234,16 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
             if all {
                 let job = RedriveAll { contract, consumer, action, stop_at, rate };
                 let show = !cli.json;
+                // Ctrl-C stops the job between two redrives; what was done stays done and is audited.
+                let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                let flag = stop.clone();
+                tokio::spawn(async move {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                });
                 let done = op
-                    .redrive_all(job, || false, |p| {
+                    .redrive_all(job, || stop.load(std::sync::atomic::Ordering::SeqCst), |p| {
                         if show {
                             eprint!("\rredriving: {}/{} done, {} failed", p.done, p.total, p.failed);
                         }
