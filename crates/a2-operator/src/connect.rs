@@ -11,12 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::OperatorError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    ReadWrite,
-    ReadOnly,
-}
+/// Read-write or read-only: the store's own notion.
+pub type Mode = a2_store::Access;
 
 /// Where and how to attach.
 #[derive(Debug, Clone)]
@@ -69,25 +65,17 @@ pub async fn attach(connect: &Connect) -> Result<Attached, OperatorError> {
         return Ok(Attached { store: Arc::new(MemoryStore::new(clock)), kind: StoreKind::Memory, mode, role_can_write: None });
     }
     if url.starts_with("sqlite:") {
-        let access = match connect.mode {
-            Some(Mode::ReadOnly) => a2_store_sqlite::Access::ReadOnly,
-            _ => a2_store_sqlite::Access::ReadWrite,
-        };
-        let store = SqliteStore::open_url(url, access, clock).await?;
+        let store = SqliteStore::open_url(url, connect.mode.unwrap_or(Mode::ReadWrite), clock).await?;
         let mode = if store.is_read_only() { Mode::ReadOnly } else { Mode::ReadWrite };
         return Ok(Attached { store: Arc::new(store), kind: StoreKind::Sqlite, mode, role_can_write: None });
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         let local = local_host(a2_store_postgres::url_host(url)?.as_deref());
         let mode = connect.mode.unwrap_or(if local { Mode::ReadWrite } else { Mode::ReadOnly });
-        let access = match mode {
-            Mode::ReadWrite => a2_store_postgres::Access::ReadWrite,
-            Mode::ReadOnly => a2_store_postgres::Access::ReadOnly,
-        };
         // Gentle on a remote database: two connections at most.
         let connections = if local { 10 } else { 2 };
         let options = PgOptions {
-            access,
+            access: mode,
             max_connections: connections,
             read_connections: 2,
             statement_timeout: connect.statement_timeout,

@@ -16,6 +16,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use a2_store::Access;
 use a2_store::{Clock, StoreError};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
@@ -26,13 +27,6 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// The channel appends notify on; the payload is the session key.
 pub const NOTIFY_CHANNEL: &str = "a2_events";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    ReadWrite,
-    /// Every connection runs with `default_transaction_read_only=on`; nothing migrates.
-    ReadOnly,
-}
 
 /// How to connect.
 #[derive(Debug, Clone)]

@@ -15,6 +15,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use a2_store::Access;
 use a2_store::{Clock, StoreError};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
@@ -25,14 +26,6 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// The dev default store file, relative to the working directory.
 pub const DEV_STORE_PATH: &str = ".a2/dev.sqlite";
-
-/// How a store is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    ReadWrite,
-    /// `mode=ro`: the database refuses every write, and nothing migrates.
-    ReadOnly,
-}
 
 #[derive(Debug, Clone)]
 pub struct SqliteStore {

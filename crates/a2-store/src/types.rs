@@ -7,6 +7,16 @@ use serde_json::Value;
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
 
+/// How a store is opened. Read-only is enforced by the backend itself
+/// (`mode=ro` on SQLite, `default_transaction_read_only` on Postgres), and
+/// a read-only open never migrates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    ReadWrite,
+    ReadOnly,
+}
+
 /// Which consumer head produced an event (absent for external appends).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Cause {
