@@ -105,7 +105,8 @@ pub async fn drain_all(server: &Server, sessions: &[String]) -> Result<u64, a2_e
         }
         let mut idle = true;
         while let Some(joined) = pass.join_next().await {
-            let result = joined.map_err(|e| a2_engine::A2Error::InvalidArgument { message: format!("a drain task failed: {e}") })??;
+            let result = joined
+                .map_err(|e| a2_engine::A2Error::InvalidArgument { message: format!("a drain task failed: {e}") })??;
             processed += result.processed;
             if result.processed > 0 || result.outcome != DrainOutcome::Settled {
                 idle = false;
@@ -124,7 +125,9 @@ pub async fn all_events(store: &dyn Store, session: &str) -> Result<Vec<Event>, 
     let mut events = Vec::new();
     loop {
         let after = events.last().map(|e: &Event| e.index);
-        let page = store.event_list(EventList { session: key.clone(), after, before: None, limit: 500, newest_first: false }).await?;
+        let page = store
+            .event_list(EventList { session: key.clone(), after, before: None, limit: 500, newest_first: false })
+            .await?;
         if page.is_empty() {
             return Ok(events);
         }
@@ -191,7 +194,10 @@ pub async fn verify(store: &dyn Store, session: &str) -> Result<Verdict, StoreEr
                 verdict.faults.push(format!("{session}: {consumer} never handled event {}", event.index));
             }
             if audits > 1 {
-                verdict.faults.push(format!("{session}: {consumer}'s audit of event {} was appended {audits} times", event.index));
+                verdict.faults.push(format!(
+                    "{session}: {consumer}'s audit of event {} was appended {audits} times",
+                    event.index
+                ));
             }
         }
     }
@@ -200,7 +206,9 @@ pub async fn verify(store: &dyn Store, session: &str) -> Result<Verdict, StoreEr
     }
     for head in store.head_list(&key).await? {
         if head.lag > 0 && head.failed_at.is_none() {
-            verdict.faults.push(format!("{session}: {} still has {} pending at {}", head.consumer, head.lag, head.next_index));
+            verdict
+                .faults
+                .push(format!("{session}: {} still has {} pending at {}", head.consumer, head.lag, head.next_index));
         }
     }
     Ok(verdict)

@@ -34,7 +34,10 @@ async fn crash_and_recover(shared: Shared) {
         retried += verdict.retried;
     }
     assert!(retried > 0, "the kills landed mid-run: some heads were finished by a later attempt");
-    println!("{}: after 20 kills, {handled} heads handled once ({retried} by a later attempt), {dead} dead-lettered", shared.url);
+    println!(
+        "{}: after 20 kills, {handled} heads handled once ({retried} by a later attempt), {dead} dead-lettered",
+        shared.url
+    );
     shared.remove().await;
 }
 

@@ -40,7 +40,10 @@ async fn seed(store: &dyn Store) {
                 },
             })
             .collect();
-        store.event_append(EventAppend { session: key.clone(), events, consumers: consumers.clone() }).await.unwrap_or_else(|e| panic!("seed: {e}"));
+        store
+            .event_append(EventAppend { session: key.clone(), events, consumers: consumers.clone() })
+            .await
+            .unwrap_or_else(|e| panic!("seed: {e}"));
         if s % 40 == 0 {
             let claim = HeadClaim {
                 session: key.clone(),
@@ -53,7 +56,14 @@ async fn seed(store: &dyn Store) {
                 limit: 1,
             };
             for head in store.head_claim(claim).await.unwrap_or_else(|e| panic!("claim: {e}")).heads {
-                let fail = HeadFail { session: key.clone(), head: head.head, attempt: head.attempt, error: "seeded".into(), max_failures: 1, backoff: Default::default() };
+                let fail = HeadFail {
+                    session: key.clone(),
+                    head: head.head,
+                    attempt: head.attempt,
+                    error: "seeded".into(),
+                    max_failures: 1,
+                    backoff: Default::default(),
+                };
                 store.head_fail(fail).await.unwrap_or_else(|e| panic!("fail: {e}"));
             }
         }
@@ -81,12 +91,16 @@ fn check(plans: &[(&'static str, Vec<String>)], seq_scan: impl Fn(&str) -> bool)
 async fn sqlite_inspection_reads_use_indexes() {
     let shared = Shared::sqlite("explain");
     let path = shared.url.trim_start_matches("sqlite:").to_owned();
-    let store = SqliteStore::open(&path, Access::ReadWrite, Arc::new(a2_store::SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
+    let store = SqliteStore::open(&path, Access::ReadWrite, Arc::new(a2_store::SystemClock))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     seed(&store).await;
     let pool = sqlx::SqlitePool::connect(&shared.url).await.unwrap_or_else(|e| panic!("{e}"));
     sqlx::query("ANALYZE").execute(&pool).await.unwrap_or_else(|e| panic!("{e}"));
     pool.close().await;
-    let reopened = SqliteStore::open(&path, Access::ReadOnly, Arc::new(a2_store::SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
+    let reopened = SqliteStore::open(&path, Access::ReadOnly, Arc::new(a2_store::SystemClock))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let plans = reopened.explain_reads(&session_key("bench", "order-01000")).await.unwrap_or_else(|e| panic!("{e}"));
     let scan = regex_free_scan;
     check(&plans, scan);
@@ -103,7 +117,8 @@ fn regex_free_scan(line: &str) -> bool {
 async fn postgres_inspection_reads_use_indexes() {
     let shared = Shared::postgres("explain");
     let options = PgOptions { schema: shared.schema.clone(), ..PgOptions::default() };
-    let store = PgStore::connect(&shared.url, options, Arc::new(a2_store::SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
+    let store =
+        PgStore::connect(&shared.url, options, Arc::new(a2_store::SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
     seed(&store).await;
     let pool = sqlx::PgPool::connect(&shared.url).await.unwrap_or_else(|e| panic!("{e}"));
     let schema = shared.schema.clone().unwrap_or_default();

@@ -16,8 +16,9 @@ async fn drain_in_processes(shared: Shared, processes: usize, sessions: usize, e
     a2_e2e::seed(&seeding, &ids, events).await.unwrap_or_else(|e| panic!("seeding: {e}"));
     let started = Instant::now();
     let count = sessions.to_string();
-    let mut workers: Vec<_> =
-        (0..processes).map(|_| shared.worker(&["drain", "--prefix", "m", "--sessions", &count, "--ttl-ms", "30000"])).collect();
+    let mut workers: Vec<_> = (0..processes)
+        .map(|_| shared.worker(&["drain", "--prefix", "m", "--sessions", &count, "--ttl-ms", "30000"]))
+        .collect();
     for worker in &mut workers {
         let status = worker.wait().unwrap_or_else(|e| panic!("waiting for a worker: {e}"));
         assert!(status.success(), "a worker failed: {status}");

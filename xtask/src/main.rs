@@ -57,7 +57,21 @@ fn test(extra: &[String]) -> Result<(), String> {
 fn bench(extra: &[String]) -> Result<(), String> {
     let database = postgres::ensure()?;
     let mut command = cargo();
-    command.args(["run", "--release", "--quiet", "-p", "a2-e2e", "--bin", "a2-bench", "--", "--postgres", database.url(), "--reads"]).args(extra);
+    command
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "a2-e2e",
+            "--bin",
+            "a2-bench",
+            "--",
+            "--postgres",
+            database.url(),
+            "--reads",
+        ])
+        .args(extra);
     let result = run(command);
     drop(database);
     result

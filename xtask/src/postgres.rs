@@ -49,7 +49,8 @@ fn wait_for(port: u16, within: Duration) -> bool {
 
 /// The newest PostgreSQL server binaries Debian installed.
 fn pg_bin() -> Option<PathBuf> {
-    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql").ok()?.flatten().map(|e| e.path().join("bin")).collect();
+    let mut versions: Vec<PathBuf> =
+        std::fs::read_dir("/usr/lib/postgresql").ok()?.flatten().map(|e| e.path().join("bin")).collect();
     versions.sort();
     versions.into_iter().rev().find(|bin| bin.join("pg_ctl").exists())
 }
@@ -92,7 +93,8 @@ pub fn ensure() -> Result<Database, String> {
             .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
             .unwrap_or_default();
         for version in versions {
-            let started = Command::new("pg_ctlcluster").args(["--skip-systemctl-redirect", &version, "main", "start"]).status();
+            let started =
+                Command::new("pg_ctlcluster").args(["--skip-systemctl-redirect", &version, "main", "start"]).status();
             if started.is_ok_and(|s| s.success()) && wait_for(5432, Duration::from_secs(20)) {
                 eprintln!("xtask: started the local Postgres {version} cluster on 127.0.0.1:5432");
                 return Ok(Database::Existing(local));
@@ -107,7 +109,10 @@ fn throwaway() -> Result<Database, String> {
         "no Postgres can be had: none on DATABASE_URL or 127.0.0.1:5432, and no server binaries under /usr/lib/postgresql \
          (install them: apt-get install -y postgresql)",
     )?;
-    let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).map_err(|e| format!("no free port: {e}"))?;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port: {e}"))?;
     let root = std::env::temp_dir().join(format!("a2-pg-{}-{port}", std::process::id()));
     let data_dir = root.join("data");
     std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
@@ -120,7 +125,12 @@ fn throwaway() -> Result<Database, String> {
         }
     }
     let dir = data_dir.display().to_string();
-    let initdb = as_postgres(as_user.as_deref(), &bin.join("initdb"), &["-D", &dir, "-U", "postgres", "--auth=trust", "--no-sync"]).output();
+    let initdb = as_postgres(
+        as_user.as_deref(),
+        &bin.join("initdb"),
+        &["-D", &dir, "-U", "postgres", "--auth=trust", "--no-sync"],
+    )
+    .output();
     match initdb {
         Ok(out) if out.status.success() => {}
         Ok(out) => return Err(format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr))),
@@ -129,7 +139,8 @@ fn throwaway() -> Result<Database, String> {
     let options = format!("-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={} -c fsync=off -c max_connections=200", root.display());
     let log = root.join("server.log").display().to_string();
     let pg_ctl = bin.join("pg_ctl");
-    let started = as_postgres(as_user.as_deref(), &pg_ctl, &["-D", &dir, "-o", &options, "-l", &log, "-w", "start"]).status();
+    let started =
+        as_postgres(as_user.as_deref(), &pg_ctl, &["-D", &dir, "-o", &options, "-l", &log, "-w", "start"]).status();
     if !started.is_ok_and(|s| s.success()) || !wait_for(port, Duration::from_secs(30)) {
         return Err(format!("the throwaway Postgres on port {port} did not start; see {log}"));
     }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use a2_operator::demo::{self, DemoOptions};
-use a2_operator::{ConsumeMode, Connect, Mode, Operator, OperatorError, RedriveAll, SessionQuery};
+use a2_operator::{Connect, ConsumeMode, Mode, Operator, OperatorError, RedriveAll, SessionQuery};
 use a2_store::{DeadLetterList, HeadKey, RedriveAction};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
@@ -216,7 +216,11 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
         Command::Consumers { contract } => out.consumers(&op.consumers(contract.as_deref()).await?),
         Command::DeadLetters { contract, session, consumer, limit, after } => {
             let after = after
-                .map(|a| serde_json::from_str::<HeadKey>(&a).map_err(|e| OperatorError::invalid(format!("--after is not a cursor from a previous page: {e}"))))
+                .map(|a| {
+                    serde_json::from_str::<HeadKey>(&a).map_err(|e| {
+                        OperatorError::invalid(format!("--after is not a cursor from a previous page: {e}"))
+                    })
+                })
                 .transpose()?;
             let session = match (&contract, session) {
                 (Some(c), Some(s)) => Some(a2_store::session_key(c, &s)),
@@ -243,11 +247,15 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
                     }
                 });
                 let done = op
-                    .redrive_all(job, || stop.load(std::sync::atomic::Ordering::SeqCst), |p| {
-                        if show {
-                            eprint!("\rredriving: {}/{} done, {} failed", p.done, p.total, p.failed);
-                        }
-                    })
+                    .redrive_all(
+                        job,
+                        || stop.load(std::sync::atomic::Ordering::SeqCst),
+                        |p| {
+                            if show {
+                                eprint!("\rredriving: {}/{} done, {} failed", p.done, p.total, p.failed);
+                            }
+                        },
+                    )
                     .await?;
                 if show {
                     eprintln!();
@@ -255,8 +263,11 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
                 out.value(&json!(done), &format!("done {} of {}, {} failed", done.done, done.total, done.failed));
                 return Ok(if done.done > 0 { Done::Changed } else { Done::Unchanged });
             }
-            let (Some(contract), Some(session), Some(consumer), Some(index)) = (contract, session, consumer, index) else {
-                return Err(OperatorError::invalid("redrive needs --contract, --session, --consumer and --index (or --all)"));
+            let (Some(contract), Some(session), Some(consumer), Some(index)) = (contract, session, consumer, index)
+            else {
+                return Err(OperatorError::invalid(
+                    "redrive needs --contract, --session, --consumer and --index (or --all)",
+                ));
             };
             let done = op.redrive(&contract, &session, &consumer, index, action).await?;
             out.value(&json!(done), &format!("redriven: {}", done.redriven));
@@ -290,7 +301,10 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
             }
             let options = DemoOptions { sessions, seed, fail_rate, bulk };
             let events = demo::seed(op.attached().store.clone(), options).await?;
-            out.value(&json!({ "sessions": sessions, "events": events }), &format!("seeded {sessions} sessions, {events} events"));
+            out.value(
+                &json!({ "sessions": sessions, "events": events }),
+                &format!("seeded {sessions} sessions, {events} events"),
+            );
         }
     }
     Ok(Done::Changed)

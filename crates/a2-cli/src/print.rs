@@ -59,7 +59,16 @@ impl Out {
         let rows = page
             .items
             .iter()
-            .map(|s| vec![s.session_id.clone(), s.head.to_string(), s.clear_index.to_string(), s.lag.to_string(), s.dead_letters.to_string(), s.updated_at.to_string()])
+            .map(|s| {
+                vec![
+                    s.session_id.clone(),
+                    s.head.to_string(),
+                    s.clear_index.to_string(),
+                    s.lag.to_string(),
+                    s.dead_letters.to_string(),
+                    s.updated_at.to_string(),
+                ]
+            })
             .collect();
         table(&["session", "head", "cleared", "lag", "dead", "updated_at"], rows);
         if let Some(next) = &page.next {
@@ -69,20 +78,26 @@ impl Out {
 
     pub fn session(&self, s: &SessionSummary) {
         if !self.emit(s) {
-            table(&["contract", "session", "head", "cleared", "lag", "dead"], vec![vec![
-                s.contract.clone(),
-                s.session_id.clone(),
-                s.head.to_string(),
-                s.clear_index.to_string(),
-                s.lag.to_string(),
-                s.dead_letters.to_string(),
-            ]]);
+            table(
+                &["contract", "session", "head", "cleared", "lag", "dead"],
+                vec![vec![
+                    s.contract.clone(),
+                    s.session_id.clone(),
+                    s.head.to_string(),
+                    s.clear_index.to_string(),
+                    s.lag.to_string(),
+                    s.dead_letters.to_string(),
+                ]],
+            );
         }
     }
 
     pub fn events(&self, events: &[Event]) {
         if !self.emit(&events) {
-            let rows = events.iter().map(|e| vec![e.index.to_string(), e.event_type.clone(), e.id.clone(), e.payload.to_string()]).collect();
+            let rows = events
+                .iter()
+                .map(|e| vec![e.index.to_string(), e.event_type.clone(), e.id.clone(), e.payload.to_string()])
+                .collect();
             table(&["index", "type", "id", "payload"], rows);
         }
     }
@@ -91,7 +106,17 @@ impl Out {
         if !self.emit(&heads) {
             let rows = heads
                 .iter()
-                .map(|h| vec![h.consumer.clone(), opt(&h.lane), h.next_index.to_string(), h.lag.to_string(), h.attempt_count.to_string(), h.failure_count.to_string(), h.reason.clone()])
+                .map(|h| {
+                    vec![
+                        h.consumer.clone(),
+                        opt(&h.lane),
+                        h.next_index.to_string(),
+                        h.lag.to_string(),
+                        h.attempt_count.to_string(),
+                        h.failure_count.to_string(),
+                        h.reason.clone(),
+                    ]
+                })
                 .collect();
             table(&["consumer", "lane", "next", "lag", "attempts", "failures", "why"], rows);
         }
@@ -101,7 +126,16 @@ impl Out {
         if !self.emit(&totals) {
             let rows = totals
                 .iter()
-                .map(|t| vec![t.contract.clone(), t.consumer.clone(), t.sessions.to_string(), t.lagging_sessions.to_string(), t.total_lag.to_string(), t.dead_letters.to_string()])
+                .map(|t| {
+                    vec![
+                        t.contract.clone(),
+                        t.consumer.clone(),
+                        t.sessions.to_string(),
+                        t.lagging_sessions.to_string(),
+                        t.total_lag.to_string(),
+                        t.dead_letters.to_string(),
+                    ]
+                })
                 .collect();
             table(&["contract", "consumer", "sessions", "lagging", "lag", "dead"], rows);
         }
@@ -114,7 +148,17 @@ impl Out {
         let rows = page
             .items
             .iter()
-            .map(|d| vec![d.contract.clone(), d.session_id.clone(), d.consumer.clone(), d.index.to_string(), d.event_type.clone(), d.failure_count.to_string(), opt(&d.last_error)])
+            .map(|d| {
+                vec![
+                    d.contract.clone(),
+                    d.session_id.clone(),
+                    d.consumer.clone(),
+                    d.index.to_string(),
+                    d.event_type.clone(),
+                    d.failure_count.to_string(),
+                    opt(&d.last_error),
+                ]
+            })
             .collect();
         table(&["contract", "session", "consumer", "index", "type", "failures", "last_error"], rows);
         if let Some(next) = &page.next {
@@ -124,7 +168,12 @@ impl Out {
 
     pub fn snapshots(&self, snapshots: &[SnapshotInfo]) {
         if !self.emit(&snapshots) {
-            let rows = snapshots.iter().map(|s| vec![s.reducer.clone(), s.index.to_string(), s.size_bytes.to_string(), s.pins.len().to_string()]).collect();
+            let rows = snapshots
+                .iter()
+                .map(|s| {
+                    vec![s.reducer.clone(), s.index.to_string(), s.size_bytes.to_string(), s.pins.len().to_string()]
+                })
+                .collect();
             table(&["reducer", "index", "bytes", "pins"], rows);
         }
     }
@@ -133,7 +182,16 @@ impl Out {
         if !self.emit(&records) {
             let rows = records
                 .iter()
-                .map(|r| vec![r.id.to_string(), r.entry.at.to_string(), r.entry.user.clone(), r.entry.action.clone(), opt(&r.entry.session_id), r.entry.outcome.to_string()])
+                .map(|r| {
+                    vec![
+                        r.id.to_string(),
+                        r.entry.at.to_string(),
+                        r.entry.user.clone(),
+                        r.entry.action.clone(),
+                        opt(&r.entry.session_id),
+                        r.entry.outcome.to_string(),
+                    ]
+                })
                 .collect();
             table(&["id", "at", "user", "action", "session", "outcome"], rows);
         }

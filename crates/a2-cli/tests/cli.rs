@@ -19,19 +19,26 @@ fn store_path(name: &str) -> PathBuf {
 async fn store_url(kind: &str) -> (String, Arc<dyn Store>) {
     if kind == "sqlite" {
         let path = store_path("main");
-        let store = a2_store_sqlite::SqliteStore::open(&path, a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let store =
+            a2_store_sqlite::SqliteStore::open(&path, a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
         return (format!("sqlite:{}", path.display()), Arc::new(store));
     }
-    let base = std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let base =
+        std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let schema = format!("a2_conf_{}_cli", std::process::id());
     let admin = sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("{e}"));
-    sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .execute(&admin)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
     let separator = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
-    let store = a2_store_postgres::PgStore::connect(&url, Default::default(), Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
+    let store = a2_store_postgres::PgStore::connect(&url, Default::default(), Arc::new(SystemClock))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     (url, Arc::new(store))
 }
 
@@ -50,12 +57,31 @@ async fn seed(store: &dyn Store) {
                 targets: if n == 1 { vec![Target { consumer: "charger".into(), lane: None }] } else { vec![] },
             })
             .collect();
-        store.event_append(EventAppend { session: key.clone(), events, consumers: consumers.clone() }).await.unwrap_or_else(|e| panic!("{e}"));
+        store
+            .event_append(EventAppend { session: key.clone(), events, consumers: consumers.clone() })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
     }
     let key = session_key("shop", "o-1");
-    let claim = HeadClaim { session: key.clone(), holder: "seed".into(), ttl_ms: 30_000, consumers: vec![consumers[1].clone()], through: None, exclude: vec![], max_failures: 1, limit: 10 };
+    let claim = HeadClaim {
+        session: key.clone(),
+        holder: "seed".into(),
+        ttl_ms: 30_000,
+        consumers: vec![consumers[1].clone()],
+        through: None,
+        exclude: vec![],
+        max_failures: 1,
+        limit: 10,
+    };
     for head in store.head_claim(claim).await.unwrap_or_else(|e| panic!("{e}")).heads {
-        let fail = HeadFail { session: key.clone(), head: head.head, attempt: head.attempt, error: "declined".into(), max_failures: 1, backoff: Backoff::default() };
+        let fail = HeadFail {
+            session: key.clone(),
+            head: head.head,
+            attempt: head.attempt,
+            error: "declined".into(),
+            max_failures: 1,
+            backoff: Backoff::default(),
+        };
         store.head_fail(fail).await.unwrap_or_else(|e| panic!("{e}"));
     }
 }
@@ -67,7 +93,11 @@ fn a2(store: &str, args: &[&str]) -> (i32, String, String) {
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("running a2: {e}"));
-    (output.status.code().unwrap_or(-1), String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 fn json_of(stdout: &str) -> Value {
@@ -92,7 +122,22 @@ async fn reads_actions_and_exit_codes(kind: &str) {
     let (code, out, _) = a2(path, &["--json", "heads", "--contract", "shop", "--session", "o-1"]);
     assert_eq!(code, 0);
     let head = &json_of(&out)[0];
-    for field in ["consumer", "lane", "next_index", "session_head", "lag", "oldest_pending_age_ms", "attempt_count", "failure_count", "last_error", "dead", "lease_holder", "lease_expires_at", "next_attempt_at", "reason"] {
+    for field in [
+        "consumer",
+        "lane",
+        "next_index",
+        "session_head",
+        "lag",
+        "oldest_pending_age_ms",
+        "attempt_count",
+        "failure_count",
+        "last_error",
+        "dead",
+        "lease_holder",
+        "lease_expires_at",
+        "next_attempt_at",
+        "reason",
+    ] {
         assert!(head.get(field).is_some(), "heads JSON has {field}: {head}");
     }
 
@@ -105,7 +150,19 @@ async fn reads_actions_and_exit_codes(kind: &str) {
     let (code, out, _) = a2(path, &["--json", "dead-letters"]);
     assert_eq!(code, 0);
     let letter = &json_of(&out)["items"][0];
-    for field in ["contract", "session", "consumer", "lane", "index", "event_id", "type", "attempt_count", "failure_count", "last_error", "failed_at"] {
+    for field in [
+        "contract",
+        "session",
+        "consumer",
+        "lane",
+        "index",
+        "event_id",
+        "type",
+        "attempt_count",
+        "failure_count",
+        "last_error",
+        "failed_at",
+    ] {
         assert!(letter.get(field).is_some(), "dead-letter JSON has {field}: {letter}");
     }
 
@@ -113,27 +170,63 @@ async fn reads_actions_and_exit_codes(kind: &str) {
     assert_eq!(code, 2, "a consumer without a string lane cannot be consumed: {err}");
 
     // Read-only: exit 3 and nothing changed.
-    let (code, _, err) = a2(path, &["--read-only", "redrive", "--contract", "shop", "--session", "o-1", "--consumer", "charger", "--index", "1", "--action", "skip"]);
+    let (code, _, err) = a2(
+        path,
+        &[
+            "--read-only",
+            "redrive",
+            "--contract",
+            "shop",
+            "--session",
+            "o-1",
+            "--consumer",
+            "charger",
+            "--index",
+            "1",
+            "--action",
+            "skip",
+        ],
+    );
     assert_eq!(code, 3, "{err}");
     assert!(err.contains("READ_ONLY"));
     let (_, out, _) = a2(path, &["--json", "dead-letters"]);
     assert_eq!(json_of(&out)["items"].as_array().map(Vec::len), Some(1));
 
-    let redrive = ["redrive", "--contract", "shop", "--session", "o-1", "--consumer", "charger", "--index", "1", "--action", "skip"];
+    let redrive = [
+        "redrive",
+        "--contract",
+        "shop",
+        "--session",
+        "o-1",
+        "--consumer",
+        "charger",
+        "--index",
+        "1",
+        "--action",
+        "skip",
+    ];
     let (code, out, _) = a2(path, &[&["--json"][..], &redrive[..]].concat());
     assert_eq!((code, json_of(&out)), (0, json!({ "redriven": true })));
     let (code, out, _) = a2(path, &[&["--json"][..], &redrive[..]].concat());
     assert_eq!((code, json_of(&out)), (5, json!({ "redriven": false })), "nothing left to redrive");
 
-    let (code, out, _) = a2(path, &["--json", "consume", "--contract", "shop", "--session", "o-0", "--consumer", "mailer", "--through", "2"]);
+    let (code, out, _) = a2(
+        path,
+        &["--json", "consume", "--contract", "shop", "--session", "o-0", "--consumer", "mailer", "--through", "2"],
+    );
     assert_eq!((code, json_of(&out)), (0, json!({ "index": 2 })));
-    let (code, out, _) = a2(path, &["--json", "clear", "--contract", "shop", "--session", "o-0", "--if-last-index", "2"]);
+    let (code, out, _) =
+        a2(path, &["--json", "clear", "--contract", "shop", "--session", "o-0", "--if-last-index", "2"]);
     assert_eq!((code, json_of(&out)), (5, json!({ "cleared": false, "index": 3 })));
-    let (code, out, _) = a2(path, &["--json", "clear", "--contract", "shop", "--session", "o-0", "--if-last-index", "3"]);
+    let (code, out, _) =
+        a2(path, &["--json", "clear", "--contract", "shop", "--session", "o-0", "--if-last-index", "3"]);
     assert_eq!((code, json_of(&out)), (0, json!({ "cleared": true, "index": 3 })));
     let (code, out, _) = a2(path, &["--json", "audit"]);
     assert_eq!(code, 0);
-    let actions: Vec<String> = json_of(&out).as_array().map(|a| a.iter().filter_map(|r| r["action"].as_str().map(str::to_owned)).collect()).unwrap_or_default();
+    let actions: Vec<String> = json_of(&out)
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["action"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
     assert_eq!(actions, vec!["clear", "clear", "consume.ack", "redrive.skip", "redrive.skip"]);
 
     // Bad input.
@@ -141,16 +234,49 @@ async fn reads_actions_and_exit_codes(kind: &str) {
     assert_eq!(code, 2, "a flag before the command is a usage error");
     let (code, _, err) = a2(path, &["session", "--contract", "shop", "--session", "nope"]);
     assert_eq!(code, 4, "{err}");
-    let (code, _, _) = a2(path, &["redrive", "--contract", "shop", "--session", "o-1", "--consumer", "charger", "--index", "-1", "--action", "retry"]);
+    let (code, _, _) = a2(
+        path,
+        &[
+            "redrive",
+            "--contract",
+            "shop",
+            "--session",
+            "o-1",
+            "--consumer",
+            "charger",
+            "--index",
+            "-1",
+            "--action",
+            "retry",
+        ],
+    );
     assert_eq!(code, 2, "a negative index is a usage error");
     let (code, _, _) = a2(path, &["events", "--contract", "shop", "--session", "o-1", "--after", "abc"]);
     assert_eq!(code, 2, "a non-numeric index is a usage error");
-    let (code, _, err) = a2(path, &["consume", "--contract", "shop", "--session", "o-1", "--consumer", "mailer", "--mode", "export", "--out", "/proc/nope/x.jsonl"]);
+    let (code, _, err) = a2(
+        path,
+        &[
+            "consume",
+            "--contract",
+            "shop",
+            "--session",
+            "o-1",
+            "--consumer",
+            "mailer",
+            "--mode",
+            "export",
+            "--out",
+            "/proc/nope/x.jsonl",
+        ],
+    );
     assert_eq!(code, 2, "an export path that cannot be written: {err}");
     let missing = format!("sqlite:{}", store_path("missing-dir").join("nested").join("x").display());
     let (code, _, err) = a2(&missing, &["--read-only", "contracts"]);
     assert_eq!(code, 4, "a read-only open of a missing file: {err}");
-    let output = Command::new(env!("CARGO_BIN_EXE_a2")).args(["--store", "mysql://x", "contracts"]).output().unwrap_or_else(|e| panic!("{e}"));
+    let output = Command::new(env!("CARGO_BIN_EXE_a2"))
+        .args(["--store", "mysql://x", "contracts"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(output.status.code(), Some(2), "an unknown URL scheme");
 }
 
@@ -170,13 +296,31 @@ async fn demo_seeds_through_the_engine_and_run_mode_runs_its_code() {
     let (code, out, err) = a2(&url, &["--json", "demo", "--sessions", "3", "--bulk"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(json_of(&out), json!({ "sessions": 3, "events": 30 }));
-    let (code, _, err) = a2(&url, &["consume", "--contract", "shop", "--session", "order-00001", "--consumer", "ledger"]);
+    let (code, _, err) =
+        a2(&url, &["consume", "--contract", "shop", "--session", "order-00001", "--consumer", "ledger"]);
     assert_eq!(code, 0, "ack needs no hosted code: {err}");
-    let run = ["--json", "consume", "--contract", "shop", "--session", "order-00001", "--consumer", "mailer", "--mode", "run", "--through", "3"];
+    let run = [
+        "--json",
+        "consume",
+        "--contract",
+        "shop",
+        "--session",
+        "order-00001",
+        "--consumer",
+        "mailer",
+        "--mode",
+        "run",
+        "--through",
+        "3",
+    ];
     let (code, out, err) = a2(&url, &run);
     assert_eq!((code, json_of(&out)), (0, json!({ "index": 3 })), "{err}");
-    let (_, out, _) = a2(&url, &["--json", "events", "--contract", "shop", "--session", "order-00001", "--after", "10"]);
-    let types: Vec<String> = json_of(&out).as_array().map(|a| a.iter().filter_map(|e| e["type"].as_str().map(str::to_owned)).collect()).unwrap_or_default();
+    let (_, out, _) =
+        a2(&url, &["--json", "events", "--contract", "shop", "--session", "order-00001", "--after", "10"]);
+    let types: Vec<String> = json_of(&out)
+        .as_array()
+        .map(|a| a.iter().filter_map(|e| e["type"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
     assert!(types.iter().filter(|t| *t == "email.sent").count() >= 3, "the mailer's own code ran: {types:?}");
     let (code, _, _) = a2(&url, &["--read-only", "demo"]);
     assert_eq!(code, 3, "seeding is an action");

@@ -144,12 +144,19 @@ pub async fn engine_runs_each_consumer_kind(factory: &dyn StoreFactory, pace: Pa
     let seen = seen();
     let consumers = vec![
         recorder(Consumer::builder("log").lane("main"), "log", &seen),
-        recorder(Consumer::builder("laned").lane_fn(|_, e| e.payload["customer"].as_str().map(str::to_owned)), "laned", &seen),
+        recorder(
+            Consumer::builder("laned").lane_fn(|_, e| e.payload["customer"].as_str().map(str::to_owned)),
+            "laned",
+            &seen,
+        ),
         recorder(Consumer::builder("par").types(["order.placed"]), "par", &seen),
     ];
     let server = server(pace, open(factory).await, consumers);
     let session = server.session("o-1").unwrap_or_else(|e| panic!("{e}"));
-    let appended = session.append(vec![order("ann", 1), order("bob", 2), tick(3), order("ann", 4)]).await.unwrap_or_else(|e| panic!("{e}"));
+    let appended = session
+        .append(vec![order("ann", 1), order("bob", 2), tick(3), order("ann", 4)])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(appended.iter().map(|e| e.index).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
     eventually("every consumer handled its events", || snapshot(&seen).len() == 4 + 3 + 3).await;
     tokio::time::sleep(pace.settle()).await;
@@ -171,7 +178,10 @@ pub async fn engine_rejects_unknown_types_and_invalid_payloads(factory: &dyn Sto
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let code = |r: Result<Vec<a2_store::Event>, A2Error>| r.map(|_| ()).map_err(|e| e.code());
     assert_eq!(code(session.append(vec![AppendInput::new("nope", json!({}))]).await), Err("UNKNOWN_EVENT_TYPE"));
-    assert_eq!(code(session.append(vec![order("ann", 1), AppendInput::new("order.placed", json!({ "amount": "x" }))]).await), Err("INVALID_PAYLOAD"));
+    assert_eq!(
+        code(session.append(vec![order("ann", 1), AppendInput::new("order.placed", json!({ "amount": "x" }))]).await),
+        Err("INVALID_PAYLOAD")
+    );
     let v5 = ids::appended_event_id("t", "n", 0, "c");
     assert_eq!(code(session.append(vec![tick(1).with_id(v5)]).await), Err("INVALID_EVENT_ID"));
     assert!(session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}")).is_empty(), "a refused batch wrote nothing");
@@ -263,7 +273,10 @@ pub async fn engine_redrive_retry_runs_once_more(factory: &dyn StoreFactory, pac
     tokio::time::sleep(pace.settle()).await;
     assert_eq!(runs.load(Ordering::SeqCst), 11, "retry runs exactly once more");
     assert!(dead_letters(&session).await.is_empty());
-    assert!(!session.redrive("worker", 1, RedriveAction::Retry).await.unwrap_or_else(|e| panic!("{e}")), "nothing dead to redrive");
+    assert!(
+        !session.redrive("worker", 1, RedriveAction::Retry).await.unwrap_or_else(|e| panic!("{e}")),
+        "nothing dead to redrive"
+    );
     let zero = session.redrive("worker", 0, RedriveAction::Retry).await;
     assert_eq!(zero.map_err(|e| e.code()), Err("INVALID_ARGUMENT"));
 }
@@ -275,7 +288,10 @@ pub async fn engine_redrive_skip_moves_on(factory: &dyn StoreFactory, pace: Pace
     let server = server(
         pace,
         open(factory).await,
-        vec![switchable(Consumer::builder("worker").lane("main"), &fail, &runs), recorder(Consumer::builder("after").lane("main"), "after", &seen)],
+        vec![
+            switchable(Consumer::builder("worker").lane("main"), &fail, &runs),
+            recorder(Consumer::builder("after").lane("main"), "after", &seen),
+        ],
     );
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1), tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
@@ -299,7 +315,11 @@ pub async fn engine_consume_through_an_index(factory: &dyn StoreFactory, pace: P
     assert_eq!(session.consume(&exporter, Some(3)).await.unwrap_or_else(|e| panic!("{e}")), 3);
     assert_eq!(snapshot(&seen).iter().map(|(_, i)| *i).collect::<Vec<_>>(), vec![1, 2, 3]);
     assert_eq!(session.consume(&exporter, Some(2)).await.unwrap_or_else(|e| panic!("{e}")), 3, "already past it");
-    assert_eq!(session.consume(&exporter, Some(99)).await.unwrap_or_else(|e| panic!("{e}")), 5, "past the head counts as the head");
+    assert_eq!(
+        session.consume(&exporter, Some(99)).await.unwrap_or_else(|e| panic!("{e}")),
+        5,
+        "past the head counts as the head"
+    );
     assert_eq!(session.consume(&exporter, None).await.unwrap_or_else(|e| panic!("{e}")), 5);
     assert_eq!(snapshot(&seen).iter().map(|(_, i)| *i).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5], "each event once");
     let concurrent = recorder(Consumer::builder("par"), "par", &seen);
@@ -343,7 +363,11 @@ pub async fn engine_consume_on_a_dead_head_is_dead_lettered(factory: &dyn StoreF
     let fail = Arc::new(AtomicBool::new(true));
     let runs = Arc::new(AtomicU32::new(0));
     let consumer = switchable(Consumer::builder("doomed").lane("main").backfill(), &fail, &runs);
-    let server = Server::builder(contract(), open(factory).await).timings(pace.timings()).run_in_background(false).build().unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::builder(contract(), open(factory).await)
+        .timings(pace.timings())
+        .run_in_background(false)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     let error = session.consume(&consumer, None).await.expect_err("dead-lettered");
@@ -373,7 +397,10 @@ pub async fn engine_lane_function_keeps_order_per_lane(factory: &dyn StoreFactor
     let server = server(pace, open(factory).await, vec![laned]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let customers = ["ann", "bob", "cy"];
-    session.append((0..12).map(|i| order(customers[i % 3], i as u64)).collect()).await.unwrap_or_else(|e| panic!("{e}"));
+    session
+        .append((0..12).map(|i| order(customers[i % 3], i as u64)).collect())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     eventually("all twelve handled", || snapshot(&seen).len() == 12).await;
     let all = snapshot(&seen);
     for (k, customer) in customers.iter().enumerate() {
@@ -412,7 +439,15 @@ pub async fn engine_deterministic_ids_survive_a_rerun(factory: &dyn StoreFactory
         .run(move |ctx| {
             let crashed = c.clone();
             async move {
-                ctx.session.append("notes", vec![AppendInput::new("tock", json!({ "note": 1 })), AppendInput::new("tock", json!({ "note": 2 }))]).await?;
+                ctx.session
+                    .append(
+                        "notes",
+                        vec![
+                            AppendInput::new("tock", json!({ "note": 1 })),
+                            AppendInput::new("tock", json!({ "note": 2 })),
+                        ],
+                    )
+                    .await?;
                 if !crashed.swap(true, Ordering::SeqCst) {
                     return Err::<Returned, BoxError>("crashed after its side effect".into());
                 }
@@ -473,7 +508,13 @@ pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory, pace: 
     let snapshots = store.snapshot_list(&key).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(snapshots.iter().any(|s| s.index == 5 && s.state == json!(5)));
     store
-        .snapshot_put(SnapshotPut { session: key.clone(), reducer: "count".into(), index: 5, state: json!("garbage"), pin: None })
+        .snapshot_put(SnapshotPut {
+            session: key.clone(),
+            reducer: "count".into(),
+            index: 5,
+            state: json!("garbage"),
+            pin: None,
+        })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(state(None).await, json!(5), "a snapshot failing the state check is refolded");
@@ -483,7 +524,11 @@ pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory, pace: 
     assert_eq!(state(None).await, json!(6));
     let pinned = store.snapshot_list(&key).await.unwrap_or_else(|e| panic!("{e}"));
     let pin = pinned.iter().find(|s| s.index == 6).map(|s| s.pins.clone()).unwrap_or_default();
-    assert_eq!(pin.iter().map(|p| (p.consumer.as_str(), p.index)).collect::<Vec<_>>(), vec![("reader", 6)], "the running head pins its snapshot: {pinned:?}");
+    assert_eq!(
+        pin.iter().map(|p| (p.consumer.as_str(), p.index)).collect::<Vec<_>>(),
+        vec![("reader", 6)],
+        "the running head pins its snapshot: {pinned:?}"
+    );
     assert!(pinned.iter().any(|s| s.index == 7), "a newer snapshot sits beside the pinned one");
     assert_eq!(session.state("nope", None).await.map_err(|e| e.code()), Err("UNKNOWN_REDUCER"));
     gate.notify_one();
@@ -517,13 +562,19 @@ pub async fn engine_clear_supersedes_running_attempts(factory: &dyn StoreFactory
     assert_eq!((cleared.cleared, cleared.index), (true, 1));
     gate.notify_one();
     tokio::time::sleep(pace.settle()).await;
-    assert!(session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}")).is_empty(), "the superseded run appended nothing");
+    assert!(
+        session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}")).is_empty(),
+        "the superseded run appended nothing"
+    );
     let appended = session.append(vec![tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(appended[0].index, 2, "indexes continue after the boundary");
     eventually("the echo of 2", || started.load(Ordering::SeqCst) == 2).await;
     tokio::time::sleep(pace.settle()).await;
     let history = session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(history.iter().map(|e| (e.index, e.event_type.as_str())).collect::<Vec<_>>(), vec![(2, "tick"), (3, "tock")]);
+    assert_eq!(
+        history.iter().map(|e| (e.index, e.event_type.as_str())).collect::<Vec<_>>(),
+        vec![(2, "tick"), (3, "tock")]
+    );
 }
 
 pub async fn engine_stream_yields_new_events(factory: &dyn StoreFactory, pace: Pace) {
@@ -562,7 +613,10 @@ pub async fn engine_abort_on_cancels_a_running_attempt(factory: &dyn StoreFactor
                     () = tokio::time::sleep(Duration::from_secs(3_600)) => {}
                 }
                 // Stopping cleanly after an abort still returns what it decided: two events.
-                Ok::<_, BoxError>(vec![AppendInput::new("tock", json!({ "why": "stopped" })), AppendInput::new("tock", json!({ "n": 2 }))])
+                Ok::<_, BoxError>(vec![
+                    AppendInput::new("tock", json!({ "why": "stopped" })),
+                    AppendInput::new("tock", json!({ "n": 2 })),
+                ])
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));

@@ -81,6 +81,7 @@ macro_rules! conformance_suite {
                     inspection_snapshots,
                     hostile_session_ids_round_trip,
                     audit_log_keeps_actions_newest_first,
+                    redrive_and_clear_record_their_audit_entry_with_the_outcome,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;

@@ -64,9 +64,18 @@ pub fn fencing_property(factory: &dyn StoreFactory) {
     }
 }
 
-async fn run_case(store: &dyn Store, clock: &ManualClock, session: &str, holders: usize, ops: Vec<Op>) -> Result<(), String> {
+async fn run_case(
+    store: &dyn Store,
+    clock: &ManualClock,
+    session: &str,
+    holders: usize,
+    ops: Vec<Op>,
+) -> Result<(), String> {
     let consumers = [log("cursor"), StoreConsumer::targeted("par")];
-    store.cursor_wake(CursorWake { session: key(session), consumer: log("cursor") }).await.map_err(|e| e.to_string())?;
+    store
+        .cursor_wake(CursorWake { session: key(session), consumer: log("cursor") })
+        .await
+        .map_err(|e| e.to_string())?;
     let events = (0..3).map(|i| targeted(&format!("e{i}"), "tick", &[("par", None)])).collect();
     store
         .event_append(EventAppend { session: key(session), events, consumers: consumers.to_vec() })
@@ -93,12 +102,19 @@ async fn run_case(store: &dyn Store, clock: &ManualClock, session: &str, holders
                 }
             }
             Op::Renew(h) => {
-                let params = HeadRenew { session: key(session), holder: format!("holder-{h}"), ttl_ms: TTL, heads: held[h].clone() };
+                let params = HeadRenew {
+                    session: key(session),
+                    holder: format!("holder-{h}"),
+                    ttl_ms: TTL,
+                    heads: held[h].clone(),
+                };
                 let renewed = store.head_renew(params).await.map_err(|e| e.to_string())?;
                 for head in &renewed.renewed {
                     let current = latest.get(head).copied();
                     if !held[h].iter().any(|x| &x.head == head && Some(x.attempt) == current) {
-                        return Err(format!("holder-{h} renewed {head} without holding its latest attempt {current:?}"));
+                        return Err(format!(
+                            "holder-{h} renewed {head} without holding its latest attempt {current:?}"
+                        ));
                     }
                 }
             }
@@ -108,19 +124,31 @@ async fn run_case(store: &dyn Store, clock: &ManualClock, session: &str, holders
                 }
                 let HeldHead { head, attempt } = held[h].remove(0);
                 if matches!(op, Op::Fail(_)) {
-                    let outcome = store.head_fail(fail_params(session, &head, attempt)).await.map_err(|e| e.to_string())?;
+                    let outcome =
+                        store.head_fail(fail_params(session, &head, attempt)).await.map_err(|e| e.to_string())?;
                     if outcome != FailOutcome::Superseded && latest.get(&head) != Some(&attempt) {
                         return Err(format!("a stale attempt {attempt} of {head} recorded a failure"));
                     }
                     continue;
                 }
-                let params = HeadComplete { session: key(session), head: head.clone(), attempt, events: vec![], consumers: consumers.to_vec() };
-                if let CompleteOutcome::Completed { .. } = store.head_complete(params).await.map_err(|e| e.to_string())? {
+                let params = HeadComplete {
+                    session: key(session),
+                    head: head.clone(),
+                    attempt,
+                    events: vec![],
+                    consumers: consumers.to_vec(),
+                };
+                if let CompleteOutcome::Completed { .. } =
+                    store.head_complete(params).await.map_err(|e| e.to_string())?
+                {
                     if !completed.insert(head.clone()) {
                         return Err(format!("{head} completed twice"));
                     }
                     if latest.get(&head) != Some(&attempt) {
-                        return Err(format!("{head} completed by attempt {attempt}, not the latest {:?}", latest.get(&head)));
+                        return Err(format!(
+                            "{head} completed by attempt {attempt}, not the latest {:?}",
+                            latest.get(&head)
+                        ));
                     }
                 }
             }

@@ -9,7 +9,13 @@ use serde_json::json;
 use crate::support::*;
 use crate::StoreFactory;
 
-fn complete(session: &str, head: &HeadRef, attempt: u32, events: Vec<NewEvent>, consumers: &[StoreConsumer]) -> HeadComplete {
+fn complete(
+    session: &str,
+    head: &HeadRef,
+    attempt: u32,
+    events: Vec<NewEvent>,
+    consumers: &[StoreConsumer],
+) -> HeadComplete {
     HeadComplete { session: key(session), head: head.clone(), attempt, events, consumers: consumers.to_vec() }
 }
 
@@ -20,13 +26,21 @@ async fn complete_ok(store: &dyn Store, session: &str, claimed: &ClaimedHead, co
 
 /// Fail the one claimable head of `consumer` until it is dead, claiming for
 /// that consumer alone so no other head is left leased.
-async fn fail_until_dead(store: &dyn Store, clock: &ManualClock, session: &str, consumers: &[StoreConsumer], consumer: &str) -> HeadRef {
+async fn fail_until_dead(
+    store: &dyn Store,
+    clock: &ManualClock,
+    session: &str,
+    consumers: &[StoreConsumer],
+    consumer: &str,
+) -> HeadRef {
     let only: Vec<StoreConsumer> = consumers.iter().filter(|c| c.name == consumer).cloned().collect();
     for _ in 0..10 {
         clock.advance(BACKOFF.max_ms);
         let claimed = claim(store, session, "h", &only).await;
         let head = claimed.heads.first().expect("a head to fail");
-        if let FailOutcome::DeadLettered { .. } = store.head_fail(fail_params(session, &head.head, head.attempt)).await.expect("fail") {
+        if let FailOutcome::DeadLettered { .. } =
+            store.head_fail(fail_params(session, &head.head, head.attempt)).await.expect("fail")
+        {
             return head.head.clone();
         }
     }
@@ -42,7 +56,11 @@ pub async fn gap_free_indexes_under_concurrent_appenders(factory: &dyn StoreFact
             for n in 0..8 {
                 let id = format!("w{writer}-n{n}");
                 store
-                    .event_append(EventAppend { session: key("s"), events: vec![event(&id, "tick")], consumers: vec![] })
+                    .event_append(EventAppend {
+                        session: key("s"),
+                        events: vec![event(&id, "tick")],
+                        consumers: vec![],
+                    })
                     .await
                     .expect("concurrent append");
             }
@@ -72,7 +90,11 @@ pub async fn idempotent_reappend_by_id(factory: &dyn StoreFactory) {
     let (store, _) = open(factory).await;
     assert_eq!(append(&*store, "s", vec![event("a", "tick"), event("b", "tick")], &[]).await, 2);
     let again = store
-        .event_append(EventAppend { session: key("s"), events: vec![event("a", "tick"), event("b", "tick")], consumers: vec![] })
+        .event_append(EventAppend {
+            session: key("s"),
+            events: vec![event("a", "tick"), event("b", "tick")],
+            consumers: vec![],
+        })
         .await
         .expect("re-append");
     assert!(again.duplicate);
@@ -85,12 +107,20 @@ pub async fn partial_duplicate_batch_is_refused_whole(factory: &dyn StoreFactory
     let (store, _) = open(factory).await;
     append(&*store, "s", vec![event("a", "tick")], &[]).await;
     let mixed = store
-        .event_append(EventAppend { session: key("s"), events: vec![event("a", "tick"), event("b", "tick")], consumers: vec![] })
+        .event_append(EventAppend {
+            session: key("s"),
+            events: vec![event("a", "tick"), event("b", "tick")],
+            consumers: vec![],
+        })
         .await;
     let error = mixed.expect_err("a mixed batch is refused");
     assert_eq!(error.code(), "PARTIAL_DUPLICATE_BATCH");
     let repeated = store
-        .event_append(EventAppend { session: key("s"), events: vec![event("c", "tick"), event("c", "tick")], consumers: vec![] })
+        .event_append(EventAppend {
+            session: key("s"),
+            events: vec![event("c", "tick"), event("c", "tick")],
+            consumers: vec![],
+        })
         .await;
     assert_eq!(repeated.expect_err("an id twice in a batch").code(), "PARTIAL_DUPLICATE_BATCH");
     let summary = store.session_get(&key("s")).await.expect("get").expect("exists");
@@ -166,14 +196,24 @@ pub async fn superseded_attempt_changes_nothing(factory: &dyn StoreFactory) {
     assert_eq!(heads[0].next_index, 1);
     assert_eq!(heads[0].attempt_count, 2);
     assert_eq!(heads[0].lease_holder.as_deref(), Some("b"));
-    assert_eq!(store.session_get(&key("s")).await.expect("get").map(|s| s.head), Some(2), "the zombie appended nothing");
+    assert_eq!(
+        store.session_get(&key("s")).await.expect("get").map(|s| s.head),
+        Some(2),
+        "the zombie appended nothing"
+    );
     complete_ok(&*store, "s", &new, &consumers).await;
 }
 
 pub async fn renewal_reports_superseded_heads(factory: &dyn StoreFactory) {
     let (store, clock) = open(factory).await;
     let consumers = [StoreConsumer::targeted("par")];
-    append(&*store, "s", vec![targeted("a", "tick", &[("par", None)]), targeted("b", "tick", &[("par", None)])], &consumers).await;
+    append(
+        &*store,
+        "s",
+        vec![targeted("a", "tick", &[("par", None)]), targeted("b", "tick", &[("par", None)])],
+        &consumers,
+    )
+    .await;
     let held = claim(&*store, "s", "a", &consumers).await.heads;
     assert_eq!(held.len(), 2);
     clock.advance(TTL);
@@ -237,10 +277,14 @@ pub async fn ten_failed_attempts_make_a_dead_letter(factory: &dyn StoreFactory) 
     }
     clock.advance(BACKOFF.max_ms);
     assert!(claim(&*store, "s", "h", &consumers).await.heads.is_empty(), "a dead head is never claimed");
-    let letters = store.dead_letter_list(DeadLetterList { limit: 10, ..Default::default() }).await.expect("dead letters");
+    let letters =
+        store.dead_letter_list(DeadLetterList { limit: 10, ..Default::default() }).await.expect("dead letters");
     assert_eq!(letters.len(), 1);
     let letter = &letters[0];
-    assert_eq!((letter.consumer.as_str(), letter.index, letter.failure_count, letter.attempt_count), ("par", 1, 10, 10));
+    assert_eq!(
+        (letter.consumer.as_str(), letter.index, letter.failure_count, letter.attempt_count),
+        ("par", 1, 10, 10)
+    );
     assert_eq!(letter.event_id, "a");
     assert_eq!(letter.last_error.as_deref(), Some("boom at attempt 10"));
 }
@@ -259,7 +303,8 @@ pub async fn lapsed_attempts_count_and_exhaust_on_takeover(factory: &dyn StoreFa
     assert!(last.heads.is_empty());
     assert_eq!(last.exhausted.len(), 1, "the takeover reports the exhausted head instead of running it");
     assert_eq!(last.exhausted[0].failure_count, 10);
-    let letters = store.dead_letter_list(DeadLetterList { limit: 10, ..Default::default() }).await.expect("dead letters");
+    let letters =
+        store.dead_letter_list(DeadLetterList { limit: 10, ..Default::default() }).await.expect("dead letters");
     assert_eq!(letters.len(), 1);
     assert!(letters[0].last_error.as_deref().is_some_and(|e| e.contains("lapsed")));
 }
@@ -309,7 +354,13 @@ pub async fn redrive_retry_gives_a_fresh_budget(factory: &dyn StoreFactory) {
     append_n(&*store, "s", 2, &consumers).await;
     let dead = fail_until_dead(&*store, &clock, "s", &consumers, "c").await;
     let retried = store
-        .dead_letter_redrive(DeadLetterRedrive { session: key("s"), consumer: "c".into(), index: dead.index, action: RedriveAction::Retry })
+        .dead_letter_redrive(DeadLetterRedrive {
+            session: key("s"),
+            consumer: "c".into(),
+            index: dead.index,
+            action: RedriveAction::Retry,
+            audit: None,
+        })
         .await
         .expect("redrive");
     assert!(retried);
@@ -329,7 +380,13 @@ pub async fn redrive_skip_advances_exactly_once(factory: &dyn StoreFactory) {
     store.cursor_wake(CursorWake { session: key("s"), consumer: log("c") }).await.expect("wake");
     append_n(&*store, "s", 3, &consumers).await;
     let dead = fail_until_dead(&*store, &clock, "s", &consumers, "c").await;
-    let skip = DeadLetterRedrive { session: key("s"), consumer: "c".into(), index: dead.index, action: RedriveAction::Skip };
+    let skip = DeadLetterRedrive {
+        session: key("s"),
+        consumer: "c".into(),
+        index: dead.index,
+        action: RedriveAction::Skip,
+        audit: None,
+    };
     assert!(store.dead_letter_redrive(skip.clone()).await.expect("skip"));
     assert!(!store.dead_letter_redrive(skip).await.expect("skip again"), "a second skip finds nothing dead");
     let claimed = claim(&*store, "s", "h", &consumers).await;
@@ -344,12 +401,24 @@ pub async fn redrive_of_a_live_head_reports_false(factory: &dyn StoreFactory) {
     let held = claim(&*store, "s", "h", &consumers).await.heads.remove(0);
     for action in [RedriveAction::Retry, RedriveAction::Skip] {
         let redriven = store
-            .dead_letter_redrive(DeadLetterRedrive { session: key("s"), consumer: "c".into(), index: 1, action })
+            .dead_letter_redrive(DeadLetterRedrive {
+                session: key("s"),
+                consumer: "c".into(),
+                index: 1,
+                action,
+                audit: None,
+            })
             .await
             .expect("redrive");
         assert!(!redriven);
     }
-    let missing = DeadLetterRedrive { session: key("nope"), consumer: "c".into(), index: 1, action: RedriveAction::Retry };
+    let missing = DeadLetterRedrive {
+        session: key("nope"),
+        consumer: "c".into(),
+        index: 1,
+        action: RedriveAction::Retry,
+        audit: None,
+    };
     assert!(!store.dead_letter_redrive(missing).await.expect("redrive of nothing"));
     complete_ok(&*store, "s", &held, &consumers).await;
 }
@@ -367,7 +436,10 @@ pub async fn backfill_starts_at_one_and_others_at_the_head(factory: &dyn StoreFa
     assert_eq!((woken.session_head, woken.next), (3, None));
     append(&*store, "s", vec![event("new", "tick")], &consumers).await;
     let claimed = claim(&*store, "s", "h2", &consumers).await;
-    assert_eq!(claimed.heads.iter().map(|h| (h.head.consumer.as_str(), h.head.index)).collect::<Vec<_>>(), vec![("late", 4)]);
+    assert_eq!(
+        claimed.heads.iter().map(|h| (h.head.consumer.as_str(), h.head.index)).collect::<Vec<_>>(),
+        vec![("late", 4)]
+    );
     // A consumer known before a session exists takes its first event.
     append(&*store, "fresh", vec![event("f1", "tick")], &consumers).await;
     let claimed = claim(&*store, "fresh", "h", &consumers).await;
@@ -423,7 +495,8 @@ pub async fn concurrent_heads_are_claimed_together(factory: &dyn StoreFactory) {
     let claimed = claim(&*store, "s", "h", &consumers).await;
     assert_eq!(claimed.heads.iter().map(|h| h.head.index).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
     let mut limited = claim_params("t", "h", &consumers);
-    append(&*store, "t", (0..5).map(|i| targeted(&format!("t{i}"), "tick", &[("par", None)])).collect(), &consumers).await;
+    append(&*store, "t", (0..5).map(|i| targeted(&format!("t{i}"), "tick", &[("par", None)])).collect(), &consumers)
+        .await;
     limited.limit = 2;
     assert_eq!(store.head_claim(limited).await.expect("claim").heads.len(), 2, "the limit caps a batch");
 }
@@ -450,11 +523,20 @@ pub async fn complete_appends_returned_events_atomically(factory: &dyn StoreFact
     let mut returned = targeted("r1", "tock", &[("par", None)]);
     returned.cause = Some(cause.clone());
     let duplicate = event("a", "tick");
-    let refused = store.head_complete(complete("s", &held.head, held.attempt, vec![returned.clone(), duplicate], &consumers)).await;
+    let refused = store
+        .head_complete(complete("s", &held.head, held.attempt, vec![returned.clone(), duplicate], &consumers))
+        .await;
     assert_eq!(refused.expect_err("a partial duplicate").code(), "PARTIAL_DUPLICATE_BATCH");
     let heads = store.head_list(&key("s")).await.expect("heads");
-    assert_eq!(heads.iter().find(|h| h.consumer == "c").map(|h| h.next_index), Some(1), "the refused completion left the head");
-    let done = store.head_complete(complete("s", &held.head, held.attempt, vec![returned], &consumers)).await.expect("complete");
+    assert_eq!(
+        heads.iter().find(|h| h.consumer == "c").map(|h| h.next_index),
+        Some(1),
+        "the refused completion left the head"
+    );
+    let done = store
+        .head_complete(complete("s", &held.head, held.attempt, vec![returned], &consumers))
+        .await
+        .expect("complete");
     let CompleteOutcome::Completed { session_head, appended } = done else { panic!("completed") };
     assert_eq!(session_head, 3);
     assert_eq!(appended.len(), 1);
@@ -469,32 +551,56 @@ pub async fn clear_with_matching_and_mismatching_guard(factory: &dyn StoreFactor
     let (store, clock) = open(factory).await;
     let consumers = [log("c"), StoreConsumer::targeted("par")];
     store.cursor_wake(CursorWake { session: key("s"), consumer: log("c") }).await.expect("wake");
-    append(&*store, "s", vec![targeted("a", "tick", &[("par", None)]), targeted("b", "tick", &[("par", None)])], &consumers).await;
+    append(
+        &*store,
+        "s",
+        vec![targeted("a", "tick", &[("par", None)]), targeted("b", "tick", &[("par", None)])],
+        &consumers,
+    )
+    .await;
     fail_until_dead(&*store, &clock, "s", &consumers, "par").await;
     store
         .snapshot_put(SnapshotPut { session: key("s"), reducer: "count".into(), index: 2, state: json!(2), pin: None })
         .await
         .expect("snapshot");
     let held = claim(&*store, "s", "h", &consumers).await.heads;
-    let missed = store.session_clear(SessionClear { session: key("s"), if_last_index: Some(1) }).await.expect("clear");
+    let missed = store
+        .session_clear(SessionClear { session: key("s"), if_last_index: Some(1), audit: None })
+        .await
+        .expect("clear");
     assert_eq!(missed, Cleared { cleared: false, index: 2 });
     assert_eq!(store.session_get(&key("s")).await.expect("get").map(|s| s.clear_index), Some(0));
-    let cleared = store.session_clear(SessionClear { session: key("s"), if_last_index: Some(2) }).await.expect("clear");
+    let cleared = store
+        .session_clear(SessionClear { session: key("s"), if_last_index: Some(2), audit: None })
+        .await
+        .expect("clear");
     assert_eq!(cleared, Cleared { cleared: true, index: 2 });
     let summary = store.session_get(&key("s")).await.expect("get").expect("exists");
     assert_eq!((summary.head, summary.clear_index, summary.dead_letters, summary.lag), (2, 2, 0, 0));
-    let events = store.event_list(EventList { session: key("s"), after: None, before: None, limit: 10, newest_first: false }).await.expect("list");
+    let events = store
+        .event_list(EventList { session: key("s"), after: None, before: None, limit: 10, newest_first: false })
+        .await
+        .expect("list");
     assert!(events.is_empty(), "events at or below the boundary are gone for reads");
     assert!(store.snapshot_list(&key("s")).await.expect("snapshots").is_empty());
     assert!(store.dead_letter_list(DeadLetterList { limit: 10, ..Default::default() }).await.expect("dl").is_empty());
     for head in held {
-        let outcome = store.head_complete(complete("s", &head.head, head.attempt, vec![], &consumers)).await.expect("complete");
+        let outcome =
+            store.head_complete(complete("s", &head.head, head.attempt, vec![], &consumers)).await.expect("complete");
         assert_eq!(outcome, CompleteOutcome::Superseded, "running attempts on cleared heads are superseded");
     }
-    assert_eq!(append(&*store, "s", vec![event("c", "tick")], &consumers).await, 3, "indexes continue after the boundary");
+    assert_eq!(
+        append(&*store, "s", vec![event("c", "tick")], &consumers).await,
+        3,
+        "indexes continue after the boundary"
+    );
     let claimed = claim(&*store, "s", "h2", &consumers).await;
-    assert_eq!(claimed.heads.iter().map(|h| (h.head.consumer.as_str(), h.head.index)).collect::<Vec<_>>(), vec![("c", 3)]);
-    let unguarded = store.session_clear(SessionClear { session: key("s"), if_last_index: None }).await.expect("clear");
+    assert_eq!(
+        claimed.heads.iter().map(|h| (h.head.consumer.as_str(), h.head.index)).collect::<Vec<_>>(),
+        vec![("c", 3)]
+    );
+    let unguarded =
+        store.session_clear(SessionClear { session: key("s"), if_last_index: None, audit: None }).await.expect("clear");
     assert_eq!(unguarded, Cleared { cleared: true, index: 3 });
 }
 
@@ -504,13 +610,24 @@ pub async fn snapshot_pins_are_kept_while_their_head_runs(factory: &dyn StoreFac
     store.cursor_wake(CursorWake { session: key("s"), consumer: log("c") }).await.expect("wake");
     append_n(&*store, "s", 4, &consumers).await;
     let held = claim(&*store, "s", "h", &consumers).await.heads.remove(0);
-    let put = |index: u64, pin: Option<HeadRef>| SnapshotPut { session: key("s"), reducer: "count".into(), index, state: json!(index), pin };
+    let put = |index: u64, pin: Option<HeadRef>| SnapshotPut {
+        session: key("s"),
+        reducer: "count".into(),
+        index,
+        state: json!(index),
+        pin,
+    };
     store.snapshot_put(put(1, Some(held.head.clone()))).await.expect("pinned snapshot");
     store.snapshot_put(put(3, None)).await.expect("snapshot");
     store.snapshot_put(put(4, None)).await.expect("snapshot");
     let indexes = |list: Vec<SnapshotInfo>| list.iter().map(|s| s.index).collect::<Vec<_>>();
-    assert_eq!(indexes(store.snapshot_list(&key("s")).await.expect("list")), vec![4, 1], "the pinned one stays, the unpinned older one goes");
-    let at_two = store.snapshot_get(SnapshotGet { session: key("s"), reducer: "count".into(), at_most: 2 }).await.expect("get");
+    assert_eq!(
+        indexes(store.snapshot_list(&key("s")).await.expect("list")),
+        vec![4, 1],
+        "the pinned one stays, the unpinned older one goes"
+    );
+    let at_two =
+        store.snapshot_get(SnapshotGet { session: key("s"), reducer: "count".into(), at_most: 2 }).await.expect("get");
     assert_eq!(at_two.map(|s| (s.index, s.pins)), Some((1, vec![held.head.clone()])));
     complete_ok(&*store, "s", &held, &consumers).await;
     append_n(&*store, "s2", 0, &[]).await;
@@ -523,9 +640,16 @@ pub async fn two_contracts_with_one_session_id_never_collide(factory: &dyn Store
     let (store, _) = open(factory).await;
     let a = session_key("alpha", "same");
     let b = session_key("beta", "same");
-    store.event_append(EventAppend { session: a.clone(), events: vec![event("x", "tick")], consumers: vec![] }).await.expect("a");
+    store
+        .event_append(EventAppend { session: a.clone(), events: vec![event("x", "tick")], consumers: vec![] })
+        .await
+        .expect("a");
     let appended = store
-        .event_append(EventAppend { session: b.clone(), events: vec![event("x", "tick"), event("y", "tick")], consumers: vec![] })
+        .event_append(EventAppend {
+            session: b.clone(),
+            events: vec![event("x", "tick"), event("y", "tick")],
+            consumers: vec![],
+        })
         .await
         .expect("b");
     assert!(!appended.duplicate, "the same id in another contract is another event");
@@ -533,11 +657,24 @@ pub async fn two_contracts_with_one_session_id_never_collide(factory: &dyn Store
     assert_eq!(store.session_get(&a).await.expect("a").map(|s| s.head), Some(1));
     let contracts = store.contract_list().await.expect("contracts");
     assert_eq!(contracts, vec!["alpha".to_owned(), "beta".to_owned()]);
-    let alpha = store.session_list(SessionList { contract: "alpha".into(), id_prefix: None, after: None, limit: 10 }).await.expect("list");
+    let alpha = store
+        .session_list(SessionList { contract: "alpha".into(), id_prefix: None, after: None, limit: 10 })
+        .await
+        .expect("list");
     assert_eq!(alpha.len(), 1);
     // A contract whose name is a prefix of another's lists only its own.
-    store.event_append(EventAppend { session: session_key("alph", "other"), events: vec![event("z", "tick")], consumers: vec![] }).await.expect("alph");
-    let alph = store.session_list(SessionList { contract: "alph".into(), id_prefix: None, after: None, limit: 10 }).await.expect("list");
+    store
+        .event_append(EventAppend {
+            session: session_key("alph", "other"),
+            events: vec![event("z", "tick")],
+            consumers: vec![],
+        })
+        .await
+        .expect("alph");
+    let alph = store
+        .session_list(SessionList { contract: "alph".into(), id_prefix: None, after: None, limit: 10 })
+        .await
+        .expect("list");
     assert_eq!(alph.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["other"]);
 }
 
@@ -555,16 +692,27 @@ pub async fn inspection_session_pages_and_summary(factory: &dyn StoreFactory) {
     };
     let first = store.session_list(page(None, Some("order-"))).await.expect("page 1");
     assert_eq!(first.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["order-0", "order-1", "order-2"]);
-    let second = store.session_list(page(first.last().map(|s| s.session_id.clone()), Some("order-"))).await.expect("page 2");
+    let second =
+        store.session_list(page(first.last().map(|s| s.session_id.clone()), Some("order-"))).await.expect("page 2");
     assert_eq!(second.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["order-3", "order-4", "order-5"]);
-    let third = store.session_list(page(second.last().map(|s| s.session_id.clone()), Some("order-"))).await.expect("page 3");
+    let third =
+        store.session_list(page(second.last().map(|s| s.session_id.clone()), Some("order-"))).await.expect("page 3");
     assert_eq!(third.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["order-6"]);
-    let all = store.session_list(SessionList { contract: CONTRACT.into(), id_prefix: None, after: None, limit: 100 }).await.expect("all");
+    let all = store
+        .session_list(SessionList { contract: CONTRACT.into(), id_prefix: None, after: None, limit: 100 })
+        .await
+        .expect("all");
     assert_eq!(all.len(), 8);
     let summary = store.session_get(&key("order-4")).await.expect("get").expect("exists");
-    assert_eq!((summary.contract.as_str(), summary.session_id.as_str(), summary.head, summary.clear_index), (CONTRACT, "order-4", 5, 0));
+    assert_eq!(
+        (summary.contract.as_str(), summary.session_id.as_str(), summary.head, summary.clear_index),
+        (CONTRACT, "order-4", 5, 0)
+    );
     assert!(store.session_get(&key("missing")).await.expect("get").is_none());
-    let huge = store.session_list(SessionList { contract: CONTRACT.into(), id_prefix: None, after: None, limit: 100_000 }).await.expect("clamped");
+    let huge = store
+        .session_list(SessionList { contract: CONTRACT.into(), id_prefix: None, after: None, limit: 100_000 })
+        .await
+        .expect("clamped");
     assert!(huge.len() <= MAX_PAGE as usize);
 }
 
@@ -623,14 +771,20 @@ pub async fn inspection_heads_of_a_session_with_lag(factory: &dyn StoreFactory) 
     assert_eq!(cursor.attempt_count, 1);
     complete_ok(&*store, "s", &held, &consumers).await;
     let heads = store.head_list(&key("s")).await.expect("heads");
-    assert_eq!((heads[0].next_index, heads[0].lag, heads[0].attempt_count, heads[0].lease_holder.clone()), (2, 2, 0, None));
+    assert_eq!(
+        (heads[0].next_index, heads[0].lag, heads[0].attempt_count, heads[0].lease_holder.clone()),
+        (2, 2, 0, None)
+    );
 }
 
 pub async fn inspection_heads_and_dead_letters_store_wide(factory: &dyn StoreFactory) {
     let (store, clock) = open(factory).await;
     let consumers = [StoreConsumer::targeted("par"), StoreConsumer::targeted("other")];
     for s in ["a", "b", "c"] {
-        let events = vec![targeted(&format!("{s}1"), "tick", &[("par", None), ("other", None)]), targeted(&format!("{s}2"), "tock", &[("par", None)])];
+        let events = vec![
+            targeted(&format!("{s}1"), "tick", &[("par", None), ("other", None)]),
+            targeted(&format!("{s}2"), "tock", &[("par", None)]),
+        ];
         append(&*store, s, events, &consumers).await;
     }
     // Every "par" head dies; "other" heads stay pending.
@@ -656,28 +810,49 @@ pub async fn inspection_heads_and_dead_letters_store_wide(factory: &dyn StoreFac
         after = page.last().map(DeadLetter::key);
         all.extend(page);
     }
-    let got: Vec<(String, u64, String)> = all.iter().map(|d| (d.session_id.clone(), d.index, d.event_type.clone())).collect();
+    let got: Vec<(String, u64, String)> =
+        all.iter().map(|d| (d.session_id.clone(), d.index, d.event_type.clone())).collect();
     let want: Vec<(String, u64, String)> = ["a", "b", "c"]
         .iter()
         .flat_map(|s| [((*s).to_owned(), 1, "tick".to_owned()), ((*s).to_owned(), 2, "tock".to_owned())])
         .collect();
     assert_eq!(got, want, "keyset pages cover every dead letter once, in order");
     assert!(all.iter().all(|d| d.consumer == "par" && d.failure_count == 10 && d.contract == CONTRACT));
-    let only_b = store.dead_letter_list(DeadLetterList { session: Some(key("b")), limit: 10, ..Default::default() }).await.expect("b");
+    let only_b = store
+        .dead_letter_list(DeadLetterList { session: Some(key("b")), limit: 10, ..Default::default() })
+        .await
+        .expect("b");
     assert_eq!(only_b.len(), 2);
-    let none = store.dead_letter_list(DeadLetterList { consumer: Some("other".into()), limit: 10, ..Default::default() }).await.expect("other");
+    let none = store
+        .dead_letter_list(DeadLetterList { consumer: Some("other".into()), limit: 10, ..Default::default() })
+        .await
+        .expect("other");
     assert!(none.is_empty());
-    let other_contract = store.dead_letter_list(DeadLetterList { contract: Some("elsewhere".into()), limit: 10, ..Default::default() }).await.expect("contract");
+    let other_contract = store
+        .dead_letter_list(DeadLetterList { contract: Some("elsewhere".into()), limit: 10, ..Default::default() })
+        .await
+        .expect("contract");
     assert!(other_contract.is_empty());
     let mut heads = Vec::new();
     let mut after = None;
     loop {
-        let page = store.head_scan(HeadScan { consumer: Some("other".into()), after: after.clone(), limit: 2 }).await.expect("head page");
+        let page = store
+            .head_scan(HeadScan { consumer: Some("other".into()), after: after.clone(), limit: 2 })
+            .await
+            .expect("head page");
         let Some(last) = page.last() else { break };
-        after = Some(HeadKey { session: key(&last.session_id), consumer: last.consumer.clone(), lane: last.lane.clone(), index: last.next_index });
+        after = Some(HeadKey {
+            session: key(&last.session_id),
+            consumer: last.consumer.clone(),
+            lane: last.lane.clone(),
+            index: last.next_index,
+        });
         heads.extend(page);
     }
-    assert_eq!(heads.iter().map(|h| (h.session_id.as_str(), h.next_index)).collect::<Vec<_>>(), vec![("a", 1), ("b", 1), ("c", 1)]);
+    assert_eq!(
+        heads.iter().map(|h| (h.session_id.as_str(), h.next_index)).collect::<Vec<_>>(),
+        vec![("a", 1), ("b", 1), ("c", 1)]
+    );
 }
 
 pub async fn inspection_consumer_totals(factory: &dyn StoreFactory) {
@@ -708,18 +883,34 @@ pub async fn inspection_snapshots(factory: &dyn StoreFactory) {
     append_n(&*store, "s", 3, &[]).await;
     let state = json!({ "count": 3, "big": "12345678901234567890" });
     store
-        .snapshot_put(SnapshotPut { session: key("s"), reducer: "totals".into(), index: 3, state: state.clone(), pin: None })
+        .snapshot_put(SnapshotPut {
+            session: key("s"),
+            reducer: "totals".into(),
+            index: 3,
+            state: state.clone(),
+            pin: None,
+        })
         .await
         .expect("put");
     store
-        .snapshot_put(SnapshotPut { session: key("s"), reducer: "other".into(), index: 2, state: json!([1]), pin: None })
+        .snapshot_put(SnapshotPut {
+            session: key("s"),
+            reducer: "other".into(),
+            index: 2,
+            state: json!([1]),
+            pin: None,
+        })
         .await
         .expect("put");
     let list = store.snapshot_list(&key("s")).await.expect("list");
-    assert_eq!(list.iter().map(|s| (s.reducer.as_str(), s.index)).collect::<Vec<_>>(), vec![("totals", 3), ("other", 2)]);
+    assert_eq!(
+        list.iter().map(|s| (s.reducer.as_str(), s.index)).collect::<Vec<_>>(),
+        vec![("totals", 3), ("other", 2)]
+    );
     assert_eq!(list[0].state, state);
     assert_eq!(list[0].size_bytes, serde_json::to_vec(&state).map(|v| v.len() as u64).unwrap_or(0));
-    let got = store.snapshot_get(SnapshotGet { session: key("s"), reducer: "totals".into(), at_most: 2 }).await.expect("get");
+    let got =
+        store.snapshot_get(SnapshotGet { session: key("s"), reducer: "totals".into(), at_most: 2 }).await.expect("get");
     assert!(got.is_none(), "no snapshot at or below 2 for this reducer");
 }
 
@@ -727,23 +918,51 @@ pub async fn hostile_session_ids_round_trip(factory: &dyn StoreFactory) {
     let (store, _) = open(factory).await;
     let ids = ["it's \"quoted\"", "100%_done", "back\\slash", "🦀 crab", "a%", "_"];
     for id in ids {
-        store.event_append(EventAppend { session: session_key(CONTRACT, id), events: vec![event("x", "tick")], consumers: vec![] }).await.expect(id);
+        store
+            .event_append(EventAppend {
+                session: session_key(CONTRACT, id),
+                events: vec![event("x", "tick")],
+                consumers: vec![],
+            })
+            .await
+            .expect(id);
     }
-    let listed = store.session_list(SessionList { contract: CONTRACT.into(), id_prefix: None, after: None, limit: 100 }).await.expect("list");
+    let listed = store
+        .session_list(SessionList { contract: CONTRACT.into(), id_prefix: None, after: None, limit: 100 })
+        .await
+        .expect("list");
     let mut want: Vec<&str> = ids.to_vec();
     want.sort();
     assert_eq!(listed.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), want);
-    let prefixed = store.session_list(SessionList { contract: CONTRACT.into(), id_prefix: Some("a%".into()), after: None, limit: 100 }).await.expect("prefix");
+    let prefixed = store
+        .session_list(SessionList { contract: CONTRACT.into(), id_prefix: Some("a%".into()), after: None, limit: 100 })
+        .await
+        .expect("prefix");
     assert_eq!(prefixed.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["a%"], "% is not a wildcard");
-    let underscore = store.session_list(SessionList { contract: CONTRACT.into(), id_prefix: Some("_".into()), after: None, limit: 100 }).await.expect("prefix");
+    let underscore = store
+        .session_list(SessionList { contract: CONTRACT.into(), id_prefix: Some("_".into()), after: None, limit: 100 })
+        .await
+        .expect("prefix");
     assert_eq!(underscore.len(), 1, "_ is not a wildcard");
-    let bad = store.event_append(EventAppend { session: session_key(CONTRACT, "a\u{1f}b"), events: vec![event("x", "tick")], consumers: vec![] }).await;
+    let bad = store
+        .event_append(EventAppend {
+            session: session_key(CONTRACT, "a\u{1f}b"),
+            events: vec![event("x", "tick")],
+            consumers: vec![],
+        })
+        .await;
     assert_eq!(bad.expect_err("separator in id").code(), "INVALID_INPUT");
     let big = json!({ "blob": "x".repeat(1 << 20) });
     let mut large = event("large", "tick");
     large.payload = big.clone();
-    store.event_append(EventAppend { session: key("large"), events: vec![large], consumers: vec![] }).await.expect("1 MB payload");
-    let back = store.event_list(EventList { session: key("large"), after: None, before: None, limit: 1, newest_first: false }).await.expect("read");
+    store
+        .event_append(EventAppend { session: key("large"), events: vec![large], consumers: vec![] })
+        .await
+        .expect("1 MB payload");
+    let back = store
+        .event_list(EventList { session: key("large"), after: None, before: None, limit: 1, newest_first: false })
+        .await
+        .expect("read");
     assert_eq!(back[0].payload, big);
     let _ = Arc::strong_count(&store);
 }
@@ -772,7 +991,10 @@ pub async fn complete_many_settles_current_attempts_only(factory: &dyn StoreFact
     let mut want = vec![HeadRef::new("c", Some("main"), 1), HeadRef::new("par", None, 1), HeadRef::new("par", None, 3)];
     want.sort();
     assert_eq!(settled, want, "only current attempts settle");
-    assert!(store.head_complete_many(many(batch)).await.expect("again").is_empty(), "a second settle finds nothing current");
+    assert!(
+        store.head_complete_many(many(batch)).await.expect("again").is_empty(),
+        "a second settle finds nothing current"
+    );
     assert!(store.head_complete_many(many(vec![])).await.expect("empty").is_empty());
     let heads = store.head_list(&key("s")).await.expect("heads");
     let rows: Vec<(String, u64)> = heads.iter().map(|h| (h.consumer.clone(), h.next_index)).collect();
@@ -802,4 +1024,47 @@ pub async fn audit_log_keeps_actions_newest_first(factory: &dyn StoreFactory) {
     assert_eq!(all[1].entry.session_id, None);
     let older = store.audit_list(AuditList { before: Some(ids[2]), limit: 1 }).await.expect("keyset");
     assert_eq!(older.iter().map(|r| r.id).collect::<Vec<_>>(), vec![ids[1]]);
+}
+
+pub async fn redrive_and_clear_record_their_audit_entry_with_the_outcome(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    let consumers = [StoreConsumer::targeted("par")];
+    append(&*store, "s", vec![targeted("a", "tick", &[("par", None)])], &consumers).await;
+    let dead = fail_until_dead(&*store, &clock, "s", &consumers, "par").await;
+    let entry = |action: &str| AuditEntry {
+        at: clock.now_ms(),
+        user: "ops".into(),
+        host: "box".into(),
+        action: action.into(),
+        contract: Some(CONTRACT.into()),
+        session_id: Some("s".into()),
+        parameters: json!({}),
+        outcome: json!(null),
+    };
+    let redrive = |audit| DeadLetterRedrive {
+        session: key("s"),
+        consumer: "par".into(),
+        index: dead.index,
+        action: RedriveAction::Skip,
+        audit,
+    };
+    assert!(store.dead_letter_redrive(redrive(Some(entry("redrive.skip")))).await.expect("redrive"));
+    assert!(!store.dead_letter_redrive(redrive(Some(entry("redrive.skip")))).await.expect("again"));
+    let missed = store
+        .session_clear(SessionClear { session: key("s"), if_last_index: Some(9), audit: Some(entry("clear")) })
+        .await
+        .expect("clear");
+    assert!(!missed.cleared);
+    let log = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit");
+    let outcomes: Vec<(String, serde_json::Value)> =
+        log.iter().map(|r| (r.entry.action.clone(), r.entry.outcome.clone())).collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            ("clear".to_owned(), json!({ "cleared": false, "index": 1 })),
+            ("redrive.skip".to_owned(), json!({ "redriven": false })),
+            ("redrive.skip".to_owned(), json!({ "redriven": true })),
+        ],
+        "every attempt is recorded, with what it did"
+    );
 }

@@ -19,7 +19,13 @@ pub fn key(session: &str) -> String {
 }
 
 pub fn event(id: &str, event_type: &str) -> NewEvent {
-    NewEvent { id: id.to_owned(), event_type: event_type.to_owned(), payload: json!({ "id": id }), cause: None, targets: Vec::new() }
+    NewEvent {
+        id: id.to_owned(),
+        event_type: event_type.to_owned(),
+        payload: json!({ "id": id }),
+        cause: None,
+        targets: Vec::new(),
+    }
 }
 
 pub fn targeted(id: &str, event_type: &str, targets: &[(&str, Option<&str>)]) -> NewEvent {

@@ -100,7 +100,9 @@ pub fn validate_consumer_name(name: &str) -> Result<(), A2Error> {
         )));
     }
     if name.starts_with("a2.") {
-        return Err(A2Error::invalid_consumer(format!("consumer name '{name}': names starting with 'a2.' are reserved")));
+        return Err(A2Error::invalid_consumer(format!(
+            "consumer name '{name}': names starting with 'a2.' are reserved"
+        )));
     }
     Ok(())
 }
@@ -116,7 +118,13 @@ pub struct ConsumerBuilder {
 
 impl Consumer {
     pub fn builder(name: impl Into<String>) -> ConsumerBuilder {
-        ConsumerBuilder { name: name.into(), types: None, lane: Lane::Concurrent, backfill: false, abort_on: Vec::new() }
+        ConsumerBuilder {
+            name: name.into(),
+            types: None,
+            lane: Lane::Concurrent,
+            backfill: false,
+            abort_on: Vec::new(),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -211,11 +219,15 @@ impl ConsumerBuilder {
         }
         if let Lane::Log(lane) = &self.lane {
             if lane.is_empty() {
-                return Err(A2Error::invalid_consumer(format!("lane for consumer '{name}' must be a non-empty string")));
+                return Err(A2Error::invalid_consumer(format!(
+                    "lane for consumer '{name}' must be a non-empty string"
+                )));
             }
         }
         if self.backfill && !matches!(self.lane, Lane::Log(_)) {
-            return Err(A2Error::invalid_consumer(format!("consumer '{name}' backfills, so its lane must be a string")));
+            return Err(A2Error::invalid_consumer(format!(
+                "consumer '{name}' backfills, so its lane must be a string"
+            )));
         }
         if self.backfill && !self.abort_on.is_empty() {
             return Err(A2Error::invalid_consumer(format!("consumer '{name}' backfills, so it can't use abort_on")));

@@ -144,10 +144,9 @@ impl Contract {
     }
 
     pub(crate) fn reducer_named(&self, name: &str) -> Result<&Reducer, A2Error> {
-        self.reducers.get(name).ok_or_else(|| A2Error::UnknownReducer {
-            contract: self.name.clone(),
-            reducer: name.to_owned(),
-        })
+        self.reducers
+            .get(name)
+            .ok_or_else(|| A2Error::UnknownReducer { contract: self.name.clone(), reducer: name.to_owned() })
     }
 
     /// Refuse an unknown type or a payload its check rejects.

@@ -86,8 +86,12 @@ pub(crate) struct DrainOptions {
 enum HeadOutcome {
     /// `opens`: it may have made another head runnable (a cursor moved, a
     /// lane's next head, or events it appended).
-    Processed { opens: bool },
-    Failed { retry_at: Millis },
+    Processed {
+        opens: bool,
+    },
+    Failed {
+        retry_at: Millis,
+    },
     DeadLettered,
     Superseded,
     /// The store could not record the outcome; the lease lapses and the next claim counts it.
@@ -159,7 +163,11 @@ pub(crate) async fn background(inner: Weak<Inner>, session_id: String, slot: Arc
     }
 }
 
-pub(crate) async fn run_drain(inner: &Arc<Inner>, session_id: &str, options: DrainOptions) -> Result<DrainResult, A2Error> {
+pub(crate) async fn run_drain(
+    inner: &Arc<Inner>,
+    session_id: &str,
+    options: DrainOptions,
+) -> Result<DrainResult, A2Error> {
     let holder = uuid::Uuid::new_v4().to_string();
     let span = tracing::info_span!(
         "a2.drain",
@@ -339,7 +347,10 @@ impl<'a> Drain<'a> {
             exclude: self.excluded.clone(),
             max_failures: MAX_FAILURES,
             // Claim no more than can start soon: a claimed head's lease is already running.
-            limit: timings.claim_batch.min(u32::try_from(self.inner.running.available_permits()).unwrap_or(u32::MAX)).max(1),
+            limit: timings
+                .claim_batch
+                .min(u32::try_from(self.inner.running.available_permits()).unwrap_or(u32::MAX))
+                .max(1),
         };
         let limit = params.limit as usize;
         let claimed = self.inner.store.head_claim(params).instrument(span.clone()).await?;
@@ -394,12 +405,15 @@ impl<'a> Drain<'a> {
     /// Self-fencing: a head whose local lease estimate passed is abandoned with no I/O.
     fn fence_lapsed(&mut self) {
         let now = self.inner.clock.now_ms();
-        let lapsed: Vec<HeadRef> = self.active.iter().filter(|(_, a)| a.expires_at <= now).map(|(h, _)| h.clone()).collect();
+        let lapsed: Vec<HeadRef> =
+            self.active.iter().filter(|(_, a)| a.expires_at <= now).map(|(h, _)| h.clone()).collect();
         for head in lapsed {
             tracing::warn!(
                 code = "CLAIM_EXPIRED",
                 "the claim on event {} for consumer '{}' in session '{}' lapsed without renewal",
-                head.index, head.consumer, self.session_id
+                head.index,
+                head.consumer,
+                self.session_id
             );
             self.give_up(&head);
         }
@@ -444,7 +458,9 @@ impl<'a> Drain<'a> {
                     tracing::info!(
                         code = "SUPERSEDED_ATTEMPT",
                         "a newer attempt owns event {} for consumer '{}' in session '{}'",
-                        head.index, head.consumer, self.session_id
+                        head.index,
+                        head.consumer,
+                        self.session_id
                     );
                     self.give_up(&head);
                 }
@@ -668,9 +684,14 @@ async fn settle(claimed: &ClaimedHead, queue: &SettleQueue) -> HeadOutcome {
         Ok(Ok(true)) => HeadOutcome::Processed { opens: claimed.head.lane.is_some() },
         Ok(Ok(false)) => HeadOutcome::Superseded,
         Ok(Err(error)) => HeadOutcome::StoreFailed(error),
-        Err(_) => HeadOutcome::StoreFailed(StoreError::unavailable("the drain ended before the completion was written")),
+        Err(_) => {
+            HeadOutcome::StoreFailed(StoreError::unavailable("the drain ended before the completion was written"))
+        }
     };
-    span.record("a2.commit.outcome", if matches!(outcome, HeadOutcome::Processed { .. }) { "completed" } else { "superseded" });
+    span.record(
+        "a2.commit.outcome",
+        if matches!(outcome, HeadOutcome::Processed { .. }) { "completed" } else { "superseded" },
+    );
     outcome
 }
 
@@ -702,7 +723,12 @@ async fn fail(inner: &Arc<Inner>, claimed: &ClaimedHead, error: String) -> HeadO
 }
 
 /// Cancel `token` when an `abort_on` event lands after the trigger while the head runs.
-fn abort_watch(inner: &Arc<Inner>, consumer: &Consumer, claimed: &ClaimedHead, token: CancellationToken) -> Option<AbortOnDropUnit> {
+fn abort_watch(
+    inner: &Arc<Inner>,
+    consumer: &Consumer,
+    claimed: &ClaimedHead,
+    token: CancellationToken,
+) -> Option<AbortOnDropUnit> {
     if consumer.def.abort_on.is_empty() {
         return None;
     }
@@ -712,7 +738,13 @@ fn abort_watch(inner: &Arc<Inner>, consumer: &Consumer, claimed: &ClaimedHead, t
     let mut notices = inner.notices.subscribe();
     let store = inner.store.clone();
     let handle = tokio::spawn(async move {
-        let params = a2_store::EventList { session: key.clone(), after: Some(after), before: None, limit: a2_store::MAX_PAGE, newest_first: false };
+        let params = a2_store::EventList {
+            session: key.clone(),
+            after: Some(after),
+            before: None,
+            limit: a2_store::MAX_PAGE,
+            newest_first: false,
+        };
         if let Ok(events) = store.event_list(params).await {
             if events.iter().any(|e| types.contains(&e.event_type)) {
                 token.cancel();

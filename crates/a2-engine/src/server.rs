@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2_store::{
-    session_key, Cause, Clock, Cleared, CursorWake, DeadLetter, DeadLetterList, Event, EventAppend, EventList,
-    HeadRef, NewEvent, RedriveAction, SessionClear, SnapshotGet, SnapshotPut, Store, StoreConsumer, Target,
+    session_key, Cause, Cleared, Clock, CursorWake, DeadLetter, DeadLetterList, Event, EventAppend, EventList, HeadRef,
+    NewEvent, RedriveAction, SessionClear, SnapshotGet, SnapshotPut, Store, StoreConsumer, Target,
 };
 use serde_json::Value;
 use tokio::sync::{broadcast, Notify};
@@ -223,7 +223,7 @@ impl Session {
     /// Clear through the head, only if the head is `if_last_index` when given.
     pub async fn clear(&self, if_last_index: Option<u64>) -> Result<Cleared, A2Error> {
         let key = self.inner.key(&self.id);
-        Ok(self.inner.store.session_clear(SessionClear { session: key, if_last_index }).await?)
+        Ok(self.inner.store.session_clear(SessionClear { session: key, if_last_index, audit: None }).await?)
     }
 
     /// Run a log consumer until its cursor passes `through` (default: the head now).
@@ -340,9 +340,9 @@ impl Inner {
 
     /// Whether stored events give any consumer work.
     pub(crate) fn has_work(&self, events: &[NewEvent]) -> bool {
-        events.iter().any(|e| {
-            !e.targets.is_empty() || self.consumers.iter().any(|c| c.is_log() && c.takes(&e.event_type))
-        })
+        events
+            .iter()
+            .any(|e| !e.targets.is_empty() || self.consumers.iter().any(|c| c.is_log() && c.takes(&e.event_type)))
     }
 
     pub(crate) async fn append(
@@ -366,7 +366,11 @@ impl Inner {
             let key = self.key(session_id);
             let appended = self
                 .store
-                .event_append(EventAppend { session: key.clone(), events: new, consumers: self.store_consumers.clone() })
+                .event_append(EventAppend {
+                    session: key.clone(),
+                    events: new,
+                    consumers: self.store_consumers.clone(),
+                })
                 .await?;
             tracing::Span::current().record("a2.append.head", appended.head);
             if !appended.duplicate && !appended.events.is_empty() {
@@ -388,7 +392,8 @@ impl Inner {
     }
 
     pub(crate) async fn history(&self, session_id: &str, after: u64, limit: u32) -> Result<Vec<Event>, A2Error> {
-        let params = EventList { session: self.key(session_id), after: Some(after), before: None, limit, newest_first: false };
+        let params =
+            EventList { session: self.key(session_id), after: Some(after), before: None, limit, newest_first: false };
         let mut events = self.store.event_list(params).await?;
         for event in &mut events {
             event.session = session_id.to_owned();
@@ -434,7 +439,13 @@ impl Inner {
             tracing::Span::current().record("a2.state.snapshot_index", at);
             let mut folded = 0u64;
             while at < through {
-                let params = EventList { session: key.clone(), after: Some(at), before: Some(through + 1), limit: a2_store::MAX_PAGE, newest_first: false };
+                let params = EventList {
+                    session: key.clone(),
+                    after: Some(at),
+                    before: Some(through + 1),
+                    limit: a2_store::MAX_PAGE,
+                    newest_first: false,
+                };
                 let page = self.store.event_list(params).await?;
                 let Some(last) = page.last().map(|e| e.index) else { break };
                 for event in &page {
@@ -446,7 +457,13 @@ impl Inner {
             tracing::Span::current().record("a2.state.folded", folded);
             if folded > 0 || pin.is_some() {
                 self.store
-                    .snapshot_put(SnapshotPut { session: key, reducer: reducer.name.clone(), index: at, state: state.clone(), pin })
+                    .snapshot_put(SnapshotPut {
+                        session: key,
+                        reducer: reducer.name.clone(),
+                        index: at,
+                        state: state.clone(),
+                        pin,
+                    })
                     .await?;
             }
             Ok(state)
@@ -480,6 +497,7 @@ impl Inner {
                 consumer: consumer.to_owned(),
                 index,
                 action,
+                audit: None,
             };
             let redriven = self.store.dead_letter_redrive(params).await?;
             tracing::Span::current().record("a2.redrive.redriven", redriven);
@@ -536,7 +554,10 @@ impl Inner {
                         consumer: consumer.name().to_owned(),
                         session: session_id.to_owned(),
                         index: woken.next.unwrap_or(0),
-                        last_error: woken.last_error.clone().unwrap_or_else(|| "every attempt ended before it finished".into()),
+                        last_error: woken
+                            .last_error
+                            .clone()
+                            .unwrap_or_else(|| "every attempt ended before it finished".into()),
                     });
                 }
                 drains += 1;

@@ -78,7 +78,8 @@ async fn spans_of_append_drain_dead_letter_and_redrive() {
 
     let spans = captured.spans.lock().map(|s| s.clone()).expect("spans");
     let named = |name: &str| spans.iter().filter(|(n, _)| n == name).map(|(_, f)| f.clone()).collect::<Vec<_>>();
-    let get = |fields: &Fields, key: &str| fields.get(key).cloned().unwrap_or_else(|| panic!("{key} missing in {fields:?}"));
+    let get =
+        |fields: &Fields, key: &str| fields.get(key).cloned().unwrap_or_else(|| panic!("{key} missing in {fields:?}"));
 
     let appends = named("a2.append");
     assert_eq!(appends.len(), 1);

@@ -62,7 +62,12 @@ pub async fn attach(connect: &Connect) -> Result<Attached, OperatorError> {
     let clock = Arc::new(SystemClock);
     if url == "memory:" {
         let mode = connect.mode.unwrap_or(Mode::ReadWrite);
-        return Ok(Attached { store: Arc::new(MemoryStore::new(clock)), kind: StoreKind::Memory, mode, role_can_write: None });
+        return Ok(Attached {
+            store: Arc::new(MemoryStore::new(clock)),
+            kind: StoreKind::Memory,
+            mode,
+            role_can_write: None,
+        });
     }
     if url.starts_with("sqlite:") {
         let store = SqliteStore::open_url(url, connect.mode.unwrap_or(Mode::ReadWrite), clock).await?;

@@ -55,7 +55,9 @@ fn contract() -> Result<Contract, OperatorError> {
         let orders = state["orders"].as_u64().unwrap_or(0);
         let amount = state["amount"].as_u64().unwrap_or(0);
         match event.event_type.as_str() {
-            "order.placed" => json!({ "orders": orders + 1, "amount": amount + event.payload["amount"].as_u64().unwrap_or(0) }),
+            "order.placed" => {
+                json!({ "orders": orders + 1, "amount": amount + event.payload["amount"].as_u64().unwrap_or(0) })
+            }
             _ => state,
         }
     });
@@ -88,12 +90,14 @@ fn consumers(options: DemoOptions) -> Result<Vec<Consumer>, OperatorError> {
         .types(["payment.captured"])
         .lane_fn(|session, _| Some(format!("warehouse-{}", session.len() % 3)))
         .run(|_| async { Ok::<_, BoxError>(AppendInput::new("order.shipped", json!({ "carrier": "post" }))) })?;
-    let mailer = Consumer::builder("mailer").lane("main").types(["order.placed", "order.shipped"]).run(move |ctx| async move {
-        if let Some(error) = fails(&options, "mailer", &ctx.event.id, ctx.attempt) {
-            return Err::<AppendInput, BoxError>(error.into());
-        }
-        Ok(AppendInput::new("email.sent", json!({ "about": ctx.event.event_type })))
-    })?;
+    let mailer = Consumer::builder("mailer").lane("main").types(["order.placed", "order.shipped"]).run(
+        move |ctx| async move {
+            if let Some(error) = fails(&options, "mailer", &ctx.event.id, ctx.attempt) {
+                return Err::<AppendInput, BoxError>(error.into());
+            }
+            Ok(AppendInput::new("email.sent", json!({ "about": ctx.event.event_type })))
+        },
+    )?;
     let ledger = Consumer::builder("ledger").lane("books").backfill().run(|ctx| async move {
         ctx.session.state("totals", None).await?;
         Ok::<(), BoxError>(())
@@ -128,7 +132,12 @@ pub async fn seed(store: Arc<dyn Store>, options: DemoOptions) -> Result<u64, Op
 }
 
 /// Sessions `writer`, `writer + writers`, … of the demo.
-async fn seed_part(store: Arc<dyn Store>, options: DemoOptions, writer: usize, writers: usize) -> Result<u64, OperatorError> {
+async fn seed_part(
+    store: Arc<dyn Store>,
+    options: DemoOptions,
+    writer: usize,
+    writers: usize,
+) -> Result<u64, OperatorError> {
     // Quick retries, so poison events dead-letter during seeding.
     let timings = DrainTimings { backoff: Backoff { base_ms: 1, max_ms: 5 }, ..DrainTimings::default() };
     let server = Server::builder(contract()?, store.clone())

@@ -141,8 +141,9 @@ impl Operator {
         Ok(())
     }
 
-    async fn audit(&self, action: &str, contract: &str, session: &str, parameters: serde_json::Value, outcome: serde_json::Value) -> Result<()> {
-        let entry = AuditEntry {
+    /// An audit entry for an action on a session; the outcome is filled in when known.
+    fn entry(&self, action: &str, contract: &str, session: &str, parameters: serde_json::Value) -> AuditEntry {
+        AuditEntry {
             at: self.now(),
             user: self.actor.user.clone(),
             host: self.actor.host.clone(),
@@ -150,10 +151,8 @@ impl Operator {
             contract: Some(contract.to_owned()),
             session_id: Some(session.to_owned()),
             parameters,
-            outcome,
-        };
-        self.store().audit_append(entry).await?;
-        Ok(())
+            outcome: serde_json::Value::Null,
+        }
     }
 
     // ── reads ────────────────────────────────────────────────────────
@@ -174,7 +173,12 @@ impl Operator {
         for _ in 0..10 {
             let page = self
                 .store()
-                .session_list(SessionList { contract: contract.to_owned(), id_prefix: query.id_prefix.clone(), after: after.clone(), limit: fetch })
+                .session_list(SessionList {
+                    contract: contract.to_owned(),
+                    id_prefix: query.id_prefix.clone(),
+                    after: after.clone(),
+                    limit: fetch,
+                })
                 .await?;
             let full = page.len() == fetch as usize;
             for summary in page {
@@ -201,10 +205,19 @@ impl Operator {
             .ok_or_else(|| OperatorError::NotFound { what: format!("session '{session}' of contract '{contract}'") })
     }
 
-    pub async fn events(&self, contract: &str, session: &str, after: Option<u64>, before: Option<u64>, newest_first: bool, limit: u32) -> Result<Vec<Event>> {
+    pub async fn events(
+        &self,
+        contract: &str,
+        session: &str,
+        after: Option<u64>,
+        before: Option<u64>,
+        newest_first: bool,
+        limit: u32,
+    ) -> Result<Vec<Event>> {
         self.session(contract, session).await?;
         let key = key(contract, session)?;
-        let mut events = self.store().event_list(EventList { session: key, after, before, limit, newest_first }).await?;
+        let mut events =
+            self.store().event_list(EventList { session: key, after, before, limit, newest_first }).await?;
         for event in &mut events {
             event.session = session.to_owned();
         }
@@ -241,7 +254,14 @@ impl Operator {
     // ── actions ──────────────────────────────────────────────────────
 
     /// Retry or skip one dead letter; `redriven: false` when the head is not dead.
-    pub async fn redrive(&self, contract: &str, session: &str, consumer: &str, index: u64, action: RedriveAction) -> Result<Redriven> {
+    pub async fn redrive(
+        &self,
+        contract: &str,
+        session: &str,
+        consumer: &str,
+        index: u64,
+        action: RedriveAction,
+    ) -> Result<Redriven> {
         let name = match action {
             RedriveAction::Retry => "redrive.retry",
             RedriveAction::Skip => "redrive.skip",
@@ -251,7 +271,9 @@ impl Operator {
             return Err(OperatorError::invalid("indexes start at 1"));
         }
         self.session(contract, session).await?;
-        let params = DeadLetterRedrive { session: key(contract, session)?, consumer: consumer.to_owned(), index, action };
+        let audit = Some(self.entry(name, contract, session, json!({ "consumer": consumer, "index": index })));
+        let params =
+            DeadLetterRedrive { session: key(contract, session)?, consumer: consumer.to_owned(), index, action, audit };
         let redriven = self.store().dead_letter_redrive(params).await?;
         if redriven {
             if let Some(server) = self.hosted.iter().find(|s| s.contract().name() == contract) {
@@ -259,9 +281,7 @@ impl Operator {
                 let _ = server.session(session)?.drain().await;
             }
         }
-        let outcome = Redriven { redriven };
-        self.audit(name, contract, session, json!({ "consumer": consumer, "index": index }), json!(outcome)).await?;
-        Ok(outcome)
+        Ok(Redriven { redriven })
     }
 
     /// Redrive every dead letter matching the filter, as a job: `progress`
@@ -286,11 +306,19 @@ impl Operator {
         let mut targets = Vec::new();
         let mut after = None;
         while (targets.len() as u64) < stop_at {
-            let query = DeadLetterList { contract: job.contract.clone(), consumer: job.consumer.clone(), after: after.clone(), limit: MAX_PAGE, ..Default::default() };
+            let query = DeadLetterList {
+                contract: job.contract.clone(),
+                consumer: job.consumer.clone(),
+                after: after.clone(),
+                limit: MAX_PAGE,
+                ..Default::default()
+            };
             let page = self.store().dead_letter_list(query).await?;
             let Some(last) = page.last() else { break };
             after = Some(last.key());
-            targets.extend(page.into_iter().take(usize::try_from(stop_at).unwrap_or(usize::MAX).saturating_sub(targets.len())));
+            targets.extend(
+                page.into_iter().take(usize::try_from(stop_at).unwrap_or(usize::MAX).saturating_sub(targets.len())),
+            );
         }
         let mut state = JobProgress { done: 0, total: targets.len() as u64, failed: 0 };
         progress(state);
@@ -299,7 +327,13 @@ impl Operator {
             if cancelled() {
                 break;
             }
-            let params = DeadLetterRedrive { session: letter.key().session, consumer: letter.consumer.clone(), index: letter.index, action: job.action };
+            let params = DeadLetterRedrive {
+                session: letter.key().session,
+                consumer: letter.consumer.clone(),
+                index: letter.index,
+                action: job.action,
+                audit: None,
+            };
             match self.store().dead_letter_redrive(params).await {
                 Ok(true) => state.done += 1,
                 Ok(false) | Err(_) => state.failed += 1,
@@ -309,16 +343,16 @@ impl Operator {
                 tokio::time::sleep(pause).await;
             }
         }
-        let entry = AuditEntry {
-            at: self.now(),
-            user: self.actor.user.clone(),
-            host: self.actor.host.clone(),
-            action: action_name.to_owned(),
-            contract: job.contract.clone(),
-            session_id: None,
-            parameters: json!({ "consumer": job.consumer, "stop_at": job.stop_at, "rate": job.rate }),
-            outcome: json!(state),
-        };
+        // The job is one record, written when it ends: it spans many transactions.
+        let mut entry = self.entry(
+            action_name,
+            job.contract.as_deref().unwrap_or(""),
+            "",
+            json!({ "consumer": job.consumer, "stop_at": job.stop_at, "rate": job.rate }),
+        );
+        entry.contract = job.contract.clone();
+        entry.session_id = None;
+        entry.outcome = json!(state);
         self.store().audit_append(entry).await?;
         Ok(state)
     }
@@ -327,13 +361,18 @@ impl Operator {
     pub async fn clear(&self, contract: &str, session: &str, if_last_index: Option<u64>) -> Result<Cleared> {
         self.writable("clear")?;
         self.session(contract, session).await?;
-        let cleared = self.store().session_clear(SessionClear { session: key(contract, session)?, if_last_index }).await?;
-        self.audit("clear", contract, session, json!({ "if_last_index": if_last_index }), json!(cleared)).await?;
-        Ok(cleared)
+        let audit = Some(self.entry("clear", contract, session, json!({ "if_last_index": if_last_index })));
+        Ok(self.store().session_clear(SessionClear { session: key(contract, session)?, if_last_index, audit }).await?)
     }
 
     /// How many events a consume through `through` would take.
-    pub async fn consume_preview(&self, contract: &str, session: &str, consumer: &str, through: Option<u64>) -> Result<u64> {
+    pub async fn consume_preview(
+        &self,
+        contract: &str,
+        session: &str,
+        consumer: &str,
+        through: Option<u64>,
+    ) -> Result<u64> {
         let cursor = self.log_cursor(contract, session, consumer).await?;
         let through = through.unwrap_or(cursor.session_head).min(cursor.session_head);
         Ok((through + 1).saturating_sub(cursor.next_index))
@@ -390,29 +429,39 @@ impl Operator {
                             .open(path)
                             .map_err(|e| OperatorError::invalid(format!("cannot write {}: {e}", path.display())))?,
                     ))),
-                    (ConsumeMode::Export, None) => return Err(OperatorError::invalid("export needs a file to write (--out)")),
+                    (ConsumeMode::Export, None) => {
+                        return Err(OperatorError::invalid("export needs a file to write (--out)"))
+                    }
                     _ => None,
                 };
-                let operator = Consumer::builder(consumer)
-                    .lane(lane)
-                    .run(move |ctx| {
-                        let sink = sink.clone();
-                        async move {
-                            if let Some(sink) = sink {
-                                let line = serde_json::to_string(&ctx.event)?;
-                                let mut file = sink.lock().map_err(|_| "the export file lock was poisoned")?;
-                                writeln!(file, "{line}")?;
-                                file.flush()?;
-                            }
-                            Ok::<(), BoxError>(())
+                let operator = Consumer::builder(consumer).lane(lane).run(move |ctx| {
+                    let sink = sink.clone();
+                    async move {
+                        if let Some(sink) = sink {
+                            let line = serde_json::to_string(&ctx.event)?;
+                            let mut file = sink.lock().map_err(|_| "the export file lock was poisoned")?;
+                            writeln!(file, "{line}")?;
+                            file.flush()?;
                         }
-                    })?;
-                let server = Server::builder(Contract::new(contract)?, self.attached.store.clone()).run_in_background(false).build()?;
+                        Ok::<(), BoxError>(())
+                    }
+                })?;
+                let server = Server::builder(Contract::new(contract)?, self.attached.store.clone())
+                    .run_in_background(false)
+                    .build()?;
                 server.session(session)?.consume(&operator, through).await?
             }
         };
+        // Consume spans many transactions (one per head), so its record follows it.
         let outcome = Consumed { index };
-        self.audit(action, contract, session, json!({ "consumer": consumer, "through": through, "from": cursor.next_index }), json!(outcome)).await?;
+        let mut entry = self.entry(
+            action,
+            contract,
+            session,
+            json!({ "consumer": consumer, "through": through, "from": cursor.next_index }),
+        );
+        entry.outcome = json!(outcome);
+        self.store().audit_append(entry).await?;
         Ok(outcome)
     }
 }

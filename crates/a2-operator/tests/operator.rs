@@ -26,7 +26,8 @@ async fn store_of(kind: StoreKind) -> Arc<dyn Store> {
                 .unwrap_or_else(|e| panic!("{e}")),
         ),
         StoreKind::Postgres => {
-            let url = std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+            let url = std::env::var("A2_TEST_POSTGRES_URL")
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
             let schema = format!("a2_conf_{}_op{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
             let options = a2_store_postgres::PgOptions { schema: Some(schema), ..Default::default() };
             Arc::new(a2_store_postgres::PgStore::connect(&url, options, clock).await.unwrap_or_else(|e| panic!("{e}")))
@@ -47,7 +48,10 @@ async fn seed(store: &dyn Store) {
         store.cursor_wake(CursorWake { session: key.clone(), consumer: consumers[0].clone() }).await.ok();
         let charged = vec![Target { consumer: "charger".into(), lane: None }];
         let events = (1..=4).map(|n| event(&format!("e{n}"), if n == 1 { charged.clone() } else { vec![] })).collect();
-        store.event_append(EventAppend { session: key.clone(), events, consumers: consumers.clone() }).await.unwrap_or_else(|e| panic!("{e}"));
+        store
+            .event_append(EventAppend { session: key.clone(), events, consumers: consumers.clone() })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         if s % 2 == 1 {
             let claim = HeadClaim {
                 session: key.clone(),
@@ -60,19 +64,35 @@ async fn seed(store: &dyn Store) {
                 limit: 10,
             };
             for head in store.head_claim(claim).await.unwrap_or_else(|e| panic!("{e}")).heads {
-                let fail = HeadFail { session: key.clone(), head: head.head, attempt: head.attempt, error: "card declined".into(), max_failures: 1, backoff: Backoff::default() };
+                let fail = HeadFail {
+                    session: key.clone(),
+                    head: head.head,
+                    attempt: head.attempt,
+                    error: "card declined".into(),
+                    max_failures: 1,
+                    backoff: Backoff::default(),
+                };
                 store.head_fail(fail).await.unwrap_or_else(|e| panic!("{e}"));
             }
         }
     }
     store
-        .snapshot_put(SnapshotPut { session: session_key("shop", "o-0"), reducer: "totals".into(), index: 2, state: json!({ "n": 2 }), pin: None })
+        .snapshot_put(SnapshotPut {
+            session: session_key("shop", "o-0"),
+            reducer: "totals".into(),
+            index: 2,
+            state: json!({ "n": 2 }),
+            pin: None,
+        })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
 fn operator(store: Arc<dyn Store>, kind: StoreKind, mode: Mode) -> Operator {
-    Operator::new(Attached { store, kind, mode, role_can_write: None }, Actor { user: "tester".into(), host: "here".into() })
+    Operator::new(
+        Attached { store, kind, mode, role_can_write: None },
+        Actor { user: "tester".into(), host: "here".into() },
+    )
 }
 
 async fn reads_and_actions(kind: StoreKind) {
@@ -80,10 +100,14 @@ async fn reads_and_actions(kind: StoreKind) {
     seed(&*store).await;
     let op = operator(store.clone(), kind, Mode::ReadWrite);
     assert_eq!(op.contracts().await.unwrap_or_default(), vec!["shop".to_owned()]);
-    let all = op.sessions("shop", SessionQuery { limit: 2, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
+    let all =
+        op.sessions("shop", SessionQuery { limit: 2, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(all.items.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["o-0", "o-1"]);
     assert_eq!(all.next.as_deref(), Some("o-1"));
-    let dead = op.sessions("shop", SessionQuery { has_dead_letters: true, limit: 10, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
+    let dead = op
+        .sessions("shop", SessionQuery { has_dead_letters: true, limit: 10, ..Default::default() })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(dead.items.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["o-1", "o-3"]);
     assert!(dead.next.is_none());
     let summary = op.session("shop", "o-1").await.unwrap_or_else(|e| panic!("{e}"));
@@ -101,37 +125,70 @@ async fn reads_and_actions(kind: StoreKind) {
     let totals = op.consumers(Some("shop")).await.unwrap_or_else(|e| panic!("{e}"));
     let charger_total = totals.iter().find(|t| t.consumer == "charger").unwrap_or_else(|| panic!("charger total"));
     assert_eq!(charger_total.dead_letters, 2);
-    let letters = op.dead_letters(DeadLetterList { limit: 1, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
+    let letters =
+        op.dead_letters(DeadLetterList { limit: 1, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(letters.items.len(), 1);
-    let rest = op.dead_letters(DeadLetterList { after: letters.next.clone(), limit: 10, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
+    let rest = op
+        .dead_letters(DeadLetterList { after: letters.next.clone(), limit: 10, ..Default::default() })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(rest.items.iter().map(|d| d.session_id.as_str()).collect::<Vec<_>>(), vec!["o-3"]);
     assert_eq!(op.snapshots("shop", "o-0").await.unwrap_or_default().len(), 1);
     assert_eq!(op.session("shop", "nope").await.map_err(|e| e.code()), Err("NOT_FOUND"));
 
     // Actions, each audited.
-    assert!(op.redrive("shop", "o-1", "charger", 1, RedriveAction::Skip).await.unwrap_or_else(|e| panic!("{e}")).redriven);
-    assert!(!op.redrive("shop", "o-1", "charger", 1, RedriveAction::Skip).await.unwrap_or_else(|e| panic!("{e}")).redriven);
-    assert!(op.redrive("shop", "o-3", "charger", 1, RedriveAction::Retry).await.unwrap_or_else(|e| panic!("{e}")).redriven);
-    assert_eq!(op.dead_letters(DeadLetterList { limit: 10, ..Default::default() }).await.map(|p| p.items.len()).ok(), Some(0));
+    assert!(
+        op.redrive("shop", "o-1", "charger", 1, RedriveAction::Skip).await.unwrap_or_else(|e| panic!("{e}")).redriven
+    );
+    assert!(
+        !op.redrive("shop", "o-1", "charger", 1, RedriveAction::Skip).await.unwrap_or_else(|e| panic!("{e}")).redriven
+    );
+    assert!(
+        op.redrive("shop", "o-3", "charger", 1, RedriveAction::Retry).await.unwrap_or_else(|e| panic!("{e}")).redriven
+    );
+    assert_eq!(
+        op.dead_letters(DeadLetterList { limit: 10, ..Default::default() }).await.map(|p| p.items.len()).ok(),
+        Some(0)
+    );
     assert_eq!(op.consume_preview("shop", "o-2", "mailer", Some(3)).await.ok(), Some(3));
-    assert_eq!(op.consume("shop", "o-2", "mailer", Some(3), ConsumeMode::Ack, None).await.map(|c| c.index).ok(), Some(3));
+    assert_eq!(
+        op.consume("shop", "o-2", "mailer", Some(3), ConsumeMode::Ack, None).await.map(|c| c.index).ok(),
+        Some(3)
+    );
     let out = scratch("export.jsonl");
-    assert_eq!(op.consume("shop", "o-2", "mailer", None, ConsumeMode::Export, Some(&out)).await.map(|c| c.index).ok(), Some(4));
+    assert_eq!(
+        op.consume("shop", "o-2", "mailer", None, ConsumeMode::Export, Some(&out)).await.map(|c| c.index).ok(),
+        Some(4)
+    );
     let exported = std::fs::read_to_string(&out).unwrap_or_default();
     assert_eq!(exported.lines().count(), 1, "the export holds event 4 only");
     assert!(exported.contains("\"index\":4"), "{exported}");
-    assert_eq!(op.consume("shop", "o-2", "charger", None, ConsumeMode::Ack, None).await.map_err(|e| e.code()), Err("INVALID_INPUT"));
+    assert_eq!(
+        op.consume("shop", "o-2", "charger", None, ConsumeMode::Ack, None).await.map_err(|e| e.code()),
+        Err("INVALID_INPUT")
+    );
     let unwritable = std::path::Path::new("/proc/no/such/dir/out.jsonl");
     let refused = op.consume("shop", "o-0", "mailer", None, ConsumeMode::Export, Some(unwritable)).await;
     assert_eq!(refused.map_err(|e| e.code()), Err("INVALID_INPUT"));
-    assert_eq!(op.heads("shop", "o-0").await.ok().and_then(|h| h.into_iter().find(|h| h.consumer == "mailer")).map(|h| h.next_index), Some(1), "nothing moved");
+    assert_eq!(
+        op.heads("shop", "o-0")
+            .await
+            .ok()
+            .and_then(|h| h.into_iter().find(|h| h.consumer == "mailer"))
+            .map(|h| h.next_index),
+        Some(1),
+        "nothing moved"
+    );
     let missed = op.clear("shop", "o-4", Some(3)).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(!missed.cleared);
     let cleared = op.clear("shop", "o-4", Some(4)).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((cleared.cleared, cleared.index), (true, 4));
     let audit = op.audit_log(None, 50).await.unwrap_or_else(|e| panic!("{e}"));
     let actions: Vec<&str> = audit.iter().map(|r| r.entry.action.as_str()).collect();
-    assert_eq!(actions, vec!["clear", "clear", "consume.export", "consume.ack", "redrive.retry", "redrive.skip", "redrive.skip"]);
+    assert_eq!(
+        actions,
+        vec!["clear", "clear", "consume.export", "consume.ack", "redrive.retry", "redrive.skip", "redrive.skip"]
+    );
     assert!(audit.iter().all(|r| r.entry.user == "tester" && r.entry.contract.as_deref() == Some("shop")));
     assert_eq!(audit[0].entry.outcome, json!({ "cleared": true, "index": 4 }));
 

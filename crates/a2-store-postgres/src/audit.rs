@@ -7,25 +7,31 @@ use sqlx::types::Json;
 use crate::rows::get;
 use crate::{db_error, PgStore};
 
+/// Write an entry inside the caller's transaction.
+pub(crate) async fn insert_audit(conn: &mut sqlx::PgConnection, entry: &AuditEntry) -> Result<u64, StoreError> {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+    )
+    .bind(entry.at)
+    .bind(&entry.user)
+    .bind(&entry.host)
+    .bind(&entry.action)
+    .bind(&entry.contract)
+    .bind(&entry.session_id)
+    .bind(Json(&entry.parameters))
+    .bind(Json(&entry.outcome))
+    .fetch_one(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(to_u64(id))
+}
+
 impl PgStore {
     pub(crate) async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
         self.writable()?;
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-        )
-        .bind(entry.at)
-        .bind(&entry.user)
-        .bind(&entry.host)
-        .bind(&entry.action)
-        .bind(&entry.contract)
-        .bind(&entry.session_id)
-        .bind(Json(&entry.parameters))
-        .bind(Json(&entry.outcome))
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_error)?;
-        Ok(to_u64(id))
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        insert_audit(&mut conn, &entry).await
     }
 
     pub(crate) async fn list_audit(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError> {

@@ -14,16 +14,26 @@ pub fn db_error(error: sqlx::Error) -> StoreError {
                 "40001" | "40P01" | "55P03" | "53300" | "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => {
                     StoreError::unavailable(format!("{message} ({code})"))
                 }
-                "28P01" | "28000" => StoreError::Unavailable { message: format!("authentication failed: {message}"), retryable: false },
-                "3D000" => StoreError::Unavailable { message: format!("no such database: {message}"), retryable: false },
-                "42P01" | "42703" => StoreError::Schema { message: format!("{message}: the A2 schema is missing or different") },
-                "22P05" | "22021" | "54000" => StoreError::invalid(format!("the value cannot be stored: {message} ({code})")),
+                "28P01" | "28000" => {
+                    StoreError::Unavailable { message: format!("authentication failed: {message}"), retryable: false }
+                }
+                "3D000" => {
+                    StoreError::Unavailable { message: format!("no such database: {message}"), retryable: false }
+                }
+                "42P01" | "42703" => {
+                    StoreError::Schema { message: format!("{message}: the A2 schema is missing or different") }
+                }
+                "22P05" | "22021" | "54000" => {
+                    StoreError::invalid(format!("the value cannot be stored: {message} ({code})"))
+                }
                 _ => StoreError::Unavailable { message: format!("{message} ({code})"), retryable: false },
             }
         }
-        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_) | sqlx::Error::WorkerCrashed => {
-            StoreError::unavailable(error.to_string())
-        }
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => StoreError::unavailable(error.to_string()),
         sqlx::Error::Configuration(_) => StoreError::invalid(error.to_string()),
         _ => StoreError::Unavailable { message: error.to_string(), retryable: false },
     }

@@ -69,7 +69,8 @@ pub struct PgStore {
 
 /// The host a Postgres URL names, or `None` for a Unix socket.
 pub fn url_host(url: &str) -> Result<Option<String>, StoreError> {
-    let options = PgConnectOptions::from_str(url).map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?;
+    let options =
+        PgConnectOptions::from_str(url).map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?;
     let host = options.get_host();
     Ok((!host.starts_with('/')).then(|| host.to_owned()))
 }
@@ -89,7 +90,9 @@ impl PgStore {
         let mut settings: Vec<(&str, String)> = Vec::new();
         if let Some(schema) = &options.schema {
             if !valid_schema(schema) {
-                return Err(StoreError::invalid(format!("schema name {schema:?} must be lowercase letters, digits and _")));
+                return Err(StoreError::invalid(format!(
+                    "schema name {schema:?} must be lowercase letters, digits and _"
+                )));
             }
             settings.push(("search_path", schema.clone()));
         }
@@ -97,7 +100,8 @@ impl PgStore {
             settings.push(("default_transaction_read_only", "on".into()));
         }
         connect = connect.options(settings.iter().map(|(k, v)| (*k, v.as_str())));
-        let reader_connect = connect.clone().options([("statement_timeout", options.statement_timeout.as_millis().to_string())]);
+        let reader_connect =
+            connect.clone().options([("statement_timeout", options.statement_timeout.as_millis().to_string())]);
         // The reader connects first, within the connect timeout: a bad host,
         // role or database fails fast and typed.
         let reader = PgPoolOptions::new()
@@ -152,7 +156,8 @@ impl PgStore {
                     Ok(mut listener) => {
                         if listener.listen(NOTIFY_CHANNEL).await.is_ok() {
                             while let Ok(notification) = listener.recv().await {
-                                let keys: Vec<String> = serde_json::from_str(notification.payload()).unwrap_or_default();
+                                let keys: Vec<String> =
+                                    serde_json::from_str(notification.payload()).unwrap_or_default();
                                 for key in keys {
                                     let _ = changes.send(key);
                                 }
@@ -188,7 +193,9 @@ impl PgStore {
     fn writable(&self) -> Result<(), StoreError> {
         match self.access {
             Access::ReadWrite => Ok(()),
-            Access::ReadOnly => Err(StoreError::ReadOnly { message: "this Postgres store was attached read-only".into() }),
+            Access::ReadOnly => {
+                Err(StoreError::ReadOnly { message: "this Postgres store was attached read-only".into() })
+            }
         }
     }
 }
@@ -213,7 +220,9 @@ fn announcer(pool: PgPool) -> tokio::sync::mpsc::UnboundedSender<String> {
                 }
             }
             let payload = serde_json::to_string(&batch).unwrap_or_default();
-            if let Err(error) = sqlx::query("SELECT pg_notify($1, $2)").bind(NOTIFY_CHANNEL).bind(payload).execute(&pool).await {
+            if let Err(error) =
+                sqlx::query("SELECT pg_notify($1, $2)").bind(NOTIFY_CHANNEL).bind(payload).execute(&pool).await
+            {
                 tracing::debug!(%error, "NOTIFY failed; listeners fall back to polling");
             }
         }
@@ -224,15 +233,15 @@ fn announcer(pool: PgPool) -> tokio::sync::mpsc::UnboundedSender<String> {
 fn newer_schema(version: i64) -> StoreError {
     let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
     StoreError::Schema {
-        message: format!("the database has A2 schema version {version}, newer than this binary's {known}: upgrade A2 first"),
+        message: format!(
+            "the database has A2 schema version {version}, newer than this binary's {known}: upgrade A2 first"
+        ),
     }
 }
 
 async fn check_schema(reader: &PgPool) -> Result<(), StoreError> {
-    let table: Option<String> = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
-        .fetch_one(reader)
-        .await
-        .map_err(db_error)?;
+    let table: Option<String> =
+        sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text").fetch_one(reader).await.map_err(db_error)?;
     if table.is_none() {
         return Err(StoreError::Schema {
             message: "the database has no A2 schema: connect read-write once to create it".into(),

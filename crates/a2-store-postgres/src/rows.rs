@@ -10,7 +10,10 @@ use sqlx::Row;
 
 use crate::db_error;
 
-pub fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(row: &'r PgRow, column: &str) -> Result<T, StoreError> {
+pub fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
+    row: &'r PgRow,
+    column: &str,
+) -> Result<T, StoreError> {
     row.try_get(column).map_err(db_error)
 }
 
@@ -43,7 +46,8 @@ pub fn head_row(row: &PgRow) -> Result<HeadRow, StoreError> {
 
 pub fn json<T: serde::de::DeserializeOwned>(row: &PgRow, column: &str) -> Result<T, StoreError> {
     let Json(value) = get::<Json<Value>>(row, column)?;
-    serde_json::from_value(value).map_err(|e| StoreError::Schema { message: format!("stored {column} is not what A2 wrote: {e}") })
+    serde_json::from_value(value)
+        .map_err(|e| StoreError::Schema { message: format!("stored {column} is not what A2 wrote: {e}") })
 }
 
 /// An event from columns `id, type, payload, idx, created_at, cause` (prefixed when joined).

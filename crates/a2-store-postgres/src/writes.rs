@@ -28,7 +28,13 @@ async fn session_row(conn: &mut PgConnection, key: &str) -> Result<Option<(u64, 
     row.map(|r| Ok((to_u64(get(&r, "head")?), to_u64(get(&r, "clear_index")?)))).transpose()
 }
 
-async fn ensure_cursors(conn: &mut PgConnection, key: &str, head: u64, clear: u64, consumers: &[StoreConsumer]) -> Result<(), StoreError> {
+async fn ensure_cursors(
+    conn: &mut PgConnection,
+    key: &str,
+    head: u64,
+    clear: u64,
+    consumers: &[StoreConsumer],
+) -> Result<(), StoreError> {
     let (mut names, mut lanes, mut nexts) = (Vec::new(), Vec::new(), Vec::new());
     for consumer in consumers {
         let Some(log) = &consumer.log else { continue };
@@ -57,7 +63,12 @@ async fn ensure_cursors(conn: &mut PgConnection, key: &str, head: u64, clear: u6
     Ok(())
 }
 
-async fn skip_untaken(conn: &mut PgConnection, key: &str, head: u64, consumer: &StoreConsumer) -> Result<(), StoreError> {
+async fn skip_untaken(
+    conn: &mut PgConnection,
+    key: &str,
+    head: u64,
+    consumer: &StoreConsumer,
+) -> Result<(), StoreError> {
     let Some(LogSpec { types: Some(types), .. }) = &consumer.log else { return Ok(()) };
     sqlx::query(
         "UPDATE a2_heads h SET idx = COALESCE((SELECT MIN(e.idx) FROM a2_events e WHERE e.session = h.session \
@@ -99,12 +110,14 @@ async fn append_core(
     .map_err(db_error)?;
     let (head, clear) = (to_u64(get(&row, "head")?), to_u64(get(&row, "clear_index")?));
     let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
-    let present = sqlx::query("SELECT id, idx, type, payload, created_at, cause FROM a2_events WHERE session = $1 AND id = ANY($2)")
-        .bind(key)
-        .bind(&ids)
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(db_error)?;
+    let present = sqlx::query(
+        "SELECT id, idx, type, payload, created_at, cause FROM a2_events WHERE session = $1 AND id = ANY($2)",
+    )
+    .bind(key)
+    .bind(&ids)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_error)?;
     let present: Vec<Event> = present.iter().map(|r| event(r, key, "")).collect::<Result<_, _>>()?;
     let present_ids: Vec<&str> = present.iter().map(|e| e.id.as_str()).collect();
     if plan_batch(key, &events, &present_ids)? == BatchPlan::AllPresent {
@@ -113,7 +126,8 @@ async fn append_core(
     }
     ensure_cursors(conn, key, head, clear, consumers).await?;
     let mut stored = Vec::with_capacity(events.len());
-    let (mut idxs, mut event_ids, mut types, mut payloads, mut causes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut idxs, mut event_ids, mut types, mut payloads, mut causes) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut t_consumers, mut t_lanes, mut t_idxs, mut t_kinds) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (offset, new) in events.into_iter().enumerate() {
         let index = head + 1 + offset as u64;
@@ -247,7 +261,9 @@ async fn fast_append(pool: &sqlx::PgPool, params: &EventAppend, now: Millis) -> 
     .await;
     let row = match row {
         Ok(row) => row,
-        Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("23505") && db.constraint() == Some("a2_events_by_id") => {
+        Err(sqlx::Error::Database(db))
+            if db.code().as_deref() == Some("23505") && db.constraint() == Some("a2_events_by_id") =>
+        {
             return Err(FastAppend::IdTaken)
         }
         Err(error) => return Err(FastAppend::Failed(db_error(error))),
@@ -309,14 +325,16 @@ async fn update_states(conn: &mut PgConnection, key: &str, heads: &[(HeadRef, He
 
 /// Lock a head row and return its kind and state.
 async fn lock_head(conn: &mut PgConnection, key: &str, head: &HeadRef) -> Result<Option<(i64, HeadState)>, StoreError> {
-    let row = sqlx::query("SELECT * FROM a2_heads WHERE session = $1 AND consumer = $2 AND lane = $3 AND idx = $4 FOR UPDATE")
-        .bind(key)
-        .bind(&head.consumer)
-        .bind(lane_column(head.lane.as_deref()))
-        .bind(to_i64(head.index))
-        .fetch_optional(conn)
-        .await
-        .map_err(db_error)?;
+    let row = sqlx::query(
+        "SELECT * FROM a2_heads WHERE session = $1 AND consumer = $2 AND lane = $3 AND idx = $4 FOR UPDATE",
+    )
+    .bind(key)
+    .bind(&head.consumer)
+    .bind(lane_column(head.lane.as_deref()))
+    .bind(to_i64(head.index))
+    .fetch_optional(conn)
+    .await
+    .map_err(db_error)?;
     row.map(|r| Ok((kind(&r)?, head_state(&r)?))).transpose()
 }
 
@@ -366,7 +384,9 @@ impl PgStore {
         check_session(&params.session)?;
         check_batch(&params.session, &params.events)?;
         if params.events.is_empty() {
-            let head = session_row(&mut *self.pool.acquire().await.map_err(db_error)?, &params.session).await?.map_or(0, |(h, _)| h);
+            let head = session_row(&mut *self.pool.acquire().await.map_err(db_error)?, &params.session)
+                .await?
+                .map_or(0, |(h, _)| h);
             return Ok(Appended { head, events: Vec::new(), duplicate: false });
         }
         self.writable()?;
@@ -380,7 +400,8 @@ impl PgStore {
             Err(FastAppend::Failed(error)) => return Err(error),
         }
         let mut tx = self.begin().await?;
-        let (events, duplicate) = append_core(&mut tx, &params.session, params.events, &params.consumers, self.now()).await?;
+        let (events, duplicate) =
+            append_core(&mut tx, &params.session, params.events, &params.consumers, self.now()).await?;
         let head = session_row(&mut tx, &params.session).await?.map_or(0, |(h, _)| h);
         tx.commit().await.map_err(db_error)?;
         if !duplicate {
@@ -490,7 +511,11 @@ impl PgStore {
         .map_err(db_error)?;
         let mut kept = Vec::with_capacity(rows.len());
         for row in &rows {
-            kept.push(HeadRef { consumer: get(row, "consumer")?, lane: lane_from_column(get(row, "lane")?), index: to_u64(get(row, "idx")?) });
+            kept.push(HeadRef {
+                consumer: get(row, "consumer")?,
+                lane: lane_from_column(get(row, "lane")?),
+                index: to_u64(get(row, "idx")?),
+            });
         }
         let (renewed, superseded) = params.heads.into_iter().map(|h| h.head).partition(|h| kept.contains(h));
         Ok(Renewed { renewed, superseded, lease_expires_at: expires })
@@ -559,7 +584,13 @@ impl PgStore {
         );
         tx.commit().await.map_err(db_error)?;
         rows.iter()
-            .map(|row| Ok(HeadRef { consumer: get(row, "consumer")?, lane: lane_from_column(get(row, "lane")?), index: to_u64(get(row, "idx")?) }))
+            .map(|row| {
+                Ok(HeadRef {
+                    consumer: get(row, "consumer")?,
+                    lane: lane_from_column(get(row, "lane")?),
+                    index: to_u64(get(row, "idx")?),
+                })
+            })
             .collect()
     }
 
@@ -579,8 +610,19 @@ impl PgStore {
     }
 
     pub(crate) async fn redrive(&self, params: DeadLetterRedrive) -> Result<bool, StoreError> {
-        let key = params.session.as_str();
         let mut tx = self.begin().await?;
+        let result = self.redrive_in(&mut tx, &params).await?;
+        if let Some(mut entry) = params.audit {
+            // The action and its record commit together, or neither does.
+            entry.outcome = serde_json::json!({ "redriven": result });
+            crate::audit::insert_audit(&mut tx, &entry).await?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(result)
+    }
+
+    async fn redrive_in(&self, tx: &mut PgConnection, params: &DeadLetterRedrive) -> Result<bool, StoreError> {
+        let key = params.session.as_str();
         let row = sqlx::query(
             "SELECT h.* FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
              WHERE h.session = $1 AND h.consumer = $2 AND h.idx = $3 AND h.failed_at IS NOT NULL LIMIT 1 FOR UPDATE OF h",
@@ -592,24 +634,30 @@ impl PgStore {
         .await
         .map_err(db_error)?;
         let Some(row) = row else { return Ok(false) };
-        let head = HeadRef { consumer: params.consumer.clone(), lane: lane_from_column(get(&row, "lane")?), index: params.index };
+        let head = HeadRef {
+            consumer: params.consumer.clone(),
+            lane: lane_from_column(get(&row, "lane")?),
+            index: params.index,
+        };
         match params.action {
-            RedriveAction::Skip => settle(&mut tx, key, &head, kind(&row)?).await?,
+            RedriveAction::Skip => settle(&mut *tx, key, &head, kind(&row)?).await?,
             RedriveAction::Retry => {
                 let mut state = head_state(&row)?;
                 state.retry();
-                update_states(&mut tx, key, &[(head, state)]).await?;
+                update_states(&mut *tx, key, &[(head, state)]).await?;
             }
         }
-        touch(&mut tx, key, self.now()).await?;
-        tx.commit().await.map_err(db_error)?;
+        touch(&mut *tx, key, self.now()).await?;
         Ok(true)
     }
 
     pub(crate) async fn wake(&self, params: CursorWake) -> Result<CursorState, StoreError> {
         check_session(&params.session)?;
         if params.consumer.log.is_none() {
-            return Err(StoreError::invalid(format!("consumer '{}' has no string lane, so it has no cursor", params.consumer.name)));
+            return Err(StoreError::invalid(format!(
+                "consumer '{}' has no string lane, so it has no cursor",
+                params.consumer.name
+            )));
         }
         let key = params.session.as_str();
         let mut tx = self.begin().await?;
@@ -630,9 +678,20 @@ impl PgStore {
     }
 
     pub(crate) async fn clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
+        let mut tx = self.begin().await?;
+        let result = self.clear_in(&mut tx, &params).await?;
+        if let Some(mut entry) = params.audit {
+            // The action and its record commit together, or neither does.
+            entry.outcome = serde_json::json!(result);
+            crate::audit::insert_audit(&mut tx, &entry).await?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(result)
+    }
+
+    async fn clear_in(&self, tx: &mut PgConnection, params: &SessionClear) -> Result<Cleared, StoreError> {
         check_session(&params.session)?;
         let key = params.session.as_str();
-        let mut tx = self.begin().await?;
         let row = sqlx::query("SELECT head FROM a2_sessions WHERE session = $1 FOR UPDATE")
             .bind(key)
             .fetch_optional(&mut *tx)
@@ -668,8 +727,11 @@ impl PgStore {
             .execute(&mut *tx)
             .await
             .map_err(db_error)?;
-        sqlx::query("DELETE FROM a2_snapshots WHERE session = $1").bind(key).execute(&mut *tx).await.map_err(db_error)?;
-        tx.commit().await.map_err(db_error)?;
+        sqlx::query("DELETE FROM a2_snapshots WHERE session = $1")
+            .bind(key)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
         Ok(Cleared { cleared: true, index: head })
     }
 
@@ -682,13 +744,15 @@ impl PgStore {
         if params.index <= clear || params.index > head {
             return Ok(());
         }
-        let existing = sqlx::query("SELECT idx, pins FROM a2_snapshots WHERE session = $1 AND reducer = $2 AND idx <= $3 FOR UPDATE")
-            .bind(key)
-            .bind(&params.reducer)
-            .bind(to_i64(params.index))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        let existing = sqlx::query(
+            "SELECT idx, pins FROM a2_snapshots WHERE session = $1 AND reducer = $2 AND idx <= $3 FOR UPDATE",
+        )
+        .bind(key)
+        .bind(&params.reducer)
+        .bind(to_i64(params.index))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error)?;
         let mut pins: Vec<HeadRef> = params.pin.into_iter().collect();
         for row in &existing {
             let index = to_u64(get(row, "idx")?);
@@ -746,4 +810,3 @@ async fn pin_live(conn: &mut PgConnection, key: &str, pin: &HeadRef) -> Result<b
     .map_err(db_error)?;
     row.try_get::<bool, _>("live").map_err(db_error)
 }
-

@@ -39,14 +39,23 @@ async fn a_stream_wakes_on_another_connections_append_without_polling() {
     let reader = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
     let writer = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
     let slow_poll = DrainTimings { stream_poll: Duration::from_secs(600), ..DrainTimings::default() };
-    let watching = Server::builder(contract(), Arc::new(reader)).timings(slow_poll).build().unwrap_or_else(|e| panic!("{e}"));
+    let watching =
+        Server::builder(contract(), Arc::new(reader)).timings(slow_poll).build().unwrap_or_else(|e| panic!("{e}"));
     let mut stream = watching.session("s").unwrap_or_else(|e| panic!("{e}")).stream(0);
     let waiter = tokio::spawn(async move { stream.next().await });
     tokio::time::sleep(Duration::from_millis(300)).await;
     let other = Server::builder(contract(), Arc::new(writer)).build().unwrap_or_else(|e| panic!("{e}"));
-    other.session("s").unwrap_or_else(|e| panic!("{e}")).append(vec![AppendInput::new("tick", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
+    other
+        .session("s")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .append(vec![AppendInput::new("tick", json!({}))])
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let woke = tokio::time::timeout(Duration::from_secs(10), waiter).await;
-    let event = woke.unwrap_or_else(|_| panic!("NOTIFY did not wake the stream")).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|e| panic!("{e}"));
+    let event = woke
+        .unwrap_or_else(|_| panic!("NOTIFY did not wake the stream"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(event.index, 1);
 }
 
@@ -97,16 +106,26 @@ async fn a_read_only_store_refuses_writes() {
     let schema = fresh_schema();
     connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).close().await;
     let store = connect(&schema, Access::ReadOnly).await.unwrap_or_else(|e| panic!("{e}"));
-    let event = NewEvent { id: "x".into(), event_type: "tick".into(), payload: json!({}), cause: None, targets: vec![] };
-    let refused = store.event_append(EventAppend { session: session_key("live", "s"), events: vec![event], consumers: vec![] }).await;
+    let event =
+        NewEvent { id: "x".into(), event_type: "tick".into(), payload: json!({}), cause: None, targets: vec![] };
+    let refused = store
+        .event_append(EventAppend { session: session_key("live", "s"), events: vec![event], consumers: vec![] })
+        .await;
     assert_eq!(refused.expect_err("read-only").code(), "READ_ONLY");
-    assert!(store.session_list(a2_store::SessionList { contract: "live".into(), id_prefix: None, after: None, limit: 10 }).await.is_ok());
+    assert!(store
+        .session_list(a2_store::SessionList { contract: "live".into(), id_prefix: None, after: None, limit: 10 })
+        .await
+        .is_ok());
 }
 
 #[tokio::test]
 async fn a_read_that_runs_past_the_statement_timeout_is_cancelled() {
     let schema = fresh_schema();
-    let options = PgOptions { schema: Some(schema.clone()), statement_timeout: Duration::from_millis(200), ..PgOptions::default() };
+    let options = PgOptions {
+        schema: Some(schema.clone()),
+        statement_timeout: Duration::from_millis(200),
+        ..PgOptions::default()
+    };
     let store = PgStore::connect(&url(), options, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
     let pool = admin().await;
     let mut locker = pool.begin().await.unwrap_or_else(|e| panic!("{e}"));

@@ -14,26 +14,32 @@ fn json_value(text: &str) -> Result<serde_json::Value, StoreError> {
     serde_json::from_str(text).map_err(|e| StoreError::Schema { message: format!("audit entry: {e}") })
 }
 
+/// Write an entry inside the caller's transaction.
+pub(crate) async fn insert_audit(conn: &mut sqlx::SqliteConnection, entry: &AuditEntry) -> Result<u64, StoreError> {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(entry.at)
+    .bind(&entry.user)
+    .bind(&entry.host)
+    .bind(&entry.action)
+    .bind(&entry.contract)
+    .bind(&entry.session_id)
+    .bind(json_text(&entry.parameters)?)
+    .bind(json_text(&entry.outcome)?)
+    .fetch_one(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(to_u64(id))
+}
+
 impl SqliteStore {
     pub(crate) async fn append_audit(&self, entry: AuditEntry) -> Result<u64, StoreError> {
         let mut tx = self.begin().await?;
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        )
-        .bind(entry.at)
-        .bind(&entry.user)
-        .bind(&entry.host)
-        .bind(&entry.action)
-        .bind(&entry.contract)
-        .bind(&entry.session_id)
-        .bind(json_text(&entry.parameters)?)
-        .bind(json_text(&entry.outcome)?)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_error)?;
+        let id = insert_audit(&mut tx, &entry).await?;
         tx.commit().await.map_err(db_error)?;
-        Ok(to_u64(id))
+        Ok(id)
     }
 
     pub(crate) async fn list_audit(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError> {

@@ -39,10 +39,9 @@ pub struct SqliteStore {
 fn options(path: &Path, access: Access) -> SqliteConnectOptions {
     let base = SqliteConnectOptions::new().filename(path).busy_timeout(Duration::from_secs(30)).foreign_keys(false);
     match access {
-        Access::ReadWrite => base
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full),
+        Access::ReadWrite => {
+            base.create_if_missing(true).journal_mode(SqliteJournalMode::Wal).synchronous(SqliteSynchronous::Full)
+        }
         // A read-only connection sets no pragma that writes; the file's WAL mode stays as it is.
         Access::ReadOnly => base.read_only(true),
     }

@@ -12,23 +12,27 @@ use sqlx::sqlite::SqliteRow;
 use crate::rows::{event, get, head_row, head_state};
 use crate::{db_error, SqliteStore};
 
-
-
 // ── the inspection reads, named so `explain_reads` can show their plans ──
 
 macro_rules! summary {
     ($where:literal) => {
-        concat!("SELECT s.session, s.head, s.clear_index, s.created_at, s.updated_at, \
+        concat!(
+            "SELECT s.session, s.head, s.clear_index, s.created_at, s.updated_at, \
     (SELECT COUNT(*) FROM a2_heads h WHERE h.session = s.session AND h.failed_at IS NOT NULL) AS dead_letters, \
     (SELECT COALESCE(SUM(CASE WHEN h.kind = 0 THEN MAX(s.head - h.idx + 1, 0) ELSE 1 END), 0) \
        FROM a2_heads h WHERE h.session = s.session) AS lag \
-  FROM a2_sessions s", " ", $where)
+  FROM a2_sessions s",
+            " ",
+            $where
+        )
     };
 }
 
-const SESSION_PAGE: &str = summary!("WHERE s.session >= ?1 AND s.session < ?2 AND s.session > ?3 ORDER BY s.session LIMIT ?4");
+const SESSION_PAGE: &str =
+    summary!("WHERE s.session >= ?1 AND s.session < ?2 AND s.session > ?3 ORDER BY s.session LIMIT ?4");
 const SESSION_GET: &str = summary!("WHERE s.session = ?");
-const SNAPSHOT_GET: &str = "SELECT * FROM a2_snapshots WHERE session = ? AND reducer = ? AND idx <= ? ORDER BY idx DESC LIMIT 1";
+const SNAPSHOT_GET: &str =
+    "SELECT * FROM a2_snapshots WHERE session = ? AND reducer = ? AND idx <= ? ORDER BY idx DESC LIMIT 1";
 const CONTRACTS: &str = "WITH RECURSIVE c(contract) AS ( \
                SELECT (SELECT substr(session, 1, instr(session, char(31)) - 1) FROM a2_sessions ORDER BY session LIMIT 1) \
                UNION ALL \
@@ -103,7 +107,8 @@ impl SqliteStore {
             Ok(Snapshot {
                 reducer: get(&r, "reducer")?,
                 index: to_u64(get(&r, "idx")?),
-                state: serde_json::from_str(&state).map_err(|e| StoreError::Schema { message: format!("snapshot state: {e}") })?,
+                state: serde_json::from_str(&state)
+                    .map_err(|e| StoreError::Schema { message: format!("snapshot state: {e}") })?,
                 pins: pins_from_json(&get::<String>(&r, "pins")?)?,
                 created_at: get(&r, "created_at")?,
             })
@@ -126,12 +131,7 @@ impl SqliteStore {
 
     pub(crate) async fn list_contracts(&self) -> Result<Vec<String>, StoreError> {
         // A loose index scan: one seek per contract, not a scan of every session.
-        sqlx::query_scalar(
-            CONTRACTS,
-        )
-        .fetch_all(&self.reader)
-        .await
-        .map_err(db_error)
+        sqlx::query_scalar(CONTRACTS).fetch_all(&self.reader).await.map_err(db_error)
     }
 
     pub(crate) async fn list_sessions(&self, params: SessionList) -> Result<Vec<SessionSummary>, StoreError> {
@@ -156,13 +156,7 @@ impl SqliteStore {
     }
 
     pub(crate) async fn list_heads(&self, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
-        let rows = sqlx::query(
-            HEADS_OF_SESSION,
-        )
-        .bind(session)
-        .fetch_all(&self.reader)
-        .await
-        .map_err(db_error)?;
+        let rows = sqlx::query(HEADS_OF_SESSION).bind(session).fetch_all(&self.reader).await.map_err(db_error)?;
         let Some(first) = rows.first() else { return Ok(Vec::new()) };
         let head = to_u64(get(first, "session_head")?);
         let rows = rows.iter().map(head_row).collect::<Result<Vec<_>, _>>()?;
@@ -172,20 +166,25 @@ impl SqliteStore {
     pub(crate) async fn scan_heads(&self, params: HeadScan) -> Result<Vec<HeadInfo>, StoreError> {
         let limit = a2_store::page_size(params.limit);
         let from = params.after.as_ref().map(|a| a.session.clone()).unwrap_or_default();
-        let sessions: Vec<String> = sqlx::query_scalar(
-            SESSIONS_WITH_HEADS,
-        )
-        .bind(&from)
-        .bind(&params.consumer)
-        .bind(i64::try_from(limit + 1).unwrap_or(i64::MAX))
-        .fetch_all(&self.reader)
-        .await
-        .map_err(db_error)?;
+        let sessions: Vec<String> = sqlx::query_scalar(SESSIONS_WITH_HEADS)
+            .bind(&from)
+            .bind(&params.consumer)
+            .bind(i64::try_from(limit + 1).unwrap_or(i64::MAX))
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db_error)?;
         let mut page = Vec::new();
         for session in sessions {
             for info in self.list_heads(&session).await? {
-                let key = HeadKey { session: session.clone(), consumer: info.consumer.clone(), lane: info.lane.clone(), index: info.next_index };
-                if params.after.as_ref().is_some_and(|a| &key <= a) || params.consumer.as_ref().is_some_and(|c| c != &info.consumer) {
+                let key = HeadKey {
+                    session: session.clone(),
+                    consumer: info.consumer.clone(),
+                    lane: info.lane.clone(),
+                    index: info.next_index,
+                };
+                if params.after.as_ref().is_some_and(|a| &key <= a)
+                    || params.consumer.as_ref().is_some_and(|c| c != &info.consumer)
+                {
                     continue;
                 }
                 page.push(info);
@@ -199,22 +198,21 @@ impl SqliteStore {
 
     pub(crate) async fn list_dead_letters(&self, params: DeadLetterList) -> Result<Vec<DeadLetter>, StoreError> {
         let (lo, hi) = contract_range(params.contract.as_deref());
-        let after = params.after.unwrap_or(HeadKey { session: String::new(), consumer: String::new(), lane: None, index: 0 });
-        let rows = sqlx::query(
-            DEAD_LETTERS,
-        )
-        .bind(lo)
-        .bind(hi)
-        .bind(&params.session)
-        .bind(&params.consumer)
-        .bind(&after.session)
-        .bind(&after.consumer)
-        .bind(a2_store::codec::lane_column(after.lane.as_deref()))
-        .bind(to_i64(after.index))
-        .bind(page(params.limit))
-        .fetch_all(&self.reader)
-        .await
-        .map_err(db_error)?;
+        let after =
+            params.after.unwrap_or(HeadKey { session: String::new(), consumer: String::new(), lane: None, index: 0 });
+        let rows = sqlx::query(DEAD_LETTERS)
+            .bind(lo)
+            .bind(hi)
+            .bind(&params.session)
+            .bind(&params.consumer)
+            .bind(&after.session)
+            .bind(&after.consumer)
+            .bind(a2_store::codec::lane_column(after.lane.as_deref()))
+            .bind(to_i64(after.index))
+            .bind(page(params.limit))
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db_error)?;
         rows.iter()
             .map(|row| {
                 let key: String = get(row, "session")?;
@@ -239,14 +237,7 @@ impl SqliteStore {
 
     pub(crate) async fn totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>, StoreError> {
         let (lo, hi) = contract_range(contract);
-        let rows = sqlx::query(
-            CONSUMER_TOTALS,
-        )
-        .bind(lo)
-        .bind(hi)
-        .fetch_all(&self.reader)
-        .await
-        .map_err(db_error)?;
+        let rows = sqlx::query(CONSUMER_TOTALS).bind(lo).bind(hi).fetch_all(&self.reader).await.map_err(db_error)?;
         rows.iter()
             .map(|row| {
                 Ok(ConsumerTotal {
@@ -262,15 +253,12 @@ impl SqliteStore {
     }
 
     pub(crate) async fn list_snapshots(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
-        let rows = sqlx::query(SNAPSHOTS_OF_SESSION)
-            .bind(session)
-            .fetch_all(&self.reader)
-            .await
-            .map_err(db_error)?;
+        let rows = sqlx::query(SNAPSHOTS_OF_SESSION).bind(session).fetch_all(&self.reader).await.map_err(db_error)?;
         rows.iter()
             .map(|r| {
                 let text: String = get(r, "state")?;
-                let state: serde_json::Value = serde_json::from_str(&text).map_err(|e| StoreError::Schema { message: format!("snapshot state: {e}") })?;
+                let state: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| StoreError::Schema { message: format!("snapshot state: {e}") })?;
                 Ok(SnapshotInfo {
                     reducer: get(r, "reducer")?,
                     index: to_u64(get(r, "idx")?),
@@ -383,7 +371,17 @@ impl SqliteStore {
             (
                 "dead-letter page",
                 DEAD_LETTERS,
-                vec![Text(lo.clone()), Text(hi.clone()), NoText, NoText, Text(String::new()), Text(String::new()), Text(String::new()), Int(0), Int(500)],
+                vec![
+                    Text(lo.clone()),
+                    Text(hi.clone()),
+                    NoText,
+                    NoText,
+                    Text(String::new()),
+                    Text(String::new()),
+                    Text(String::new()),
+                    Int(0),
+                    Int(500),
+                ],
             ),
             ("consumer totals", CONSUMER_TOTALS, vec![Text(lo), Text(hi)]),
             ("snapshots of a session", SNAPSHOTS_OF_SESSION, vec![key()]),

@@ -8,7 +8,10 @@ use sqlx::Row;
 
 use crate::db_error;
 
-pub fn get<'r, T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>>(row: &'r SqliteRow, column: &str) -> Result<T, StoreError> {
+pub fn get<'r, T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>>(
+    row: &'r SqliteRow,
+    column: &str,
+) -> Result<T, StoreError> {
     row.try_get(column).map_err(db_error)
 }
 
@@ -36,7 +39,8 @@ pub fn head_row(row: &SqliteRow) -> Result<HeadRow, StoreError> {
 }
 
 fn json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::Schema { message: format!("stored {what} is not valid JSON: {e}") })
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Schema { message: format!("stored {what} is not valid JSON: {e}") })
 }
 
 /// An event from columns `id, type, payload, idx, created_at, cause` (prefixed `e_` when joined).

@@ -32,24 +32,37 @@ async fn session_row(conn: &mut SqliteConnection, key: &str) -> Result<Option<(u
 }
 
 /// Give log consumers without a cursor here one: after the head, or after the clear boundary when backfilling.
-async fn ensure_cursors(conn: &mut SqliteConnection, key: &str, head: u64, clear: u64, consumers: &[StoreConsumer]) -> Result<(), StoreError> {
+async fn ensure_cursors(
+    conn: &mut SqliteConnection,
+    key: &str,
+    head: u64,
+    clear: u64,
+    consumers: &[StoreConsumer],
+) -> Result<(), StoreError> {
     for consumer in consumers {
         let Some(log) = &consumer.log else { continue };
         let next = if log.backfill { clear + 1 } else { head + 1 };
-        sqlx::query("INSERT INTO a2_heads (session, consumer, lane, idx, kind) VALUES (?, ?, ?, ?, 0) ON CONFLICT DO NOTHING")
-            .bind(key)
-            .bind(&consumer.name)
-            .bind(&log.lane)
-            .bind(to_i64(next))
-            .execute(&mut *conn)
-            .await
-            .map_err(db_error)?;
+        sqlx::query(
+            "INSERT INTO a2_heads (session, consumer, lane, idx, kind) VALUES (?, ?, ?, ?, 0) ON CONFLICT DO NOTHING",
+        )
+        .bind(key)
+        .bind(&consumer.name)
+        .bind(&log.lane)
+        .bind(to_i64(next))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
     }
     Ok(())
 }
 
 /// Move a fresh cursor past events its consumer does not take.
-async fn skip_untaken(conn: &mut SqliteConnection, key: &str, head: u64, consumer: &StoreConsumer) -> Result<(), StoreError> {
+async fn skip_untaken(
+    conn: &mut SqliteConnection,
+    key: &str,
+    head: u64,
+    consumer: &StoreConsumer,
+) -> Result<(), StoreError> {
     let Some(LogSpec { types: Some(types), .. }) = &consumer.log else { return Ok(()) };
     sqlx::query(
         "UPDATE a2_heads SET idx = COALESCE((SELECT MIN(e.idx) FROM a2_events e WHERE e.session = a2_heads.session \
@@ -104,18 +117,25 @@ async fn append_core(
     for (offset, new) in events.into_iter().enumerate() {
         let index = head + 1 + offset as u64;
         let payload = serde_json::to_string(&new.payload).map_err(|e| StoreError::invalid(format!("payload: {e}")))?;
-        let cause = new.cause.as_ref().map(serde_json::to_string).transpose().map_err(|e| StoreError::invalid(e.to_string()))?;
-        sqlx::query("INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) VALUES (?, ?, ?, ?, ?, ?, ?)")
-            .bind(key)
-            .bind(to_i64(index))
-            .bind(&new.id)
-            .bind(&new.event_type)
-            .bind(&payload)
-            .bind(now)
-            .bind(&cause)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_error)?;
+        let cause = new
+            .cause
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| StoreError::invalid(e.to_string()))?;
+        sqlx::query(
+            "INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(key)
+        .bind(to_i64(index))
+        .bind(&new.id)
+        .bind(&new.event_type)
+        .bind(&payload)
+        .bind(now)
+        .bind(&cause)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
         for target in &new.targets {
             sqlx::query("INSERT INTO a2_heads (session, consumer, lane, idx, kind) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING")
                 .bind(key)
@@ -170,7 +190,11 @@ async fn update_state(conn: &mut SqliteConnection, key: &str, head: &HeadRef, s:
 }
 
 /// The kind and state of a head row, if it exists.
-async fn head_row(conn: &mut SqliteConnection, key: &str, head: &HeadRef) -> Result<Option<(i64, HeadState)>, StoreError> {
+async fn head_row(
+    conn: &mut SqliteConnection,
+    key: &str,
+    head: &HeadRef,
+) -> Result<Option<(i64, HeadState)>, StoreError> {
     let row = sqlx::query("SELECT * FROM a2_heads WHERE session = ? AND consumer = ? AND lane = ? AND idx = ?")
         .bind(key)
         .bind(&head.consumer)
@@ -203,7 +227,12 @@ async fn settle(conn: &mut SqliteConnection, key: &str, head: &HeadRef, kind: i6
 }
 
 async fn touch(conn: &mut SqliteConnection, key: &str, now: Millis) -> Result<(), StoreError> {
-    sqlx::query("UPDATE a2_sessions SET updated_at = ? WHERE session = ?").bind(now).bind(key).execute(conn).await.map_err(db_error)?;
+    sqlx::query("UPDATE a2_sessions SET updated_at = ? WHERE session = ?")
+        .bind(now)
+        .bind(key)
+        .execute(conn)
+        .await
+        .map_err(db_error)?;
     Ok(())
 }
 
@@ -219,7 +248,8 @@ impl SqliteStore {
     pub(crate) async fn append(&self, params: EventAppend) -> Result<Appended, StoreError> {
         check_session(&params.session)?;
         let mut tx = self.begin().await?;
-        let (events, duplicate) = append_core(&mut tx, &params.session, params.events, &params.consumers, self.now()).await?;
+        let (events, duplicate) =
+            append_core(&mut tx, &params.session, params.events, &params.consumers, self.now()).await?;
         let head = session_row(&mut tx, &params.session).await?.map_or(0, |(h, _)| h);
         tx.commit().await.map_err(db_error)?;
         Ok(Appended { head, events, duplicate })
@@ -383,8 +413,19 @@ impl SqliteStore {
     }
 
     pub(crate) async fn redrive(&self, params: DeadLetterRedrive) -> Result<bool, StoreError> {
-        let key = params.session.as_str();
         let mut tx = self.begin().await?;
+        let result = self.redrive_in(&mut tx, &params).await?;
+        if let Some(mut entry) = params.audit {
+            // The action and its record commit together, or neither does.
+            entry.outcome = serde_json::json!({ "redriven": result });
+            crate::audit::insert_audit(&mut tx, &entry).await?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(result)
+    }
+
+    async fn redrive_in(&self, tx: &mut SqliteConnection, params: &DeadLetterRedrive) -> Result<bool, StoreError> {
+        let key = params.session.as_str();
         let row = sqlx::query(
             "SELECT h.* FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
              WHERE h.session = ? AND h.consumer = ? AND h.idx = ? AND h.failed_at IS NOT NULL LIMIT 1",
@@ -402,22 +443,24 @@ impl SqliteStore {
             index: params.index,
         };
         match params.action {
-            RedriveAction::Skip => settle(&mut tx, key, &head, get(&row, "kind")?).await?,
+            RedriveAction::Skip => settle(&mut *tx, key, &head, get(&row, "kind")?).await?,
             RedriveAction::Retry => {
                 let mut state = head_state(&row)?;
                 state.retry();
-                update_state(&mut tx, key, &head, &state).await?;
+                update_state(&mut *tx, key, &head, &state).await?;
             }
         }
-        touch(&mut tx, key, self.now()).await?;
-        tx.commit().await.map_err(db_error)?;
+        touch(&mut *tx, key, self.now()).await?;
         Ok(true)
     }
 
     pub(crate) async fn wake(&self, params: CursorWake) -> Result<CursorState, StoreError> {
         check_session(&params.session)?;
         if params.consumer.log.is_none() {
-            return Err(StoreError::invalid(format!("consumer '{}' has no string lane, so it has no cursor", params.consumer.name)));
+            return Err(StoreError::invalid(format!(
+                "consumer '{}' has no string lane, so it has no cursor",
+                params.consumer.name
+            )));
         }
         let key = params.session.as_str();
         let mut tx = self.begin().await?;
@@ -438,10 +481,21 @@ impl SqliteStore {
     }
 
     pub(crate) async fn clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
+        let mut tx = self.begin().await?;
+        let result = self.clear_in(&mut tx, &params).await?;
+        if let Some(mut entry) = params.audit {
+            // The action and its record commit together, or neither does.
+            entry.outcome = serde_json::json!(result);
+            crate::audit::insert_audit(&mut tx, &entry).await?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        Ok(result)
+    }
+
+    async fn clear_in(&self, tx: &mut SqliteConnection, params: &SessionClear) -> Result<Cleared, StoreError> {
         check_session(&params.session)?;
         let key = params.session.as_str();
-        let mut tx = self.begin().await?;
-        let Some((head, _)) = session_row(&mut tx, key).await? else {
+        let Some((head, _)) = session_row(&mut *tx, key).await? else {
             return Ok(Cleared { cleared: params.if_last_index.is_none_or(|i| i == 0), index: 0 });
         };
         if params.if_last_index.is_some_and(|i| i != head) {
@@ -470,8 +524,11 @@ impl SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(db_error)?;
-        sqlx::query("DELETE FROM a2_snapshots WHERE session = ?").bind(key).execute(&mut *tx).await.map_err(db_error)?;
-        tx.commit().await.map_err(db_error)?;
+        sqlx::query("DELETE FROM a2_snapshots WHERE session = ?")
+            .bind(key)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
         Ok(Cleared { cleared: true, index: head })
     }
 
@@ -516,7 +573,8 @@ impl SqliteStore {
         }
         pins.sort();
         pins.dedup();
-        let state = serde_json::to_string(&params.state).map_err(|e| StoreError::invalid(format!("snapshot state: {e}")))?;
+        let state =
+            serde_json::to_string(&params.state).map_err(|e| StoreError::invalid(format!("snapshot state: {e}")))?;
         sqlx::query(
             "INSERT INTO a2_snapshots (session, reducer, idx, state, pins, created_at) VALUES (?, ?, ?, ?, ?, ?) \
              ON CONFLICT (session, reducer, idx) DO UPDATE SET state = excluded.state, pins = excluded.pins, created_at = excluded.created_at",

@@ -32,7 +32,9 @@ async fn read_only_opens_never_create_or_migrate() {
     assert_eq!(missing.code(), "NOT_FOUND");
     assert!(!path.exists(), "a read-only open created nothing");
     let plain = fresh_path();
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}?mode=rwc", plain.display())).await.unwrap_or_else(|e| panic!("{e}"));
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}?mode=rwc", plain.display()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     sqlx::query("CREATE TABLE other (x INTEGER)").execute(&pool).await.unwrap_or_else(|e| panic!("{e}"));
     pool.close().await;
     let error = open(&plain, Access::ReadOnly).await.expect_err("not an A2 store");
@@ -44,14 +46,22 @@ async fn read_only_opens_never_create_or_migrate() {
 async fn a_read_only_store_refuses_writes_at_the_api_and_the_database() {
     let path = fresh_path();
     let writer = open(&path, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
-    writer.event_append(EventAppend { session: session_key("c", "s"), events: vec![event("a")], consumers: vec![] }).await.unwrap_or_else(|e| panic!("{e}"));
+    writer
+        .event_append(EventAppend { session: session_key("c", "s"), events: vec![event("a")], consumers: vec![] })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let reader = open(&path, Access::ReadOnly).await.unwrap_or_else(|e| panic!("{e}"));
-    let refused = reader.event_append(EventAppend { session: session_key("c", "s"), events: vec![event("b")], consumers: vec![] }).await;
+    let refused = reader
+        .event_append(EventAppend { session: session_key("c", "s"), events: vec![event("b")], consumers: vec![] })
+        .await;
     assert_eq!(refused.expect_err("read-only").code(), "READ_ONLY");
-    let listed = reader.session_list(SessionList { contract: "c".into(), id_prefix: None, after: None, limit: 10 }).await;
+    let listed =
+        reader.session_list(SessionList { contract: "c".into(), id_prefix: None, after: None, limit: 10 }).await;
     assert_eq!(listed.map(|l| l.len()).ok(), Some(1), "reads work and see the writer's data");
     // The database itself refuses a write on a mode=ro connection.
-    let ro = sqlx::SqlitePool::connect(&format!("sqlite:{}?mode=ro", path.display())).await.unwrap_or_else(|e| panic!("{e}"));
+    let ro = sqlx::SqlitePool::connect(&format!("sqlite:{}?mode=ro", path.display()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let write = sqlx::query("DELETE FROM a2_events").execute(&ro).await.map_err(a2_store_sqlite::db_error);
     assert_eq!(write.expect_err("mode=ro").code(), "READ_ONLY");
 }
@@ -81,9 +91,15 @@ async fn a_newer_schema_is_refused_and_garbage_is_a_typed_error() {
 #[tokio::test]
 async fn urls_name_the_file_and_the_mode() {
     let path = fresh_path();
-    let store = SqliteStore::open_url(&format!("sqlite:{}", path.display()), Access::ReadWrite, Arc::new(SystemClock)).await;
+    let store =
+        SqliteStore::open_url(&format!("sqlite:{}", path.display()), Access::ReadWrite, Arc::new(SystemClock)).await;
     assert!(store.is_ok_and(|s| !s.is_read_only()));
-    let ro = SqliteStore::open_url(&format!("sqlite://{}?mode=ro", path.display()), Access::ReadWrite, Arc::new(SystemClock)).await;
+    let ro = SqliteStore::open_url(
+        &format!("sqlite://{}?mode=ro", path.display()),
+        Access::ReadWrite,
+        Arc::new(SystemClock),
+    )
+    .await;
     assert!(ro.is_ok_and(|s| s.is_read_only()));
     for bad in ["postgres://x", "sqlite:", "sqlite:?mode=ro"] {
         let error = SqliteStore::open_url(bad, Access::ReadWrite, Arc::new(SystemClock)).await.expect_err(bad);

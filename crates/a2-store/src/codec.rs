@@ -55,7 +55,8 @@ pub fn pins_to_json(pins: &[HeadRef]) -> Result<String, StoreError> {
 }
 
 pub fn pins_from_json(text: &str) -> Result<Vec<HeadRef>, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::Schema { message: format!("stored snapshot pins are not valid: {e}") })
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::Schema { message: format!("stored snapshot pins are not valid: {e}") })
 }
 
 /// The bounds of a key-prefix range scan: `[prefix, prefix + U+10FFFF)` in

@@ -80,10 +80,7 @@ pub struct StoreConsumer {
 
 impl StoreConsumer {
     pub fn log(name: impl Into<String>, lane: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            log: Some(LogSpec { lane: lane.into(), types: None, backfill: false }),
-        }
+        Self { name: name.into(), log: Some(LogSpec { lane: lane.into(), types: None, backfill: false }) }
     }
     pub fn targeted(name: impl Into<String>) -> Self {
         Self { name: name.into(), log: None }
@@ -290,6 +287,8 @@ pub struct DeadLetterRedrive {
     pub consumer: String,
     pub index: u64,
     pub action: RedriveAction,
+    /// Written in the same transaction, its `outcome` set to `{"redriven": …}`.
+    pub audit: Option<AuditEntry>,
 }
 
 #[derive(Debug, Clone)]
@@ -317,6 +316,8 @@ pub struct CursorState {
 pub struct SessionClear {
     pub session: String,
     pub if_last_index: Option<u64>,
+    /// Written in the same transaction, its `outcome` set to the `Cleared` result.
+    pub audit: Option<AuditEntry>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

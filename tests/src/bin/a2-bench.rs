@@ -113,7 +113,12 @@ async fn drain(store: Arc<dyn Store>, sessions: usize, events: usize) -> Result<
         .map_err(|e| e.to_string())?;
     for s in 0..sessions {
         let batch = (0..events).map(|n| AppendInput::new("job", json!({ "n": n }))).collect();
-        seeding.session(&format!("drain-{s}")).map_err(|e| e.to_string())?.append(batch).await.map_err(|e| e.to_string())?;
+        seeding
+            .session(&format!("drain-{s}"))
+            .map_err(|e| e.to_string())?
+            .append(batch)
+            .await
+            .map_err(|e| e.to_string())?;
     }
     let server = Server::builder(contract, store)
         .consumer(consumer)
@@ -158,13 +163,20 @@ where
 }
 
 /// The Studio's reads through the operator API, on 100k sessions / 1M events.
-async fn reads(name: &str, store: Arc<dyn Store>, sessions: usize, analyze: Option<(&str, &str)>) -> Result<(), String> {
+async fn reads(
+    name: &str,
+    store: Arc<dyn Store>,
+    sessions: usize,
+    analyze: Option<(&str, &str)>,
+) -> Result<(), String> {
     use a2_operator::demo::{self, DemoOptions};
     let started = Instant::now();
     let bulk = DemoOptions { sessions, bulk: true, ..DemoOptions::default() };
     let events = demo::seed(store.clone(), bulk).await.map_err(|e| e.to_string())?;
     // A few hundred sessions run by the demo's consumers: heads, retries, dead letters, snapshots.
-    let lively = demo::seed(store.clone(), DemoOptions { sessions: 300, fail_rate: 0.3, ..DemoOptions::default() }).await.map_err(|e| e.to_string())?;
+    let lively = demo::seed(store.clone(), DemoOptions { sessions: 300, fail_rate: 0.3, ..DemoOptions::default() })
+        .await
+        .map_err(|e| e.to_string())?;
     eprintln!("a2-bench: seeded {name} with {} events in {:?}", events + lively, started.elapsed());
     // A production database has planner statistics (autovacuum keeps them); a fresh load has none yet.
     if let Some((url, schema)) = analyze {
@@ -174,29 +186,53 @@ async fn reads(name: &str, store: Arc<dyn Store>, sessions: usize, analyze: Opti
         }
         pool.close().await;
     }
-    let attached = a2_operator::Attached { store, kind: a2_operator::StoreKind::Memory, mode: a2_operator::Mode::ReadOnly, role_can_write: None };
+    let attached = a2_operator::Attached {
+        store,
+        kind: a2_operator::StoreKind::Memory,
+        mode: a2_operator::Mode::ReadOnly,
+        role_can_write: None,
+    };
     let op = a2_operator::Operator::new(attached, a2_operator::Actor::current());
     let id = |i: usize| format!("order-{:05}", (i * 7919) % sessions);
     let samples = 100;
     let figures = [
-        ("session_page", percentiles(samples, |i| op.sessions("shop", a2_operator::SessionQuery { after: Some(id(i)), limit: 50, ..Default::default() })).await?),
-        ("events_page", percentiles(samples, |i| {
-            let (op, session) = (op.clone(), id(i));
-            async move { op.events("shop", &session, None, None, true, 100).await }
-        })
-        .await?),
-        ("heads_of_session", percentiles(samples, |i| {
-            let (op, session) = (op.clone(), id(i));
-            async move { op.heads("shop", &session).await }
-        })
-        .await?),
+        (
+            "session_page",
+            percentiles(samples, |i| {
+                op.sessions("shop", a2_operator::SessionQuery { after: Some(id(i)), limit: 50, ..Default::default() })
+            })
+            .await?,
+        ),
+        (
+            "events_page",
+            percentiles(samples, |i| {
+                let (op, session) = (op.clone(), id(i));
+                async move { op.events("shop", &session, None, None, true, 100).await }
+            })
+            .await?,
+        ),
+        (
+            "heads_of_session",
+            percentiles(samples, |i| {
+                let (op, session) = (op.clone(), id(i));
+                async move { op.heads("shop", &session).await }
+            })
+            .await?,
+        ),
         ("consumer_totals", percentiles(10, |_| op.consumers(Some("shop"))).await?),
-        ("dead_letter_page", percentiles(samples, |_| op.dead_letters(a2_store::DeadLetterList { limit: 50, ..Default::default() })).await?),
-        ("snapshots", percentiles(samples, |i| {
-            let (op, session) = (op.clone(), format!("order-{:05}", i % 300));
-            async move { op.snapshots("shop", &session).await }
-        })
-        .await?),
+        (
+            "dead_letter_page",
+            percentiles(samples, |_| op.dead_letters(a2_store::DeadLetterList { limit: 50, ..Default::default() }))
+                .await?,
+        ),
+        (
+            "snapshots",
+            percentiles(samples, |i| {
+                let (op, session) = (op.clone(), format!("order-{:05}", i % 300));
+                async move { op.snapshots("shop", &session).await }
+            })
+            .await?,
+        ),
     ];
     for (read, (p50, p95)) in figures {
         println!("bench {name} {read} p50_ms={p50:.2} p95_ms={p95:.2}");
@@ -213,34 +249,50 @@ async fn run() -> Result<(), String> {
         .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let schema = format!("a2_bench_{}", std::process::id());
     let options = PgOptions { schema: Some(schema.clone()), max_connections: 32, ..PgOptions::default() };
-    let pg: Arc<dyn Store> = Arc::new(PgStore::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
+    let pg: Arc<dyn Store> =
+        Arc::new(PgStore::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
     let raw = raw_inserts(&url, &schema).await?;
-    let server = Server::builder(contract().map_err(|e| e.to_string())?, pg.clone()).build().map_err(|e| e.to_string())?;
+    let server =
+        Server::builder(contract().map_err(|e| e.to_string())?, pg.clone()).build().map_err(|e| e.to_string())?;
     let appended = appends(&server).await?;
-    println!("bench postgres append writers={WRITERS} events_per_s={appended:.0} raw_insert_per_s={raw:.0} ratio={:.2}", appended / raw);
+    println!(
+        "bench postgres append writers={WRITERS} events_per_s={appended:.0} raw_insert_per_s={raw:.0} ratio={:.2}",
+        appended / raw
+    );
     let jobs = drain(pg, 200, 100).await?;
     println!("bench postgres drain sessions=200 events=100 jobs_per_s={jobs:.0}");
     let dir = std::env::temp_dir().join(format!("a2-bench-{}", std::process::id()));
     let sqlite: Arc<dyn Store> = Arc::new(
-        a2_store_sqlite::SqliteStore::open(dir.join("bench.sqlite"), a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
-            .await
-            .map_err(|e| e.to_string())?,
+        a2_store_sqlite::SqliteStore::open(
+            dir.join("bench.sqlite"),
+            a2_store_sqlite::Access::ReadWrite,
+            Arc::new(SystemClock),
+        )
+        .await
+        .map_err(|e| e.to_string())?,
     );
-    let server = Server::builder(contract().map_err(|e| e.to_string())?, sqlite.clone()).build().map_err(|e| e.to_string())?;
+    let server =
+        Server::builder(contract().map_err(|e| e.to_string())?, sqlite.clone()).build().map_err(|e| e.to_string())?;
     println!("bench sqlite append writers={WRITERS} events_per_s={:.0}", appends(&server).await?);
     println!("bench sqlite drain sessions=50 events=100 jobs_per_s={:.0}", drain(sqlite, 50, 100).await?);
     if args.iter().any(|a| a == "--reads") {
         let sessions = 100_000;
-        let options = PgOptions { schema: Some(format!("{schema}_reads")), max_connections: 16, ..PgOptions::default() };
-        let pg: Arc<dyn Store> = Arc::new(PgStore::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
+        let options =
+            PgOptions { schema: Some(format!("{schema}_reads")), max_connections: 16, ..PgOptions::default() };
+        let pg: Arc<dyn Store> =
+            Arc::new(PgStore::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
         reads("postgres", pg, sessions, Some((&url, &format!("{schema}_reads")))).await?;
     }
     if args.iter().any(|a| a == "--reads") && !args.iter().any(|a| a == "--postgres-only") {
         let sessions = 100_000;
         let sqlite: Arc<dyn Store> = Arc::new(
-            a2_store_sqlite::SqliteStore::open(dir.join("reads.sqlite"), a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
-                .await
-                .map_err(|e| e.to_string())?,
+            a2_store_sqlite::SqliteStore::open(
+                dir.join("reads.sqlite"),
+                a2_store_sqlite::Access::ReadWrite,
+                Arc::new(SystemClock),
+            )
+            .await
+            .map_err(|e| e.to_string())?,
         );
         reads("sqlite", sqlite, sessions, None).await?;
     }

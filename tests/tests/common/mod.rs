@@ -32,7 +32,9 @@ impl Shared {
     }
 
     pub async fn open(&self) -> std::sync::Arc<dyn a2_store::Store> {
-        a2_e2e::open_store(&self.url, self.schema.as_deref()).await.unwrap_or_else(|e| panic!("opening {}: {e}", self.url))
+        a2_e2e::open_store(&self.url, self.schema.as_deref())
+            .await
+            .unwrap_or_else(|e| panic!("opening {}: {e}", self.url))
     }
 
     /// `a2-worker <args> --store … [--schema …]`, stdout piped.

@@ -41,6 +41,49 @@ impl MemoryStore {
     fn now(&self) -> Millis {
         self.clock.now_ms()
     }
+
+    fn redrive(&self, params: DeadLetterRedrive) -> Result<bool, StoreError> {
+        let now = self.now();
+        let mut sessions = self.lock();
+        let Some(row) = sessions.get_mut(&params.session) else {
+            return Ok(false);
+        };
+        let dead = row.dead_letters().into_iter().find(|d| d.consumer == params.consumer && d.index == params.index);
+        let Some(dead) = dead else { return Ok(false) };
+        let head = HeadRef { consumer: dead.consumer, lane: dead.lane, index: dead.index };
+        match params.action {
+            RedriveAction::Skip => row.settle(&head),
+            RedriveAction::Retry => {
+                if let Some(slot) = row.slot(&head) {
+                    slot_state(slot).retry();
+                }
+            }
+        }
+        row.updated_at = now;
+        Ok(true)
+    }
+
+    fn clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
+        check_session(&params.session)?;
+        let now = self.now();
+        let mut sessions = self.lock();
+        let Some(row) = sessions.get_mut(&params.session) else {
+            let cleared = params.if_last_index.is_none_or(|i| i == 0);
+            return Ok(Cleared { cleared, index: 0 });
+        };
+        let cleared = row.clear(params.if_last_index);
+        if cleared.cleared {
+            row.updated_at = now;
+        }
+        Ok(cleared)
+    }
+
+    fn record(&self, entry: AuditEntry) -> u64 {
+        let mut audit = self.audit.lock().unwrap_or_else(|p| p.into_inner());
+        let id = audit.len() as u64 + 1;
+        audit.push(AuditRecord { id, entry });
+        id
+    }
 }
 
 fn check_session(session: &str) -> Result<(), StoreError> {
@@ -69,10 +112,8 @@ impl Store for MemoryStore {
         check_session(&params.session)?;
         let now = self.now();
         let mut sessions = self.lock();
-        let mut row = sessions
-            .get(&params.session)
-            .cloned()
-            .unwrap_or_else(|| SessionRow::new(params.session.clone(), now));
+        let mut row =
+            sessions.get(&params.session).cloned().unwrap_or_else(|| SessionRow::new(params.session.clone(), now));
         let (events, duplicate) = row.append(params.events, &params.consumers, now)?;
         let head = row.head;
         if row.head > 0 {
@@ -164,28 +205,24 @@ impl Store for MemoryStore {
         Ok(slot_state(slot).fail(now, params.error, params.max_failures, params.backoff))
     }
 
-    async fn dead_letter_redrive(&self, params: DeadLetterRedrive) -> Result<bool, StoreError> {
-        let now = self.now();
-        let mut sessions = self.lock();
-        let Some(row) = sessions.get_mut(&params.session) else {
-            return Ok(false);
-        };
-        let dead = row
-            .dead_letters()
-            .into_iter()
-            .find(|d| d.consumer == params.consumer && d.index == params.index);
-        let Some(dead) = dead else { return Ok(false) };
-        let head = HeadRef { consumer: dead.consumer, lane: dead.lane, index: dead.index };
-        match params.action {
-            RedriveAction::Skip => row.settle(&head),
-            RedriveAction::Retry => {
-                if let Some(slot) = row.slot(&head) {
-                    slot_state(slot).retry();
-                }
-            }
+    async fn dead_letter_redrive(&self, mut params: DeadLetterRedrive) -> Result<bool, StoreError> {
+        let audit = params.audit.take();
+        let redriven = self.redrive(params)?;
+        if let Some(mut entry) = audit {
+            entry.outcome = serde_json::json!({ "redriven": redriven });
+            self.record(entry);
         }
-        row.updated_at = now;
-        Ok(true)
+        Ok(redriven)
+    }
+
+    async fn session_clear(&self, mut params: SessionClear) -> Result<Cleared, StoreError> {
+        let audit = params.audit.take();
+        let cleared = self.clear(params)?;
+        if let Some(mut entry) = audit {
+            entry.outcome = serde_json::json!(cleared);
+            self.record(entry);
+        }
+        Ok(cleared)
     }
 
     async fn cursor_wake(&self, params: CursorWake) -> Result<CursorState, StoreError> {
@@ -207,21 +244,6 @@ impl Store for MemoryStore {
             return Ok(CursorState { session_head: head, ..CursorState::default() });
         };
         Ok(crate::rules::cursor_state(head, cursor.next, cursor.state.clone()))
-    }
-
-    async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
-        check_session(&params.session)?;
-        let now = self.now();
-        let mut sessions = self.lock();
-        let Some(row) = sessions.get_mut(&params.session) else {
-            let cleared = params.if_last_index.is_none_or(|i| i == 0);
-            return Ok(Cleared { cleared, index: 0 });
-        };
-        let cleared = row.clear(params.if_last_index);
-        if cleared.cleared {
-            row.updated_at = now;
-        }
-        Ok(cleared)
     }
 
     async fn snapshot_put(&self, params: SnapshotPut) -> Result<(), StoreError> {
@@ -249,7 +271,13 @@ impl Store for MemoryStore {
                 || (s.index > params.index)
                 || (s.index < params.index && s.pins.iter().any(|p| row.pin_live(p)))
         });
-        snapshots.push(Snapshot { reducer: params.reducer, index: params.index, state: params.state, pins, created_at: now });
+        snapshots.push(Snapshot {
+            reducer: params.reducer,
+            index: params.index,
+            state: params.state,
+            pins,
+            created_at: now,
+        });
         row.snapshots = snapshots;
         Ok(())
     }
@@ -426,10 +454,7 @@ impl Store for MemoryStore {
     }
 
     async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {
-        let mut audit = self.audit.lock().unwrap_or_else(|p| p.into_inner());
-        let id = audit.len() as u64 + 1;
-        audit.push(AuditRecord { id, entry });
-        Ok(id)
+        Ok(self.record(entry))
     }
 
     async fn audit_list(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError> {

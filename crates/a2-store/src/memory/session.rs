@@ -66,10 +66,8 @@ impl SessionRow {
                 continue;
             }
             let next = if log.backfill { self.clear_index + 1 } else { self.head + 1 };
-            self.cursors.insert(
-                consumer.name.clone(),
-                Cursor { lane: log.lane.clone(), next, state: HeadState::default() },
-            );
+            self.cursors
+                .insert(consumer.name.clone(), Cursor { lane: log.lane.clone(), next, state: HeadState::default() });
         }
     }
 
@@ -98,7 +96,8 @@ impl SessionRow {
         crate::rules::check_batch(&self.key, &events)?;
         let present: Vec<&str> = events.iter().map(|e| e.id.as_str()).filter(|id| self.ids.contains_key(*id)).collect();
         if crate::rules::plan_batch(&self.key, &events, &present)? == crate::rules::BatchPlan::AllPresent {
-            let stored = events.iter().filter_map(|e| self.ids.get(&e.id).and_then(|i| self.event(*i)).cloned()).collect();
+            let stored =
+                events.iter().filter_map(|e| self.ids.get(&e.id).and_then(|i| self.event(*i)).cloned()).collect();
             return Ok((stored, true));
         }
         self.ensure_cursors(consumers);
@@ -135,9 +134,7 @@ impl SessionRow {
                 return (cursor.next == head.index).then_some(HeadSlot::Cursor(cursor));
             }
         }
-        self.heads
-            .get_mut(&(head.consumer.clone(), head.lane.clone(), head.index))
-            .map(HeadSlot::Target)
+        self.heads.get_mut(&(head.consumer.clone(), head.lane.clone(), head.index)).map(HeadSlot::Target)
     }
 
     /// The current attempt of `head`, if `attempt` is it: the fence.
@@ -266,10 +263,7 @@ impl SessionRow {
     /// Every dead head of the session.
     pub fn dead_letters(&self) -> Vec<DeadLetter> {
         let (contract, session_id) = crate::split_session_key(&self.key);
-        let cursor_rows = self
-            .cursors
-            .iter()
-            .map(|(name, c)| (name.as_str(), Some(c.lane.clone()), c.next, &c.state));
+        let cursor_rows = self.cursors.iter().map(|(name, c)| (name.as_str(), Some(c.lane.clone()), c.next, &c.state));
         let head_rows = self.heads.iter().map(|((name, lane, index), s)| (name.as_str(), lane.clone(), *index, s));
         let mut letters: Vec<DeadLetter> = cursor_rows
             .chain(head_rows)
