@@ -13,6 +13,7 @@ use std::sync::Arc;
 use a2_store::{Clock, Store};
 
 pub mod engine;
+mod inspection;
 pub mod property;
 pub mod store;
 mod support;
