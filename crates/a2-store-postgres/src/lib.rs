@@ -6,6 +6,7 @@
 //! small separate pool with a statement timeout; a read-only store sets
 //! `default_transaction_read_only` on every connection and never migrates.
 
+mod append;
 mod audit;
 mod error;
 mod reads;

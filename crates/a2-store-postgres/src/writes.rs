@@ -1,12 +1,13 @@
 //! The engine's writes: short READ COMMITTED transactions, rows locked in
 //! index order, batches sent as arrays so a call is a handful of round trips.
 
-use a2_store::codec::{kind_code, lane_column, lane_from_column, target_kind, to_i64, to_u64};
-use a2_store::rules::{check_batch, claim_head, cursor_state, plan_batch, BatchPlan, HeadState};
+use a2_store::codec::{lane_column, lane_from_column, to_i64, to_u64};
+use a2_store::rules::{check_batch, claim_head, cursor_state, HeadState};
 use a2_store::*;
 use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
 
+use crate::append::{append_core, fast_append, FastAppend};
 use crate::rows::{event, get, head_state, kind};
 use crate::{db_error, PgStore};
 
@@ -19,7 +20,7 @@ fn check_session(session: &str) -> Result<(), StoreError> {
     }
 }
 
-async fn session_row(conn: &mut PgConnection, key: &str) -> Result<Option<(u64, u64)>, StoreError> {
+pub(crate) async fn session_row(conn: &mut PgConnection, key: &str) -> Result<Option<(u64, u64)>, StoreError> {
     let row = sqlx::query("SELECT head, clear_index FROM a2_sessions WHERE session = $1")
         .bind(key)
         .fetch_optional(conn)
@@ -28,7 +29,7 @@ async fn session_row(conn: &mut PgConnection, key: &str) -> Result<Option<(u64, 
     row.map(|r| Ok((to_u64(get(&r, "head")?), to_u64(get(&r, "clear_index")?)))).transpose()
 }
 
-async fn ensure_cursors(
+pub(crate) async fn ensure_cursors(
     conn: &mut PgConnection,
     key: &str,
     head: u64,
@@ -85,205 +86,6 @@ async fn skip_untaken(
     .await
     .map_err(db_error)?;
     Ok(())
-}
-
-async fn append_core(
-    conn: &mut PgConnection,
-    key: &str,
-    events: Vec<NewEvent>,
-    consumers: &[StoreConsumer],
-    now: Millis,
-) -> Result<(Vec<Event>, bool), StoreError> {
-    check_batch(key, &events)?;
-    if events.is_empty() {
-        return Ok((Vec::new(), false));
-    }
-    // Lock (creating if need be) the session row: appends to one session serialize here.
-    let row = sqlx::query(
-        "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) VALUES ($1, 0, 0, $2, $2) \
-         ON CONFLICT (session) DO UPDATE SET session = EXCLUDED.session RETURNING head, clear_index",
-    )
-    .bind(key)
-    .bind(now)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    let (head, clear) = (to_u64(get(&row, "head")?), to_u64(get(&row, "clear_index")?));
-    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
-    let present = sqlx::query(
-        "SELECT id, idx, type, payload, created_at, cause FROM a2_events WHERE session = $1 AND id = ANY($2)",
-    )
-    .bind(key)
-    .bind(&ids)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    let present: Vec<Event> = present.iter().map(|r| event(r, key, "")).collect::<Result<_, _>>()?;
-    let present_ids: Vec<&str> = present.iter().map(|e| e.id.as_str()).collect();
-    if plan_batch(key, &events, &present_ids)? == BatchPlan::AllPresent {
-        let stored = ids.iter().filter_map(|id| present.iter().find(|e| e.id == *id).cloned()).collect();
-        return Ok((stored, true));
-    }
-    ensure_cursors(conn, key, head, clear, consumers).await?;
-    let mut stored = Vec::with_capacity(events.len());
-    let (mut idxs, mut event_ids, mut types, mut payloads, mut causes) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut t_consumers, mut t_lanes, mut t_idxs, mut t_kinds) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (offset, new) in events.into_iter().enumerate() {
-        let index = head + 1 + offset as u64;
-        for target in &new.targets {
-            t_consumers.push(target.consumer.clone());
-            t_lanes.push(lane_column(target.lane.as_deref()).to_owned());
-            t_idxs.push(to_i64(index));
-            t_kinds.push(kind_code(target_kind(target.lane.as_deref())));
-        }
-        idxs.push(to_i64(index));
-        event_ids.push(new.id.clone());
-        types.push(new.event_type.clone());
-        payloads.push(Json(new.payload.clone()));
-        causes.push(new.cause.clone().map(Json));
-        stored.push(Event {
-            id: new.id,
-            event_type: new.event_type,
-            payload: new.payload,
-            index,
-            session: key.to_owned(),
-            created_at: now,
-            cause: new.cause,
-        });
-    }
-    sqlx::query(
-        "INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
-         SELECT $1, i, d, t, p, $6, c FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::jsonb[], $7::jsonb[]) AS x(i, d, t, p, c)",
-    )
-    .bind(key)
-    .bind(&idxs)
-    .bind(&event_ids)
-    .bind(&types)
-    .bind(&payloads)
-    .bind(now)
-    .bind(&causes)
-    .execute(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    if !t_consumers.is_empty() {
-        sqlx::query(
-            "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
-             SELECT $1, c, l, i, k FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::smallint[]) AS t(c, l, i, k) ON CONFLICT DO NOTHING",
-        )
-        .bind(key)
-        .bind(&t_consumers)
-        .bind(&t_lanes)
-        .bind(&t_idxs)
-        .bind(&t_kinds)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-    }
-    let new_head = head + stored.len() as u64;
-    sqlx::query("UPDATE a2_sessions SET head = $1, updated_at = $2 WHERE session = $3")
-        .bind(to_i64(new_head))
-        .bind(now)
-        .bind(key)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-    Ok((stored, false))
-}
-
-enum FastAppend {
-    IdTaken,
-    Failed(StoreError),
-}
-
-/// The whole append as one statement, so one round trip and one commit: the
-/// session row is locked and its head moved first (so indexes stay dense),
-/// then the events, their heads and new cursors go in. A duplicate id aborts
-/// it whole (`IdTaken`), and the transactional path, which tells an
-/// idempotent re-append from a partial duplicate, takes over.
-async fn fast_append(pool: &sqlx::PgPool, params: &EventAppend, now: Millis) -> Result<Appended, FastAppend> {
-    let key = params.session.as_str();
-    let count = i64::try_from(params.events.len()).unwrap_or(i64::MAX);
-    let ids: Vec<&str> = params.events.iter().map(|e| e.id.as_str()).collect();
-    let types: Vec<&str> = params.events.iter().map(|e| e.event_type.as_str()).collect();
-    let payloads: Vec<Json<&serde_json::Value>> = params.events.iter().map(|e| Json(&e.payload)).collect();
-    let causes: Vec<Option<Json<&Cause>>> = params.events.iter().map(|e| e.cause.as_ref().map(Json)).collect();
-    let (mut t_consumers, mut t_lanes, mut t_ordinals, mut t_kinds) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (ordinal, event) in params.events.iter().enumerate() {
-        for target in &event.targets {
-            t_consumers.push(target.consumer.as_str());
-            t_lanes.push(lane_column(target.lane.as_deref()));
-            t_ordinals.push(i64::try_from(ordinal + 1).unwrap_or(i64::MAX));
-            t_kinds.push(kind_code(target_kind(target.lane.as_deref())));
-        }
-    }
-    let logs: Vec<(&str, &str, bool)> = params
-        .consumers
-        .iter()
-        .filter_map(|c| c.log.as_ref().map(|l| (c.name.as_str(), l.lane.as_str(), l.backfill)))
-        .collect();
-    let row = sqlx::query(
-        "WITH s AS ( \
-           INSERT INTO a2_sessions AS t (session, head, clear_index, created_at, updated_at) VALUES ($1, $2, 0, $3, $3) \
-           ON CONFLICT (session) DO UPDATE SET head = t.head + $2, updated_at = $3 \
-           RETURNING t.head - $2 AS base, t.clear_index), \
-         ev AS ( \
-           INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
-           SELECT $1, s.base + x.o, x.d, x.t, x.p, $3, x.c \
-           FROM s, UNNEST($4::text[], $5::text[], $6::jsonb[], $7::jsonb[]) WITH ORDINALITY AS x(d, t, p, c, o) RETURNING 1), \
-         hd AS ( \
-           INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
-           SELECT $1, y.c, y.l, s.base + y.o, y.k FROM s, UNNEST($8::text[], $9::text[], $10::bigint[], $11::smallint[]) AS y(c, l, o, k) \
-           ON CONFLICT DO NOTHING RETURNING 1), \
-         cur AS ( \
-           INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
-           SELECT $1, z.c, z.l, CASE WHEN z.b THEN s.clear_index + 1 ELSE s.base + 1 END, 0 \
-           FROM s, UNNEST($12::text[], $13::text[], $14::bool[]) AS z(c, l, b) \
-           WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = $1 AND h.consumer = z.c AND h.kind = 0) \
-           ON CONFLICT DO NOTHING RETURNING 1) \
-         SELECT s.base FROM s",
-    )
-    .bind(key)
-    .bind(count)
-    .bind(now)
-    .bind(&ids)
-    .bind(&types)
-    .bind(&payloads)
-    .bind(&causes)
-    .bind(&t_consumers)
-    .bind(&t_lanes)
-    .bind(&t_ordinals)
-    .bind(&t_kinds)
-    .bind(logs.iter().map(|l| l.0).collect::<Vec<_>>())
-    .bind(logs.iter().map(|l| l.1).collect::<Vec<_>>())
-    .bind(logs.iter().map(|l| l.2).collect::<Vec<_>>())
-    .fetch_one(pool)
-    .await;
-    let row = match row {
-        Ok(row) => row,
-        Err(sqlx::Error::Database(db))
-            if db.code().as_deref() == Some("23505") && db.constraint() == Some("a2_events_by_id") =>
-        {
-            return Err(FastAppend::IdTaken)
-        }
-        Err(error) => return Err(FastAppend::Failed(db_error(error))),
-    };
-    let base = to_u64(get::<i64>(&row, "base").map_err(FastAppend::Failed)?);
-    let events = params
-        .events
-        .iter()
-        .enumerate()
-        .map(|(offset, e)| Event {
-            id: e.id.clone(),
-            event_type: e.event_type.clone(),
-            payload: e.payload.clone(),
-            index: base + 1 + offset as u64,
-            session: key.to_owned(),
-            created_at: now,
-            cause: e.cause.clone(),
-        })
-        .collect::<Vec<_>>();
-    Ok(Appended { head: base + events.len() as u64, events, duplicate: false })
 }
 
 /// Write back the states of many heads in one statement.
