@@ -50,6 +50,12 @@ enum Action {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Sort {
+    Id,
+    Activity,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ConsumeKind {
     /// Run the consumer's own code (the demo contract's, which this binary carries).
     Run,
@@ -75,8 +81,12 @@ enum Command {
         lagging: bool,
         #[arg(long, default_value_t = 50)]
         limit: u32,
+        /// The `next` of the previous page (`<millis>:<session>` with --sort activity).
         #[arg(long)]
         after: Option<String>,
+        /// By session id, or most recently active first.
+        #[arg(long, value_enum, default_value = "id")]
+        sort: Sort,
     },
     /// One session's summary.
     Session(Target),
@@ -204,7 +214,23 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
     let out = print::Out { json: cli.json };
     match cli.command {
         Command::Contracts => out.contracts(&op.contracts().await?),
-        Command::Sessions { contract, prefix, dead_letters, lagging, limit, after } => {
+        Command::Sessions { contract, limit, after, sort: Sort::Activity, .. } => {
+            let before = after
+                .map(|a| {
+                    let (at, id) = a
+                        .split_once(':')
+                        .ok_or_else(|| OperatorError::invalid("--after with --sort activity is <millis>:<session>"))?;
+                    let at = at.parse::<i64>().map_err(|_| {
+                        OperatorError::invalid(format!("--after: {at:?} is not a time in milliseconds"))
+                    })?;
+                    Ok::<_, OperatorError>((at, id.to_owned()))
+                })
+                .transpose()?;
+            let page = op.sessions_by_activity(&contract, before, limit).await?;
+            let next = page.next.as_ref().map(|(at, id)| format!("{at}:{id}"));
+            out.sessions(&a2_operator::Page { items: page.items, next });
+        }
+        Command::Sessions { contract, prefix, dead_letters, lagging, limit, after, sort: Sort::Id } => {
             let query = SessionQuery { id_prefix: prefix, has_dead_letters: dead_letters, lagging, after, limit };
             out.sessions(&op.sessions(&contract, query).await?)
         }

@@ -365,3 +365,30 @@ pub async fn redrive_and_clear_record_their_audit_entry_with_the_outcome(factory
         "every attempt is recorded, with what it did"
     );
 }
+
+pub async fn inspection_sessions_by_last_activity(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    for s in ["s1", "s2", "s3"] {
+        append_n(&*store, s, 1, &[]).await;
+        clock.advance(1_000);
+    }
+    append(&*store, "s1", vec![event("late", "tick")], &[]).await;
+    store
+        .event_append(EventAppend {
+            session: session_key("other", "x"),
+            events: vec![event("o", "tick")],
+            consumers: vec![],
+        })
+        .await
+        .expect("another contract");
+    let page = |before: Option<(Millis, String)>| SessionsByActivity { contract: CONTRACT.into(), before, limit: 2 };
+    let first = store.session_list_by_activity(page(None)).await.expect("first page");
+    assert_eq!(first.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["s1", "s3"]);
+    let last = first.last().map(|s| (s.updated_at, s.session_id.clone()));
+    let second = store.session_list_by_activity(page(last)).await.expect("second page");
+    assert_eq!(
+        second.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(),
+        vec!["s2"],
+        "keyset pages, no repeats"
+    );
+}

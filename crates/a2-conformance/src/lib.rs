@@ -75,6 +75,7 @@ macro_rules! conformance_suite {
                     snapshot_pins_are_kept_while_their_head_runs,
                     two_contracts_with_one_session_id_never_collide,
                     inspection_session_pages_and_summary,
+                    inspection_sessions_by_last_activity,
                     inspection_events_page,
                     inspection_heads_of_a_session_with_lag,
                     inspection_heads_and_dead_letters_store_wide,

@@ -198,6 +198,21 @@ impl Operator {
         Ok(Page { items, next: after })
     }
 
+    /// Sessions of a contract, most recently active first (appends, clears and redrives count).
+    pub async fn sessions_by_activity(
+        &self,
+        contract: &str,
+        before: Option<(Millis, String)>,
+        limit: u32,
+    ) -> Result<Page<SessionSummary, (Millis, String)>> {
+        let params = SessionsByActivity { contract: contract.to_owned(), before, limit };
+        let items = self.store().session_list_by_activity(params).await?;
+        let next = (items.len() == page_size(limit))
+            .then(|| items.last().map(|s| (s.updated_at, s.session_id.clone())))
+            .flatten();
+        Ok(Page { items, next })
+    }
+
     pub async fn session(&self, contract: &str, session: &str) -> Result<SessionSummary> {
         self.store()
             .session_get(&key(contract, session)?)

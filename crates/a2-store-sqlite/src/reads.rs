@@ -30,6 +30,10 @@ macro_rules! summary {
 
 const SESSION_PAGE: &str =
     summary!("WHERE s.session >= ?1 AND s.session < ?2 AND s.session > ?3 ORDER BY s.session LIMIT ?4");
+const SESSIONS_BY_ACTIVITY: &str = summary!(
+    "WHERE substr(s.session, 1, instr(s.session, char(31)) - 1) = ?1 AND (s.updated_at, s.session) < (?2, ?3) \
+     ORDER BY substr(s.session, 1, instr(s.session, char(31)) - 1) DESC, s.updated_at DESC, s.session DESC LIMIT ?4"
+);
 const SESSION_GET: &str = summary!("WHERE s.session = ?");
 const SNAPSHOT_GET: &str =
     "SELECT * FROM a2_snapshots WHERE session = ? AND reducer = ? AND idx <= ? ORDER BY idx DESC LIMIT 1";
@@ -319,6 +323,21 @@ impl Store for SqliteStore {
     async fn session_list(&self, params: SessionList) -> Result<Vec<SessionSummary>, StoreError> {
         self.list_sessions(params).await
     }
+    async fn session_list_by_activity(&self, params: SessionsByActivity) -> Result<Vec<SessionSummary>, StoreError> {
+        // The first page starts above every real key: a keyset, never an OR the planner cannot seek on.
+        let (at, after) = params
+            .before
+            .map_or((i64::MAX, "\u{10FFFF}".to_owned()), |(at, id)| (at, session_key(&params.contract, &id)));
+        let rows = sqlx::query(SESSIONS_BY_ACTIVITY)
+            .bind(&params.contract)
+            .bind(at)
+            .bind(after)
+            .bind(page(params.limit))
+            .fetch_all(&self.reader)
+            .await
+            .map_err(db_error)?;
+        rows.iter().map(summary).collect()
+    }
     async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
         self.get_session(session).await
     }
@@ -364,6 +383,11 @@ impl SqliteStore {
             ("contracts", CONTRACTS, vec![]),
             ("session page", SESSION_PAGE, vec![Text(lo.clone()), Text(hi.clone()), Text(String::new()), Int(500)]),
             ("session summary", SESSION_GET, vec![key()]),
+            (
+                "sessions by activity",
+                SESSIONS_BY_ACTIVITY,
+                vec![Text(split_session_key(session).0.to_owned()), Int(i64::MAX), Text("\u{10FFFF}".into()), Int(50)],
+            ),
             ("events page", EVENTS_OLDEST_FIRST, vec![key(), Int(0), Int(i64::MAX), Int(500)]),
             ("events page, newest first", EVENTS_NEWEST_FIRST, vec![key(), Int(0), Int(i64::MAX), Int(500)]),
             ("heads of a session", HEADS_OF_SESSION, vec![key()]),

@@ -69,6 +69,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// A contract's sessions by id, keyset paged (a prefix scan on `<contract>\u{1f}`).
     async fn session_list(&self, params: SessionList) -> Result<Vec<SessionSummary>, StoreError>;
 
+    /// A contract's sessions, most recently active first, keyset paged.
+    async fn session_list_by_activity(&self, params: SessionsByActivity) -> Result<Vec<SessionSummary>, StoreError>;
+
     /// One session's summary, if it exists.
     async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError>;
 

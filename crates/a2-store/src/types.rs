@@ -377,6 +377,15 @@ pub struct SessionList {
     pub limit: u32,
 }
 
+/// A contract's sessions, most recently active first.
+#[derive(Debug, Clone)]
+pub struct SessionsByActivity {
+    pub contract: String,
+    /// Keyset: sessions strictly older than this `(updated_at, session id)`.
+    pub before: Option<(Millis, String)>,
+    pub limit: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionSummary {
     pub contract: String,

@@ -329,6 +329,21 @@ impl Store for MemoryStore {
             .collect())
     }
 
+    async fn session_list_by_activity(&self, params: SessionsByActivity) -> Result<Vec<SessionSummary>, StoreError> {
+        let prefix = crate::session_key(&params.contract, "");
+        let sessions = self.lock();
+        let mut rows: Vec<&SessionRow> =
+            sessions.iter().filter(|(k, _)| k.starts_with(&prefix)).map(|(_, r)| r).collect();
+        let order = |r: &SessionRow| (r.updated_at, crate::split_session_key(&r.key).1.to_owned());
+        rows.sort_by_key(|r| std::cmp::Reverse(order(r)));
+        Ok(rows
+            .into_iter()
+            .filter(|r| params.before.as_ref().is_none_or(|b| order(r) < *b))
+            .take(page_size(params.limit))
+            .map(SessionRow::summary)
+            .collect())
+    }
+
     async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
         Ok(self.lock().get(session).map(SessionRow::summary))
     }
