@@ -13,21 +13,25 @@ fn url() -> String {
     std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
-/// Drop the schemas earlier runs left, once per test process.
+/// Drop the schemas that test and bench processes no longer running left
+/// behind (their names carry the process id), once per test process.
 async fn sweep() {
     static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
     SWEPT
         .get_or_init(|| async {
             let Ok(pool) = sqlx::PgPool::connect(&url()).await else { return };
-            let mine = format!("a2_conf_{}_%", std::process::id());
-            let stale: Vec<String> = sqlx::query_scalar(
-                "SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'a2\\_conf\\_%' AND nspname NOT LIKE $1",
+            let ours: Vec<String> = sqlx::query_scalar(
+                "SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'a2\\_conf\\_%' \
+                 OR nspname LIKE 'a2\\_e2e\\_%' OR nspname LIKE 'a2\\_bench\\_%'",
             )
-            .bind(mine)
             .fetch_all(&pool)
             .await
             .unwrap_or_default();
-            for schema in stale {
+            let alive = |schema: &str| {
+                let pid = schema.split('_').nth(2).unwrap_or("");
+                !pid.is_empty() && std::path::Path::new(&format!("/proc/{pid}")).exists()
+            };
+            for schema in ours.into_iter().filter(|s| !alive(s)) {
                 let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
             }
             pool.close().await;
