@@ -109,6 +109,9 @@ enum Command {
     Consumers {
         #[arg(long)]
         contract: Option<String>,
+        /// Totals kept up to this many seconds ago will do (0: compute now).
+        #[arg(long, default_value_t = 0)]
+        max_age: u32,
     },
     /// Dead letters store-wide, of a contract or of a session.
     DeadLetters {
@@ -239,7 +242,10 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
             out.events(&op.events(&target.contract, &target.session, after, before, newest_first, limit).await?)
         }
         Command::Heads(t) => out.heads(&op.heads(&t.contract, &t.session).await?),
-        Command::Consumers { contract } => out.consumers(&op.consumers(contract.as_deref()).await?),
+        Command::Consumers { contract, max_age } => {
+            let overview = op.consumers_overview(contract.as_deref(), i64::from(max_age) * 1000).await?;
+            out.consumers(&overview.totals)
+        }
         Command::DeadLetters { contract, session, consumer, limit, after } => {
             let after = after
                 .map(|a| {

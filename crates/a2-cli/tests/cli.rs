@@ -293,7 +293,7 @@ async fn postgres_reads_actions_and_exit_codes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_seeds_through_the_engine_and_run_mode_runs_its_code() {
     let url = format!("sqlite:{}", store_path("demo").display());
-    let (code, out, err) = a2(&url, &["--json", "demo", "--sessions", "3", "--bulk"]);
+    let (code, out, err) = a2(&url, &["--json", "demo", "--sessions", "3", "--bulk", "--fail-rate", "0"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(json_of(&out), json!({ "sessions": 3, "events": 30 }));
     let (code, _, err) =

@@ -392,3 +392,31 @@ pub async fn inspection_sessions_by_last_activity(factory: &dyn StoreFactory) {
         "keyset pages, no repeats"
     );
 }
+
+pub async fn consumer_totals_are_kept_until_refreshed(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    assert_eq!(store.consumer_totals_snapshot(None).await.expect("none yet"), None, "nothing computed yet");
+    let consumers = [log("c")];
+    store.cursor_wake(CursorWake { session: key("s"), consumer: log("c") }).await.expect("wake");
+    append_n(&*store, "s", 2, &consumers).await;
+    store
+        .event_append(EventAppend {
+            session: session_key("other", "x"),
+            events: vec![event("o", "tick")],
+            consumers: vec![log("c")],
+        })
+        .await
+        .expect("another contract");
+    let refreshed = store.consumer_totals_refresh().await.expect("refresh");
+    assert_eq!(refreshed.totals, store.consumer_totals(None).await.expect("live"));
+    assert_eq!(refreshed.computed_at, clock.now_ms());
+    let kept = store.consumer_totals_snapshot(Some(CONTRACT)).await.expect("kept").expect("some");
+    assert_eq!(kept.totals, store.consumer_totals(Some(CONTRACT)).await.expect("live"));
+    append_n(&*store, "t", 3, &consumers).await;
+    clock.advance(5_000);
+    let stale = store.consumer_totals_snapshot(Some(CONTRACT)).await.expect("kept").expect("some");
+    assert_eq!(stale, kept, "kept totals change only when refreshed");
+    let fresh = store.consumer_totals_refresh().await.expect("refresh");
+    assert!(fresh.computed_at > kept.computed_at);
+    assert_ne!(store.consumer_totals_snapshot(Some(CONTRACT)).await.expect("kept"), Some(kept));
+}

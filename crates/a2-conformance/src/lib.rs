@@ -80,6 +80,7 @@ macro_rules! conformance_suite {
                     inspection_heads_of_a_session_with_lag,
                     inspection_heads_and_dead_letters_store_wide,
                     inspection_consumer_totals,
+                    consumer_totals_are_kept_until_refreshed,
                     inspection_snapshots,
                     hostile_session_ids_round_trip,
                     audit_log_keeps_actions_newest_first,

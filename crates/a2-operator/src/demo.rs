@@ -71,8 +71,11 @@ fn contract() -> Result<Contract, OperatorError> {
 
 /// Fails an attempt when the event is one the seed picked: on the first
 /// attempt only (it retries), or always (it dead-letters).
-fn fails(options: &DemoOptions, consumer: &str, event_id: &str, attempt: u32) -> Option<String> {
-    let roll = chance(options.seed, &format!("{consumer}/{event_id}"));
+/// The roll keys on the session and index, not the (random) event id, so a
+/// seed picks the same failing events on every run.
+fn fails(options: &DemoOptions, consumer: &str, event: &a2_store::Event, attempt: u32) -> Option<String> {
+    let event_id = &event.id;
+    let roll = chance(options.seed, &format!("{consumer}/{}/{}", event.session, event.index));
     if roll < options.fail_rate / 3.0 {
         return Some(format!("{consumer}: the upstream service refused event {event_id} (poison)"));
     }
@@ -81,7 +84,7 @@ fn fails(options: &DemoOptions, consumer: &str, event_id: &str, attempt: u32) ->
 
 fn consumers(options: DemoOptions) -> Result<Vec<Consumer>, OperatorError> {
     let charger = Consumer::builder("charger").types(["order.placed"]).run(move |ctx| async move {
-        if let Some(error) = fails(&options, "charger", &ctx.event.id, ctx.attempt) {
+        if let Some(error) = fails(&options, "charger", &ctx.event, ctx.attempt) {
             return Err::<AppendInput, BoxError>(error.into());
         }
         Ok(AppendInput::new("payment.captured", json!({ "amount": ctx.event.payload["amount"] })))
@@ -92,7 +95,7 @@ fn consumers(options: DemoOptions) -> Result<Vec<Consumer>, OperatorError> {
         .run(|_| async { Ok::<_, BoxError>(AppendInput::new("order.shipped", json!({ "carrier": "post" }))) })?;
     let mailer = Consumer::builder("mailer").lane("main").types(["order.placed", "order.shipped"]).run(
         move |ctx| async move {
-            if let Some(error) = fails(&options, "mailer", &ctx.event.id, ctx.attempt) {
+            if let Some(error) = fails(&options, "mailer", &ctx.event, ctx.attempt) {
                 return Err::<AppendInput, BoxError>(error.into());
             }
             Ok(AppendInput::new("email.sent", json!({ "about": ctx.event.event_type })))
@@ -108,7 +111,13 @@ fn consumers(options: DemoOptions) -> Result<Vec<Consumer>, OperatorError> {
 /// A server for the demo contract on `store`; `background`: its consumers
 /// drain on every append (the Studio's demo traffic), else only when asked.
 pub fn server(store: Arc<dyn Store>, options: DemoOptions, background: bool) -> Result<Server, OperatorError> {
-    Ok(Server::builder(contract()?, store).consumers(consumers(options)?).run_in_background(background).build()?)
+    // Demo retries are quick, so a poison event dead-letters in seconds, not minutes.
+    let timings = DrainTimings { backoff: Backoff { base_ms: 50, max_ms: 2_000 }, ..DrainTimings::default() };
+    Ok(Server::builder(contract()?, store)
+        .consumers(consumers(options)?)
+        .timings(timings)
+        .run_in_background(background)
+        .build()?)
 }
 
 /// Seed the demo; returns how many events were appended. Sessions are

@@ -246,8 +246,26 @@ impl Operator {
         Ok(heads.into_iter().map(|h| HeadView::from_info(h, now)).collect())
     }
 
+    /// Consumer totals computed now: a pass over every cursor (seconds on a big store).
     pub async fn consumers(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>> {
         Ok(self.store().consumer_totals(contract).await?)
+    }
+
+    /// Consumer totals no older than `max_age_ms`: the kept ones when fresh
+    /// enough, else recomputed (and kept, on a read-write connection).
+    pub async fn consumers_overview(&self, contract: Option<&str>, max_age_ms: i64) -> Result<TotalsSnapshot> {
+        let now = self.now();
+        if let Some(kept) = self.store().consumer_totals_snapshot(contract).await? {
+            if now - kept.computed_at <= max_age_ms {
+                return Ok(kept);
+            }
+        }
+        if self.is_read_only() {
+            return Ok(TotalsSnapshot { computed_at: now, totals: self.store().consumer_totals(contract).await? });
+        }
+        let mut fresh = self.store().consumer_totals_refresh().await?;
+        fresh.totals.retain(|t| contract.is_none_or(|c| c == t.contract));
+        Ok(fresh)
     }
 
     pub async fn dead_letters(&self, query: DeadLetterList) -> Result<Page<DeadLetter, HeadKey>> {

@@ -11,6 +11,7 @@ mod audit;
 mod error;
 mod reads;
 mod rows;
+mod totals;
 mod writes;
 
 use std::str::FromStr;

@@ -362,6 +362,12 @@ impl Store for PgStore {
     async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
         self.list_snapshots(session).await
     }
+    async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError> {
+        self.refresh_totals().await
+    }
+    async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError> {
+        self.kept_totals(contract).await
+    }
     async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {
         self.append_audit(entry).await
     }
@@ -413,7 +419,8 @@ impl PgStore {
                     Int(500),
                 ],
             ),
-            ("consumer totals", CONSUMER_TOTALS, vec![Text(lo), Text(hi)]),
+            ("consumer totals, recomputed", CONSUMER_TOTALS, vec![Text(lo), Text(hi)]),
+            ("consumer totals", crate::totals::KEPT_TOTALS, vec![Text(split_session_key(session).0.to_owned())]),
             ("snapshots of a session", SNAPSHOTS_OF_SESSION, vec![key()]),
             ("snapshot lookup", SNAPSHOT_GET, vec![key(), Text("count".into()), Int(i64::MAX)]),
         ];

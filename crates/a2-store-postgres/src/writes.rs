@@ -173,7 +173,7 @@ const RUNNABLE: &str = "h.session = $1 AND h.consumer = ANY($2) AND h.failed_at 
     AND (h.kind <> 1 OR h.idx = (SELECT MIN(l.idx) FROM a2_heads l WHERE l.session = h.session AND l.consumer = h.consumer AND l.lane = h.lane))";
 
 impl PgStore {
-    async fn begin(&self) -> Result<Tx, StoreError> {
+    pub(crate) async fn begin(&self) -> Result<Tx, StoreError> {
         self.writable()?;
         self.pool.begin().await.map_err(db_error)
     }

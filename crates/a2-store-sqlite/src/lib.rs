@@ -8,6 +8,7 @@ mod audit;
 mod error;
 mod reads;
 mod rows;
+mod totals;
 mod writes;
 
 use std::path::{Path, PathBuf};

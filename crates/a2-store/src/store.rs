@@ -87,6 +87,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Each consumer's sessions, lag and dead letters, store-wide.
     async fn consumer_totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>, StoreError>;
 
+    /// Compute consumer totals store-wide and keep them as the latest snapshot.
+    async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError>;
+
+    /// The latest kept consumer totals (of one contract, or all), if any were computed.
+    async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError>;
+
     /// A session's snapshots, newest first.
     async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError>;
 

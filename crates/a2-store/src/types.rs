@@ -507,6 +507,14 @@ pub struct ConsumerTotal {
     pub dead_letters: u64,
 }
 
+/// Consumer totals as last computed: a whole-store aggregate is too costly
+/// for every look, so writers refresh this and readers show its age.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TotalsSnapshot {
+    pub computed_at: Millis,
+    pub totals: Vec<ConsumerTotal>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SnapshotInfo {
     pub reducer: String,

@@ -219,7 +219,8 @@ async fn reads(
             })
             .await?,
         ),
-        ("consumer_totals", percentiles(10, |_| op.consumers(Some("shop"))).await?),
+        ("consumer_totals_recomputed", percentiles(5, |_| op.consumers(Some("shop"))).await?),
+        ("consumer_totals", percentiles(samples, |_| op.consumers_overview(Some("shop"), 10_000)).await?),
         (
             "dead_letter_page",
             percentiles(samples, |_| op.dead_letters(a2_store::DeadLetterList { limit: 50, ..Default::default() }))

@@ -19,6 +19,7 @@ pub struct MemoryStore {
     clock: Arc<dyn Clock>,
     sessions: Mutex<BTreeMap<String, SessionRow>>,
     audit: Mutex<Vec<AuditRecord>>,
+    totals: Mutex<Option<TotalsSnapshot>>,
 }
 
 impl Default for MemoryStore {
@@ -29,7 +30,7 @@ impl Default for MemoryStore {
 
 impl MemoryStore {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
-        Self { clock, sessions: Mutex::new(BTreeMap::new()), audit: Mutex::new(Vec::new()) }
+        Self { clock, sessions: Mutex::new(BTreeMap::new()), audit: Mutex::new(Vec::new()), totals: Mutex::new(None) }
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, SessionRow>> {
@@ -447,6 +448,20 @@ impl Store for MemoryStore {
                 total
             })
             .collect())
+    }
+
+    async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError> {
+        let snapshot = TotalsSnapshot { computed_at: self.now(), totals: self.consumer_totals(None).await? };
+        *self.totals.lock().unwrap_or_else(|p| p.into_inner()) = Some(snapshot.clone());
+        Ok(snapshot)
+    }
+
+    async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError> {
+        let kept = self.totals.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Ok(kept.map(|mut s| {
+            s.totals.retain(|t| contract.is_none_or(|c| c == t.contract));
+            s
+        }))
     }
 
     async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
