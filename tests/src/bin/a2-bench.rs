@@ -186,6 +186,8 @@ async fn reads(
         }
         pool.close().await;
     }
+    // Writers keep consumer totals; the reads below are a read-only Studio's.
+    store.consumer_totals_refresh().await.map_err(|e| e.to_string())?;
     let attached = a2_operator::Attached {
         store,
         kind: a2_operator::StoreKind::Memory,
