@@ -721,3 +721,26 @@ pub async fn engine_a_lapsed_lease_stops_its_run(factory: &dyn StoreFactory, pac
     assert!(ran >= ttl.mul_f32(0.9) && ran < ttl * 2, "stopped when its lease lapsed ({ran:?} into a {ttl:?} lease)");
     assert_eq!(drained.processed, 0, "the lapsed attempt completed nothing");
 }
+
+/// A server working in the background keeps the store's consumer totals fresh.
+pub async fn engine_background_server_refreshes_kept_totals(factory: &dyn StoreFactory, pace: Pace) {
+    let seen = seen();
+    let store = open(factory).await;
+    let timings = DrainTimings { totals_refresh: Duration::from_millis(300), ..pace.timings() };
+    let server = Server::builder(contract(), store.clone())
+        .consumer(recorder(Consumer::builder("log").lane("main"), "log", &seen))
+        .timings(timings)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    server.session("s").unwrap_or_else(|e| panic!("{e}")).append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut kept = None;
+    for _ in 0..100 {
+        kept = store.consumer_totals_snapshot(Some("shop")).await.unwrap_or_else(|e| panic!("{e}"));
+        if kept.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let kept = kept.unwrap_or_else(|| panic!("the server kept consumer totals"));
+    assert_eq!(kept.totals.iter().map(|t| t.consumer.as_str()).collect::<Vec<_>>(), vec!["log"]);
+}

@@ -105,6 +105,7 @@ macro_rules! conformance_suite {
                     engine_abort_on_cancels_a_running_attempt,
                     engine_heartbeat_keeps_a_long_run_leased,
                     engine_a_lapsed_lease_stops_its_run,
+                    engine_background_server_refreshes_kept_totals,
                 );
             }
         }

@@ -36,6 +36,9 @@ pub struct DrainTimings {
     pub watchdog_grace: Duration,
     pub consume_wait_min: Duration,
     pub consume_wait_max: Duration,
+    /// How often a server running in the background recomputes the store's
+    /// kept consumer totals (what the Studio's overview reads).
+    pub totals_refresh: Duration,
     /// How often a stream looks for appends made by other processes.
     pub stream_poll: Duration,
 }
@@ -51,6 +54,7 @@ impl Default for DrainTimings {
             consume_wait_min: Duration::from_millis(25),
             consume_wait_max: Duration::from_secs(1),
             stream_poll: Duration::from_secs(1),
+            totals_refresh: Duration::from_secs(30),
         }
     }
 }

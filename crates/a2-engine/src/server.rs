@@ -44,6 +44,8 @@ pub(crate) struct Inner {
     pub shutdown: CancellationToken,
     /// Heads running at once across every drain of this server.
     pub running: Arc<tokio::sync::Semaphore>,
+    /// The kept-totals refresher runs once the server first drains in the background.
+    pub refresher: std::sync::atomic::AtomicBool,
 }
 
 /// Builds a [`Server`].
@@ -109,6 +111,7 @@ impl ServerBuilder {
                 drains: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
                 running: Arc::new(tokio::sync::Semaphore::new(self.max_running)),
+                refresher: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -587,11 +590,33 @@ impl Inner {
         .await
     }
 
+    /// Keep the store's consumer totals fresh while this server works in the background.
+    fn start_refresher(self: &Arc<Self>) {
+        if self.refresher.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let inner = Arc::downgrade(self);
+        let (every, shutdown) = (self.timings.totals_refresh, self.shutdown.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(every) => {},
+                    () = shutdown.cancelled() => return,
+                }
+                let Some(inner) = inner.upgrade() else { return };
+                if let Err(error) = inner.store.consumer_totals_refresh().await {
+                    tracing::warn!(code = error.code(), %error, "could not refresh the kept consumer totals");
+                }
+            }
+        });
+    }
+
     /// Start (or re-arm) the background drain of a session.
     pub(crate) fn schedule_drain(self: &Arc<Self>, session_id: &str) {
         if !self.background || self.shutdown.is_cancelled() {
             return;
         }
+        self.start_refresher();
         let slot = {
             let mut drains = self.drains.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(slot) = drains.get(session_id) {

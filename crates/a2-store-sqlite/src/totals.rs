@@ -16,17 +16,22 @@ impl SqliteStore {
         let mut tx = self.begin().await?;
         sqlx::query("DELETE FROM a2_consumer_totals").execute(&mut *tx).await.map_err(db_error)?;
         for t in &totals {
-            sqlx::query("INSERT INTO a2_consumer_totals VALUES (?, ?, ?, ?, ?, ?, ?)")
-                .bind(&t.contract)
-                .bind(&t.consumer)
-                .bind(to_i64(t.sessions))
-                .bind(to_i64(t.lagging_sessions))
-                .bind(to_i64(t.total_lag))
-                .bind(to_i64(t.dead_letters))
-                .bind(computed_at)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_error)?;
+            sqlx::query(
+                "INSERT INTO a2_consumer_totals VALUES (?, ?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (contract, consumer) DO UPDATE SET sessions = excluded.sessions, \
+                 lagging_sessions = excluded.lagging_sessions, total_lag = excluded.total_lag, \
+                 dead_letters = excluded.dead_letters, computed_at = excluded.computed_at",
+            )
+            .bind(&t.contract)
+            .bind(&t.consumer)
+            .bind(to_i64(t.sessions))
+            .bind(to_i64(t.lagging_sessions))
+            .bind(to_i64(t.total_lag))
+            .bind(to_i64(t.dead_letters))
+            .bind(computed_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
         }
         tx.commit().await.map_err(db_error)?;
         Ok(TotalsSnapshot { computed_at, totals })
