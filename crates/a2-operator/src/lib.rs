@@ -240,9 +240,9 @@ impl Operator {
     }
 
     pub async fn heads(&self, contract: &str, session: &str) -> Result<Vec<HeadView>> {
-        self.session(contract, session).await?;
         let now = self.now();
         let heads = self.store().head_list(&key(contract, session)?).await?;
+        self.exists_if_empty(&heads, contract, session).await?;
         Ok(heads.into_iter().map(|h| HeadView::from_info(h, now)).collect())
     }
 
@@ -276,8 +276,18 @@ impl Operator {
     }
 
     pub async fn snapshots(&self, contract: &str, session: &str) -> Result<Vec<SnapshotInfo>> {
-        self.session(contract, session).await?;
-        Ok(self.store().snapshot_list(&key(contract, session)?).await?)
+        let snapshots = self.store().snapshot_list(&key(contract, session)?).await?;
+        self.exists_if_empty(&snapshots, contract, session).await?;
+        Ok(snapshots)
+    }
+
+    /// An empty page may mean no such session: only then is the session looked up,
+    /// so the common read costs one query, not two.
+    async fn exists_if_empty<T>(&self, page: &[T], contract: &str, session: &str) -> Result<()> {
+        if page.is_empty() {
+            self.session(contract, session).await?;
+        }
+        Ok(())
     }
 
     pub async fn audit_log(&self, before: Option<u64>, limit: u32) -> Result<Vec<AuditRecord>> {

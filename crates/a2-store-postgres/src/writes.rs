@@ -13,13 +13,6 @@ use crate::{db_error, PgStore};
 
 type Tx = sqlx::Transaction<'static, sqlx::Postgres>;
 
-fn check_session(session: &str) -> Result<(), StoreError> {
-    match session.split_once(KEY_SEPARATOR) {
-        Some((contract, id)) if !contract.is_empty() => validate_session_id(id),
-        _ => Err(StoreError::invalid(format!("{session:?} is not a session storage key"))),
-    }
-}
-
 pub(crate) async fn session_row(conn: &mut PgConnection, key: &str) -> Result<Option<(u64, u64)>, StoreError> {
     let row = sqlx::query("SELECT head, clear_index FROM a2_sessions WHERE session = $1")
         .bind(key)
@@ -183,7 +176,7 @@ impl PgStore {
     }
 
     pub(crate) async fn append(&self, params: EventAppend) -> Result<Appended, StoreError> {
-        check_session(&params.session)?;
+        check_session_key(&params.session)?;
         check_batch(&params.session, &params.events)?;
         if params.events.is_empty() {
             let head = session_row(&mut *self.pool.acquire().await.map_err(db_error)?, &params.session)
@@ -213,7 +206,7 @@ impl PgStore {
     }
 
     pub(crate) async fn claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
-        check_session(&params.session)?;
+        check_session_key(&params.session)?;
         let key = params.session.as_str();
         let mut tx = self.begin().await?;
         let Some((head, clear)) = session_row(&mut tx, key).await? else {
@@ -454,7 +447,7 @@ impl PgStore {
     }
 
     pub(crate) async fn wake(&self, params: CursorWake) -> Result<CursorState, StoreError> {
-        check_session(&params.session)?;
+        check_session_key(&params.session)?;
         if params.consumer.log.is_none() {
             return Err(StoreError::invalid(format!(
                 "consumer '{}' has no string lane, so it has no cursor",
@@ -492,7 +485,7 @@ impl PgStore {
     }
 
     async fn clear_in(&self, tx: &mut PgConnection, params: &SessionClear) -> Result<Cleared, StoreError> {
-        check_session(&params.session)?;
+        check_session_key(&params.session)?;
         let key = params.session.as_str();
         let row = sqlx::query("SELECT head FROM a2_sessions WHERE session = $1 FOR UPDATE")
             .bind(key)

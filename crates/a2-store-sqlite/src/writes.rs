@@ -14,13 +14,6 @@ fn json_list<T: serde::Serialize>(items: &[T]) -> Result<String, StoreError> {
     serde_json::to_string(items).map_err(|e| StoreError::invalid(e.to_string()))
 }
 
-fn check_session(session: &str) -> Result<(), StoreError> {
-    match session.split_once(KEY_SEPARATOR) {
-        Some((contract, id)) if !contract.is_empty() => validate_session_id(id),
-        _ => Err(StoreError::invalid(format!("{session:?} is not a session storage key"))),
-    }
-}
-
 /// `(head, clear_index)` of a session, if it exists.
 async fn session_row(conn: &mut SqliteConnection, key: &str) -> Result<Option<(u64, u64)>, StoreError> {
     let row = sqlx::query("SELECT head, clear_index FROM a2_sessions WHERE session = ?")
@@ -246,7 +239,7 @@ impl SqliteStore {
     }
 
     pub(crate) async fn append(&self, params: EventAppend) -> Result<Appended, StoreError> {
-        check_session(&params.session)?;
+        check_session_key(&params.session)?;
         let mut tx = self.begin().await?;
         let (events, duplicate) =
             append_core(&mut tx, &params.session, params.events, &params.consumers, self.now()).await?;
@@ -256,7 +249,7 @@ impl SqliteStore {
     }
 
     pub(crate) async fn claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
-        check_session(&params.session)?;
+        check_session_key(&params.session)?;
         let key = params.session.as_str();
         let mut tx = self.begin().await?;
         let Some((head, clear)) = session_row(&mut tx, key).await? else {
@@ -455,7 +448,7 @@ impl SqliteStore {
     }
 
     pub(crate) async fn wake(&self, params: CursorWake) -> Result<CursorState, StoreError> {
-        check_session(&params.session)?;
+        check_session_key(&params.session)?;
         if params.consumer.log.is_none() {
             return Err(StoreError::invalid(format!(
                 "consumer '{}' has no string lane, so it has no cursor",
@@ -493,7 +486,7 @@ impl SqliteStore {
     }
 
     async fn clear_in(&self, tx: &mut SqliteConnection, params: &SessionClear) -> Result<Cleared, StoreError> {
-        check_session(&params.session)?;
+        check_session_key(&params.session)?;
         let key = params.session.as_str();
         let Some((head, _)) = session_row(&mut *tx, key).await? else {
             return Ok(Cleared { cleared: params.if_last_index.is_none_or(|i| i == 0), index: 0 });

@@ -29,3 +29,13 @@ pub fn session_key(contract: &str, session_id: &str) -> String {
 pub fn split_session_key(key: &str) -> (&str, &str) {
     key.split_once(KEY_SEPARATOR).unwrap_or(("", key))
 }
+
+/// A storage key is `<contract>\u{1f}<session id>` with a non-empty contract and a valid id.
+pub fn check_session_key(key: &str) -> Result<(), StoreError> {
+    match key.split_once(KEY_SEPARATOR) {
+        Some((contract, id)) if !contract.is_empty() => validate_session_id(id),
+        _ => {
+            Err(StoreError::invalid(format!("{key:?} is not a session storage key (<contract>\\u{{1f}}<session id>)")))
+        }
+    }
+}

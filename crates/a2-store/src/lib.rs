@@ -13,6 +13,6 @@ mod types;
 
 pub use clock::{Clock, ManualClock, SystemClock, TokioClock};
 pub use error::StoreError;
-pub use keys::{session_key, split_session_key, validate_session_id, KEY_SEPARATOR};
+pub use keys::{check_session_key, session_key, split_session_key, validate_session_id, KEY_SEPARATOR};
 pub use store::{page_size, Store, MAX_PAGE};
 pub use types::*;

@@ -12,7 +12,7 @@ use crate::rules::HeadState;
 
 use crate::store::page_size;
 use crate::types::*;
-use crate::{Clock, Store, StoreError, SystemClock, KEY_SEPARATOR};
+use crate::{Clock, Store, StoreError, SystemClock};
 
 #[derive(Debug)]
 pub struct MemoryStore {
@@ -65,7 +65,7 @@ impl MemoryStore {
     }
 
     fn clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
-        check_session(&params.session)?;
+        crate::check_session_key(&params.session)?;
         let now = self.now();
         let mut sessions = self.lock();
         let Some(row) = sessions.get_mut(&params.session) else {
@@ -87,15 +87,6 @@ impl MemoryStore {
     }
 }
 
-fn check_session(session: &str) -> Result<(), StoreError> {
-    match session.split_once(KEY_SEPARATOR) {
-        Some((contract, id)) if !contract.is_empty() => crate::validate_session_id(id),
-        _ => Err(StoreError::invalid(format!(
-            "{session:?} is not a session storage key (<contract>\\u{{1f}}<session id>)"
-        ))),
-    }
-}
-
 fn slot_state(slot: HeadSlot<'_>) -> &mut HeadState {
     match slot {
         HeadSlot::Cursor(cursor) => &mut cursor.state,
@@ -110,7 +101,7 @@ impl Store for MemoryStore {
     }
 
     async fn event_append(&self, params: EventAppend) -> Result<Appended, StoreError> {
-        check_session(&params.session)?;
+        crate::check_session_key(&params.session)?;
         let now = self.now();
         let mut sessions = self.lock();
         let mut row =
@@ -124,7 +115,7 @@ impl Store for MemoryStore {
     }
 
     async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
-        check_session(&params.session)?;
+        crate::check_session_key(&params.session)?;
         let now = self.now();
         let mut sessions = self.lock();
         let Some(row) = sessions.get_mut(&params.session) else {
@@ -227,7 +218,7 @@ impl Store for MemoryStore {
     }
 
     async fn cursor_wake(&self, params: CursorWake) -> Result<CursorState, StoreError> {
-        check_session(&params.session)?;
+        crate::check_session_key(&params.session)?;
         if params.consumer.log.is_none() {
             return Err(StoreError::invalid(format!(
                 "consumer '{}' has no string lane, so it has no cursor",
