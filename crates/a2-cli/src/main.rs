@@ -9,10 +9,12 @@ mod print;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use a2_operator::demo::{self, DemoOptions};
 use a2_operator::{Connect, ConsumeMode, Mode, Operator, OperatorError, RedriveAll, SessionQuery};
 use a2_store::{DeadLetterList, HeadKey, RedriveAction};
+use a2_studio_api::{web, ApiError, ConnectionOpen, Studio};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
@@ -185,6 +187,15 @@ enum Command {
         #[arg(long)]
         bulk: bool,
     },
+    /// Serve the Studio (UI and commands) over HTTP on 127.0.0.1, opened on --store.
+    Serve {
+        /// 0: any free port.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Keep demo traffic flowing (the demo contract's consumers run in this process).
+        #[arg(long)]
+        demo_traffic: bool,
+    },
     /// What operators did.
     Audit {
         #[arg(long, default_value_t = 50)]
@@ -201,14 +212,45 @@ enum Done {
     Unchanged,
 }
 
-async fn run(cli: Cli) -> Result<Done, OperatorError> {
-    let mode = if cli.read_only {
+fn mode_of(cli: &Cli) -> Option<Mode> {
+    if cli.read_only {
         Some(Mode::ReadOnly)
     } else if cli.read_write {
         Some(Mode::ReadWrite)
     } else {
         None
+    }
+}
+
+/// The Studio's web mode: the same commands as the desktop app, over HTTP with a token.
+async fn serve(cli: &Cli, port: u16, demo_traffic: bool) -> Result<(), ApiError> {
+    let studio = Arc::new(Studio::new(&a2_studio_api::profiles::default_dir()));
+    let read_only = mode_of(cli).map(|m| m == Mode::ReadOnly);
+    studio.connection_open(ConnectionOpen { url: Some(cli.store.clone()), profile: None, read_only }).await?;
+    if demo_traffic {
+        studio.demo_traffic(a2_studio_api::DemoTraffic { on: true }).await?;
+    }
+    let listener = web::bind(port)
+        .await
+        .map_err(|e| ApiError::new("UNAVAILABLE", format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
+    let token = web::new_token();
+    let url = web::url(&listener, &token).map_err(|e| ApiError::new("UNAVAILABLE", e.to_string()))?;
+    if cli.json {
+        println!("{}", json!({ "url": url }));
+    } else {
+        println!("A2 Studio is serving {} on {url}", cli.store);
+        println!("Open that URL in a browser on this machine; Ctrl-C stops it.");
+    }
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
     };
+    web::run(listener, studio, Arc::new(web::workspace_ui()), token, shutdown)
+        .await
+        .map_err(|e| ApiError::new("UNAVAILABLE", e.to_string()))
+}
+
+async fn run(cli: Cli) -> Result<Done, OperatorError> {
+    let mode = mode_of(&cli);
     let mut op = Operator::connect(&Connect { mode, ..Connect::new(cli.store.clone()) }).await?;
     if let Command::Consume { mode: ConsumeKind::Run, .. } = cli.command {
         // This binary carries the demo contract's code; it runs only when asked to.
@@ -324,6 +366,8 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
             return Ok(if done.cleared { Done::Changed } else { Done::Unchanged });
         }
         Command::Audit { limit, after } => out.audit(&op.audit_log(after, limit).await?),
+        // Served by `serve` before any connection is made here.
+        Command::Serve { .. } => return Err(OperatorError::invalid("serve runs on its own")),
         Command::Demo { sessions, seed, fail_rate, bulk } => {
             if op.is_read_only() {
                 return Err(OperatorError::ReadOnly { action: "demo".into() });
@@ -346,6 +390,21 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
+    if let Command::Serve { port, demo_traffic } = cli.command {
+        return match serve(&cli, port, demo_traffic).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("a2: {error}");
+                let code = match error.code.as_str() {
+                    "READ_ONLY" => 3,
+                    "NOT_FOUND" => 4,
+                    code if code.starts_with("INVALID") => 2,
+                    _ => 1,
+                };
+                ExitCode::from(code)
+            }
+        };
+    }
     match run(cli).await {
         Ok(Done::Changed) => ExitCode::SUCCESS,
         Ok(Done::Unchanged) => ExitCode::from(5),

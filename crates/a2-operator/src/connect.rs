@@ -33,6 +33,7 @@ impl Connect {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum StoreKind {
     Memory,
     Sqlite,

@@ -80,6 +80,7 @@ pub struct RedriveAll {
 
 /// How far a job got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct JobProgress {
     pub done: u64,
     pub total: u64,

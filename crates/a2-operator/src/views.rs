@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// A cursor or head, with why it is not moving in one line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct HeadView {
     pub consumer: String,
     pub kind: HeadKind,
@@ -70,23 +71,27 @@ impl HeadView {
 
 /// A page and where the next one starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Page<T, C> {
     pub items: Vec<T>,
     pub next: Option<C>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Redriven {
     pub redriven: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Consumed {
     pub index: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum ConsumeMode {
     /// Run the consumer's own code: only for a contract this process hosts.
     Run,

@@ -12,6 +12,7 @@ pub type Millis = i64;
 /// a read-only open never migrates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum Access {
     ReadWrite,
     ReadOnly,
@@ -19,6 +20,7 @@ pub enum Access {
 
 /// Which consumer head produced an event (absent for external appends).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Cause {
     pub consumer: String,
     pub lane: Option<String>,
@@ -108,6 +110,7 @@ impl StoreConsumer {
 
 /// The unit of work: a consumer's head at one index of one lane.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct HeadRef {
     pub consumer: String,
     pub lane: Option<String>,
@@ -274,6 +277,7 @@ pub enum FailOutcome {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum RedriveAction {
     /// Run it again with a fresh failure budget.
     Retry,
@@ -321,6 +325,7 @@ pub struct SessionClear {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Cleared {
     pub cleared: bool,
     /// The boundary (when cleared) or the current head (when not).
@@ -387,6 +392,7 @@ pub struct SessionsByActivity {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SessionSummary {
     pub contract: String,
     #[serde(rename = "session")]
@@ -404,6 +410,7 @@ pub struct SessionSummary {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum HeadKind {
     /// A string-lane consumer's cursor.
     Log,
@@ -445,6 +452,7 @@ impl HeadInfo {
 
 /// Keyset position in store-wide head and dead-letter pages.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct HeadKey {
     pub session: String,
     pub consumer: String,
@@ -470,6 +478,7 @@ pub struct DeadLetterList {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct DeadLetter {
     pub contract: String,
     #[serde(rename = "session")]
@@ -498,6 +507,7 @@ impl DeadLetter {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ConsumerTotal {
     pub contract: String,
     pub consumer: String,
@@ -510,6 +520,7 @@ pub struct ConsumerTotal {
 /// Consumer totals as last computed: a whole-store aggregate is too costly
 /// for every look, so writers refresh this and readers show its age.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct TotalsSnapshot {
     pub computed_at: Millis,
     pub totals: Vec<ConsumerTotal>,

@@ -1,0 +1,392 @@
+//! The commands, as methods of [`Studio`]: each validates its request,
+//! calls the operator API and shapes the answer for the UI.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use a2_operator::demo::{self, DemoOptions};
+use a2_operator::{
+    Actor, Connect, Consumed, HeadView, JobProgress, Mode, Operator, Redriven, RedriveAll, SessionQuery, StoreKind,
+};
+use a2_store::{Cleared, DeadLetterList, SessionSummary, TotalsSnapshot};
+
+use crate::connection::Connection;
+use crate::jobs::Jobs;
+use crate::profiles::{split_password, Profiles};
+use crate::types::{check_limit, json_text};
+use crate::*;
+
+/// How often a store without change notifications (SQLite, memory) is re-read.
+const POLL: Duration = Duration::from_secs(2);
+
+/// The Studio's state: the open store (one at a time), running jobs, saved profiles.
+pub struct Studio {
+    connection: RwLock<Option<Arc<Connection>>>,
+    jobs: Mutex<Jobs>,
+    profiles: Profiles,
+    versions: tokio::sync::watch::Sender<u32>,
+}
+
+fn lock_error<T>(_: T) -> ApiError {
+    ApiError::new("INTERNAL", "a Studio lock was poisoned by an earlier panic")
+}
+
+fn index(value: u32, what: &str) -> Result<u64, ApiError> {
+    if value == 0 {
+        return Err(ApiError::invalid(format!("{what}: indexes start at 1")));
+    }
+    Ok(u64::from(value))
+}
+
+/// An activity cursor travels as `<millis>:<session id>`.
+fn activity_cursor(text: &str) -> Result<(i64, String), ApiError> {
+    let (at, id) = text.split_once(':').ok_or_else(|| ApiError::invalid(format!("{text:?} is not a page cursor")))?;
+    let at = at.parse().map_err(|_| ApiError::invalid(format!("{text:?} is not a page cursor")))?;
+    Ok((at, id.to_owned()))
+}
+
+impl Studio {
+    /// A Studio keeping its profiles in `config_dir`.
+    pub fn new(config_dir: &Path) -> Self {
+        Self {
+            connection: RwLock::new(None),
+            jobs: Mutex::new(Jobs::default()),
+            profiles: Profiles::new(config_dir),
+            versions: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    fn open(&self) -> Result<Arc<Connection>, ApiError> {
+        self.connection.read().map_err(lock_error)?.clone().ok_or_else(ApiError::not_connected)
+    }
+
+    fn operator(&self) -> Result<Operator, ApiError> {
+        Ok(self.open()?.operator.clone())
+    }
+
+    fn bump(&self) {
+        self.versions.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    /// Open the SQLite file at `path`, seeding the demo store when the file is new.
+    pub async fn open_dev_store(&self, path: &Path) -> Result<ConnectionInfo, ApiError> {
+        let new = !path.exists();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let url = format!("sqlite:{}", path.display());
+        if new {
+            let operator = Operator::connect(&Connect::new(url.clone())).await?;
+            demo::seed(operator.attached().store.clone(), DemoOptions::default()).await?;
+        }
+        self.connection_open(ConnectionOpen { url: Some(url), profile: None, read_only: Some(false) }).await
+    }
+
+    // ── connection and profiles ─────────────────────────────────────
+
+    pub async fn connection_open(&self, request: ConnectionOpen) -> Result<ConnectionInfo, ApiError> {
+        let (url, mut read_only) = match (&request.profile, &request.url) {
+            (Some(name), _) => {
+                let (url, read_only) = self.profiles.resolve(name)?;
+                (url, Some(read_only))
+            }
+            (None, Some(url)) => (url.clone(), None),
+            (None, None) => return Err(ApiError::invalid("give a store URL or a profile to connect to")),
+        };
+        if request.read_only.is_some() {
+            read_only = request.read_only;
+        }
+        let mut connect = Connect::new(url.clone());
+        connect.mode = read_only.map(|r| if r { Mode::ReadOnly } else { Mode::ReadWrite });
+        let mut operator = Operator::new(a2_operator::attach(&connect).await?, Actor::current());
+        let attached = operator.attached().clone();
+        let read_only = attached.mode == Mode::ReadOnly;
+        let hosts_demo = !read_only && operator.contracts().await?.iter().any(|c| c == demo::CONTRACT);
+        if hosts_demo {
+            operator.host(demo::server(attached.store.clone(), DemoOptions::default(), false)?);
+        }
+        let warning = (read_only && attached.role_can_write == Some(true)).then(|| {
+            "read-only by session setting only: this database role could write. \
+             Attach with a role that has SELECT alone to make the database refuse every write."
+                .to_owned()
+        });
+        let info = ConnectionInfo {
+            url: split_password(&url).0,
+            kind: attached.kind,
+            read_only,
+            role_can_write: attached.role_can_write,
+            warning,
+            hosts_demo,
+            live: attached.kind == StoreKind::Postgres,
+        };
+        let connection = Arc::new(Connection::new(operator, info.clone(), self.versions.clone()));
+        *self.connection.write().map_err(lock_error)? = Some(connection);
+        self.bump();
+        let now = attached.store.clock().now_ms();
+        // A profile file that cannot be written must not stop the operator from working.
+        if let Err(error) = self.profiles.touch(&url, request.profile.as_deref(), now) {
+            tracing::warn!(%error, "could not record the recent store");
+        }
+        Ok(info)
+    }
+
+    pub async fn connection_get(&self, _: NoArgs) -> Result<Option<ConnectionInfo>, ApiError> {
+        Ok(self.connection.read().map_err(lock_error)?.as_ref().map(|c| c.info.clone()))
+    }
+
+    pub async fn connection_close(&self, _: NoArgs) -> Result<bool, ApiError> {
+        let closed = self.connection.write().map_err(lock_error)?.take().is_some();
+        self.bump();
+        Ok(closed)
+    }
+
+    pub async fn profile_list(&self, _: NoArgs) -> Result<ProfileList, ApiError> {
+        self.profiles.list()
+    }
+
+    pub async fn profile_save(&self, request: ProfileSave) -> Result<Profile, ApiError> {
+        self.profiles.save(&request.name, &request.url, request.password, request.read_only)
+    }
+
+    pub async fn profile_delete(&self, request: ProfileRef) -> Result<bool, ApiError> {
+        self.profiles.delete(&request.name)
+    }
+
+    // ── reads ────────────────────────────────────────────────────────
+
+    pub async fn contract_list(&self, _: NoArgs) -> Result<Vec<String>, ApiError> {
+        Ok(self.operator()?.contracts().await?)
+    }
+
+    pub async fn consumer_overview(&self, request: ConsumerOverview) -> Result<TotalsSnapshot, ApiError> {
+        let operator = self.operator()?;
+        Ok(operator.consumers_overview(request.contract.as_deref(), i64::from(request.max_age_ms)).await?)
+    }
+
+    pub async fn session_list(&self, request: SessionListRequest) -> Result<SessionPage, ApiError> {
+        let operator = self.operator()?;
+        let limit = check_limit(request.limit)?;
+        match request.sort {
+            SessionSort::Id => {
+                let query = SessionQuery {
+                    id_prefix: request.id_prefix.filter(|p| !p.is_empty()),
+                    has_dead_letters: request.has_dead_letters,
+                    lagging: request.lagging,
+                    after: request.after,
+                    limit,
+                };
+                let page = operator.sessions(&request.contract, query).await?;
+                Ok(SessionPage { items: page.items, next: page.next })
+            }
+            SessionSort::Activity => {
+                if request.id_prefix.as_deref().is_some_and(|p| !p.is_empty())
+                    || request.has_dead_letters
+                    || request.lagging
+                {
+                    return Err(ApiError::invalid("filters apply to the by-id order: sort by id to filter"));
+                }
+                let before = request.after.as_deref().map(activity_cursor).transpose()?;
+                let page = operator.sessions_by_activity(&request.contract, before, limit).await?;
+                let next = page.next.map(|(at, id)| format!("{at}:{id}"));
+                Ok(SessionPage { items: page.items, next })
+            }
+        }
+    }
+
+    pub async fn session_get(&self, request: SessionRef) -> Result<SessionSummary, ApiError> {
+        Ok(self.operator()?.session(&request.contract, &request.session).await?)
+    }
+
+    pub async fn event_list(&self, request: EventListRequest) -> Result<Vec<EventView>, ApiError> {
+        let limit = check_limit(request.limit)?;
+        let events = self
+            .operator()?
+            .events(
+                &request.contract,
+                &request.session,
+                request.after.map(u64::from),
+                request.before.map(u64::from),
+                request.newest_first,
+                limit,
+            )
+            .await?;
+        Ok(events
+            .into_iter()
+            .map(|e| EventView {
+                index: e.index,
+                payload: json_text(&e.payload),
+                id: e.id,
+                event_type: e.event_type,
+                created_at: e.created_at,
+                cause: e.cause,
+            })
+            .collect())
+    }
+
+    pub async fn head_list(&self, request: SessionRef) -> Result<Vec<HeadView>, ApiError> {
+        Ok(self.operator()?.heads(&request.contract, &request.session).await?)
+    }
+
+    pub async fn dead_letter_list(&self, request: DeadLetterQuery) -> Result<DeadLetterPage, ApiError> {
+        let operator = self.operator()?;
+        let session = match (&request.contract, &request.session) {
+            (Some(contract), Some(session)) => {
+                a2_store::validate_session_id(session).map_err(a2_operator::OperatorError::from)?;
+                Some(a2_store::session_key(contract, session))
+            }
+            (None, Some(_)) => return Err(ApiError::invalid("a session is named within a contract")),
+            _ => None,
+        };
+        let query = DeadLetterList {
+            contract: request.contract,
+            session,
+            consumer: request.consumer.filter(|c| !c.is_empty()),
+            after: request.after,
+            limit: check_limit(request.limit)?,
+        };
+        let page = operator.dead_letters(query).await?;
+        Ok(DeadLetterPage { items: page.items, next: page.next })
+    }
+
+    pub async fn snapshot_list(&self, request: SessionRef) -> Result<Vec<SnapshotView>, ApiError> {
+        let snapshots = self.operator()?.snapshots(&request.contract, &request.session).await?;
+        Ok(snapshots
+            .into_iter()
+            .map(|s| SnapshotView {
+                state: json_text(&s.state),
+                reducer: s.reducer,
+                index: s.index,
+                size_bytes: s.size_bytes,
+                pins: s.pins,
+                created_at: s.created_at,
+            })
+            .collect())
+    }
+
+    pub async fn audit_list(&self, request: AuditQuery) -> Result<Vec<AuditView>, ApiError> {
+        let records =
+            self.operator()?.audit_log(request.before.map(u64::from), check_limit(request.limit)?).await?;
+        Ok(records
+            .into_iter()
+            .map(|r| AuditView {
+                id: r.id,
+                at: r.entry.at,
+                parameters: json_text(&r.entry.parameters),
+                outcome: json_text(&r.entry.outcome),
+                user: r.entry.user,
+                host: r.entry.host,
+                action: r.entry.action,
+                contract: r.entry.contract,
+                session: r.entry.session_id,
+            })
+            .collect())
+    }
+
+    // ── actions ──────────────────────────────────────────────────────
+
+    pub async fn dead_letter_redrive(&self, request: RedriveOne) -> Result<Redriven, ApiError> {
+        let target = request.target;
+        let at = index(target.index, "the dead letter's index")?;
+        let redriven =
+            self.operator()?.redrive(&target.contract, &target.session, &target.consumer, at, request.action).await?;
+        self.bump();
+        Ok(redriven)
+    }
+
+    /// Redrive a chosen list, one audit entry each; a target that fails counts as failed, the rest go on.
+    pub async fn dead_letter_redrive_many(&self, request: RedriveMany) -> Result<JobProgress, ApiError> {
+        let operator = self.operator()?;
+        if operator.is_read_only() {
+            return Err(ApiError::new("READ_ONLY", "redrive changes the store: the connection is read-only"));
+        }
+        let mut progress = JobProgress { done: 0, total: request.targets.len() as u64, failed: 0 };
+        for target in request.targets {
+            let at = index(target.index, "the dead letter's index")?;
+            match operator.redrive(&target.contract, &target.session, &target.consumer, at, request.action).await {
+                Ok(Redriven { redriven: true }) => progress.done += 1,
+                Ok(_) | Err(_) => progress.failed += 1,
+            }
+        }
+        self.bump();
+        Ok(progress)
+    }
+
+    pub async fn job_redrive_all(&self, request: RedriveAllRequest) -> Result<JobView, ApiError> {
+        let operator = self.operator()?;
+        if operator.is_read_only() {
+            return Err(ApiError::new("READ_ONLY", "redrive changes the store: the connection is read-only"));
+        }
+        if request.rate.is_some_and(|r| r.is_nan() || r <= 0.0) {
+            return Err(ApiError::invalid("the rate must be a positive number of redrives a second"));
+        }
+        let job = RedriveAll {
+            contract: request.contract.filter(|c| !c.is_empty()),
+            consumer: request.consumer.filter(|c| !c.is_empty()),
+            action: request.action,
+            stop_at: request.stop_at.map(u64::from),
+            rate: request.rate,
+        };
+        Ok(self.jobs.lock().map_err(lock_error)?.start(operator, job))
+    }
+
+    pub async fn job_get(&self, request: JobRef) -> Result<JobView, ApiError> {
+        self.jobs.lock().map_err(lock_error)?.get(request.id)
+    }
+
+    pub async fn job_cancel(&self, request: JobRef) -> Result<JobView, ApiError> {
+        self.jobs.lock().map_err(lock_error)?.cancel(request.id)
+    }
+
+    pub async fn consume_preview(&self, request: ConsumeRequest) -> Result<ConsumePreview, ApiError> {
+        let operator = self.operator()?;
+        let through = request.through.map(|t| index(t, "through")).transpose()?;
+        let heads = operator.heads(&request.contract, &request.session).await?;
+        let events = operator.consume_preview(&request.contract, &request.session, &request.consumer, through).await?;
+        let from_index = heads.iter().find(|h| h.consumer == request.consumer).map_or(0, |h| h.next_index);
+        Ok(ConsumePreview { events, from_index, through_index: from_index + events.saturating_sub(1) })
+    }
+
+    pub async fn session_consume(&self, request: ConsumeRequest) -> Result<Consumed, ApiError> {
+        let through = request.through.map(|t| index(t, "through")).transpose()?;
+        let export = request.export_path.as_deref().filter(|p| !p.is_empty()).map(Path::new);
+        let consumed = self
+            .operator()?
+            .consume(&request.contract, &request.session, &request.consumer, through, request.mode, export)
+            .await?;
+        self.bump();
+        Ok(consumed)
+    }
+
+    pub async fn session_clear(&self, request: ClearRequest) -> Result<Cleared, ApiError> {
+        let if_last_index = request.if_last_index.map(u64::from);
+        let cleared = self.operator()?.clear(&request.contract, &request.session, if_last_index).await?;
+        self.bump();
+        Ok(cleared)
+    }
+
+    /// Returns when the store changed since `since`, or when the wait ends.
+    /// Stores without notifications are polled: the tick comes every few seconds.
+    pub async fn change_wait(&self, request: ChangeWait) -> Result<ChangeTick, ApiError> {
+        let live = self.open().map(|c| c.info.live).unwrap_or(false);
+        let wait = Duration::from_millis(u64::from(request.timeout_ms.clamp(100, 60_000)));
+        let mut versions = self.versions.subscribe();
+        let current = *versions.borrow_and_update();
+        if current != request.since {
+            return Ok(ChangeTick { version: current, changed: true });
+        }
+        if !live {
+            // Another action may still tick it meanwhile.
+            let _ = tokio::time::timeout(wait.min(POLL), versions.changed()).await;
+            self.bump();
+            return Ok(ChangeTick { version: *self.versions.borrow(), changed: true });
+        }
+        let changed = tokio::time::timeout(wait, versions.changed()).await.is_ok();
+        Ok(ChangeTick { version: *self.versions.borrow(), changed })
+    }
+
+    pub async fn demo_traffic(&self, request: DemoTraffic) -> Result<DemoTrafficState, ApiError> {
+        self.open()?.demo_traffic(request.on)
+    }
+}

@@ -1,0 +1,101 @@
+//! One open store: its operator, what the UI is told about it, the task
+//! that turns store notifications into change ticks, and the demo traffic.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2_engine::AppendInput;
+use a2_operator::demo::{self, DemoOptions};
+use a2_operator::Operator;
+use serde_json::json;
+use tokio::task::JoinHandle;
+
+use crate::{ApiError, ConnectionInfo, DemoTrafficState};
+
+pub(crate) struct Connection {
+    pub operator: Operator,
+    pub info: ConnectionInfo,
+    listener: Option<JoinHandle<()>>,
+    demo: Mutex<Option<DemoRun>>,
+}
+
+struct DemoRun {
+    stop: Arc<AtomicBool>,
+    appended: Arc<AtomicU32>,
+    task: JoinHandle<()>,
+}
+
+impl Connection {
+    pub fn new(operator: Operator, info: ConnectionInfo, versions: tokio::sync::watch::Sender<u32>) -> Self {
+        let listener = operator.attached().store.changes().map(|mut changes| {
+            tokio::spawn(async move {
+                loop {
+                    match changes.recv().await {
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            versions.send_modify(|v| *v = v.wrapping_add(1));
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    }
+                }
+            })
+        });
+        Self { operator, info, listener, demo: Mutex::new(None) }
+    }
+
+    /// Start or stop appending demo orders (their consumers run in this
+    /// process), so an operator sees heads move, retry and dead-letter.
+    pub fn demo_traffic(&self, on: bool) -> Result<DemoTrafficState, ApiError> {
+        let mut demo = self.demo.lock().map_err(|_| ApiError::new("INTERNAL", "demo lock poisoned"))?;
+        if on && demo.is_none() {
+            if self.info.read_only {
+                return Err(ApiError::new("READ_ONLY", "demo traffic appends events: the connection is read-only"));
+            }
+            if !self.info.hosts_demo {
+                return Err(ApiError::invalid("this store has no demo contract: seed it with `a2 demo` first"));
+            }
+            let server = demo::server(self.operator.attached().store.clone(), DemoOptions::default(), true)?;
+            let stop = Arc::new(AtomicBool::new(false));
+            let appended = Arc::new(AtomicU32::new(0));
+            let (task_stop, task_appended) = (stop.clone(), appended.clone());
+            let task = tokio::spawn(async move {
+                let mut n: u64 = 0;
+                while !task_stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    // Mostly existing orders, now and then a new one.
+                    let id = if n % 5 == 0 { format!("live-{n:05}") } else { format!("order-{:05}", 1 + n % 39) };
+                    let order = json!({ "customer": format!("customer-{}", n % 17), "amount": 10 + n % 90 });
+                    if let Ok(session) = server.session(&id) {
+                        if session.append(vec![AppendInput::new("order.placed", order)]).await.is_ok() {
+                            task_appended.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(1_500)).await;
+                }
+            });
+            *demo = Some(DemoRun { stop, appended, task });
+        } else if !on {
+            if let Some(run) = demo.take() {
+                run.stop.store(true, Ordering::Relaxed);
+                let appended = run.appended.load(Ordering::Relaxed);
+                run.task.abort();
+                return Ok(DemoTrafficState { on: false, appended });
+            }
+        }
+        let appended = demo.as_ref().map_or(0, |run| run.appended.load(Ordering::Relaxed));
+        Ok(DemoTrafficState { on: demo.is_some(), appended })
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(listener) = self.listener.take() {
+            listener.abort();
+        }
+        if let Ok(mut demo) = self.demo.lock() {
+            if let Some(run) = demo.take() {
+                run.task.abort();
+            }
+        }
+    }
+}

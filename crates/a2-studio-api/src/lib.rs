@@ -1,0 +1,58 @@
+//! The Studio's command surface. One list of commands ([`studio_commands!`])
+//! is served three ways with no logic of their own: as Tauri commands by the
+//! desktop shell, over HTTP by the web mode ([`web`]), and as TypeScript by
+//! tauri-specta. Every command is a method of [`Studio`] taking one request
+//! struct and calling the operator API.
+
+mod commands;
+mod connection;
+mod error;
+mod jobs;
+pub mod profiles;
+mod types;
+pub mod web;
+
+pub use a2_operator::{ConsumeMode, Consumed, HeadView, JobProgress, Redriven, StoreKind};
+pub use a2_store::{
+    Access, Cause, Cleared, ConsumerTotal, DeadLetter, HeadKey, HeadKind, HeadRef, RedriveAction, SessionSummary,
+    TotalsSnapshot,
+};
+pub use commands::Studio;
+pub use error::ApiError;
+pub use types::*;
+
+/// Every command the Studio serves, as `name(Request) -> Response;`, handed
+/// to `$callback`: the shell and the web mode build their handlers from
+/// this one list, so they cannot drift apart.
+#[macro_export]
+macro_rules! studio_commands {
+    ($callback:ident) => {
+        $callback! {
+            connection_open(ConnectionOpen) -> ConnectionInfo;
+            connection_get(NoArgs) -> Option<ConnectionInfo>;
+            connection_close(NoArgs) -> bool;
+            profile_list(NoArgs) -> ProfileList;
+            profile_save(ProfileSave) -> Profile;
+            profile_delete(ProfileRef) -> bool;
+            contract_list(NoArgs) -> Vec<String>;
+            consumer_overview(ConsumerOverview) -> TotalsSnapshot;
+            session_list(SessionListRequest) -> SessionPage;
+            session_get(SessionRef) -> SessionSummary;
+            event_list(EventListRequest) -> Vec<EventView>;
+            head_list(SessionRef) -> Vec<HeadView>;
+            dead_letter_list(DeadLetterQuery) -> DeadLetterPage;
+            snapshot_list(SessionRef) -> Vec<SnapshotView>;
+            audit_list(AuditQuery) -> Vec<AuditView>;
+            dead_letter_redrive(RedriveOne) -> Redriven;
+            dead_letter_redrive_many(RedriveMany) -> JobProgress;
+            job_redrive_all(RedriveAllRequest) -> JobView;
+            job_get(JobRef) -> JobView;
+            job_cancel(JobRef) -> JobView;
+            consume_preview(ConsumeRequest) -> ConsumePreview;
+            session_consume(ConsumeRequest) -> Consumed;
+            session_clear(ClearRequest) -> Cleared;
+            change_wait(ChangeWait) -> ChangeTick;
+            demo_traffic(DemoTraffic) -> DemoTrafficState;
+        }
+    };
+}

@@ -1,0 +1,214 @@
+//! Saved connection profiles and recent stores, in a JSON file of the
+//! user's config directory. Passwords never reach the file: they go to the
+//! OS keychain (`keyring`), keyed by profile name.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ApiError, Profile, ProfileList};
+
+const KEYCHAIN_SERVICE: &str = "a2-studio";
+const RECENT_KEPT: usize = 8;
+
+/// The profile file's location: `$A2_STUDIO_CONFIG_DIR`, else the XDG config dir.
+pub fn default_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("A2_STUDIO_CONFIG_DIR") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("a2-studio")
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Book {
+    #[serde(default)]
+    profiles: Vec<Profile>,
+    #[serde(default)]
+    recent: Vec<String>,
+}
+
+pub struct Profiles {
+    file: PathBuf,
+    lock: std::sync::Mutex<()>,
+}
+
+/// A URL's password, cut out: (`postgres://user@host/db`, `Some(password)`).
+pub fn split_password(url: &str) -> (String, Option<String>) {
+    let Some((scheme, rest)) = url.split_once("://") else { return (url.to_owned(), None) };
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    let Some((userinfo, host)) = authority.rsplit_once('@') else { return (url.to_owned(), None) };
+    match userinfo.split_once(':') {
+        Some((user, password)) => (format!("{scheme}://{user}@{host}{tail}"), Some(password.to_owned())),
+        None => (url.to_owned(), None),
+    }
+}
+
+/// The URL with `password` put back in, for connecting.
+pub fn with_password(url: &str, password: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((user, host)) => format!("{scheme}://{user}:{password}@{host}{tail}"),
+        None => url.to_owned(),
+    }
+}
+
+fn keychain(name: &str) -> Result<keyring::Entry, ApiError> {
+    keyring::Entry::new(KEYCHAIN_SERVICE, name).map_err(keychain_error)
+}
+
+fn keychain_error(error: keyring::Error) -> ApiError {
+    ApiError::new("KEYCHAIN_UNAVAILABLE", format!("the OS keychain refused the password: {error}"))
+}
+
+impl Profiles {
+    pub fn new(dir: &Path) -> Self {
+        Self { file: dir.join("profiles.json"), lock: std::sync::Mutex::new(()) }
+    }
+
+    fn read(&self) -> Result<Book, ApiError> {
+        match std::fs::read(&self.file) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                ApiError::new("PROFILES_UNREADABLE", format!("{} is not a profile file: {e}", self.file.display()))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Book::default()),
+            Err(e) => Err(ApiError::new("PROFILES_UNREADABLE", format!("cannot read {}: {e}", self.file.display()))),
+        }
+    }
+
+    /// Written to a temporary file and renamed, so a crash never leaves half a file.
+    fn write(&self, book: &Book) -> Result<(), ApiError> {
+        let fail = |e: std::io::Error| {
+            ApiError::new("PROFILES_UNWRITABLE", format!("cannot write {}: {e}", self.file.display()))
+        };
+        if let Some(dir) = self.file.parent() {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+        }
+        let text = serde_json::to_vec_pretty(book).map_err(|e| ApiError::invalid(e.to_string()))?;
+        let partial = self.file.with_extension("json.partial");
+        std::fs::write(&partial, text).map_err(fail)?;
+        std::fs::rename(&partial, &self.file).map_err(fail)
+    }
+
+    pub fn list(&self) -> Result<ProfileList, ApiError> {
+        let _guard = self.lock.lock().map_err(|_| ApiError::new("INTERNAL", "profile lock poisoned"))?;
+        let book = self.read()?;
+        Ok(ProfileList { profiles: book.profiles, recent: book.recent })
+    }
+
+    /// Save a profile; a password (given, or found in the URL) goes to the keychain.
+    pub fn save(&self, name: &str, url: &str, password: Option<String>, read_only: bool) -> Result<Profile, ApiError> {
+        if name.trim().is_empty() {
+            return Err(ApiError::invalid("a profile needs a name"));
+        }
+        let (url, in_url) = split_password(url.trim());
+        let password = password.filter(|p| !p.is_empty()).or(in_url);
+        if let Some(password) = &password {
+            keychain(name)?.set_password(password).map_err(keychain_error)?;
+        }
+        let _guard = self.lock.lock().map_err(|_| ApiError::new("INTERNAL", "profile lock poisoned"))?;
+        let mut book = self.read()?;
+        let kept_password = book.profiles.iter().any(|p| p.name == name && p.has_password);
+        book.profiles.retain(|p| p.name != name);
+        let profile =
+            Profile { name: name.to_owned(), url, read_only, has_password: password.is_some() || kept_password, last_used: None };
+        book.profiles.push(profile.clone());
+        book.profiles.sort_by(|a, b| a.name.cmp(&b.name));
+        self.write(&book)?;
+        Ok(profile)
+    }
+
+    pub fn delete(&self, name: &str) -> Result<bool, ApiError> {
+        let _guard = self.lock.lock().map_err(|_| ApiError::new("INTERNAL", "profile lock poisoned"))?;
+        let mut book = self.read()?;
+        let Some(profile) = book.profiles.iter().find(|p| p.name == name).cloned() else { return Ok(false) };
+        if profile.has_password {
+            match keychain(name)?.delete_credential() {
+                Ok(()) | Err(keyring::Error::NoEntry) => {}
+                Err(e) => return Err(keychain_error(e)),
+            }
+        }
+        book.profiles.retain(|p| p.name != name);
+        self.write(&book)?;
+        Ok(true)
+    }
+
+    /// The URL to connect with (password from the keychain) and the profile's mode.
+    pub fn resolve(&self, name: &str) -> Result<(String, bool), ApiError> {
+        let book = self.list()?;
+        let Some(profile) = book.profiles.into_iter().find(|p| p.name == name) else {
+            return Err(ApiError::new("NOT_FOUND", format!("no profile named '{name}'")));
+        };
+        if !profile.has_password {
+            return Ok((profile.url, profile.read_only));
+        }
+        let password = keychain(name)?.get_password().map_err(keychain_error)?;
+        Ok((with_password(&profile.url, &password), profile.read_only))
+    }
+
+    /// Remember a store as recently opened (and when its profile was last used).
+    pub fn touch(&self, url: &str, profile: Option<&str>, now: i64) -> Result<(), ApiError> {
+        let _guard = self.lock.lock().map_err(|_| ApiError::new("INTERNAL", "profile lock poisoned"))?;
+        let mut book = self.read()?;
+        let url = split_password(url).0;
+        book.recent.retain(|r| *r != url);
+        book.recent.insert(0, url);
+        book.recent.truncate(RECENT_KEPT);
+        if let Some(profile) = book.profiles.iter_mut().find(|p| Some(p.name.as_str()) == profile) {
+            profile.last_used = Some(now);
+        }
+        self.write(&book)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_cut_from_urls_and_put_back() {
+        let (url, password) = split_password("postgres://ops:s3cr:et@db.example.com:5432/app?sslmode=require");
+        assert_eq!(url, "postgres://ops@db.example.com:5432/app?sslmode=require");
+        assert_eq!(password.as_deref(), Some("s3cr:et"));
+        assert_eq!(with_password(&url, "s3cr:et"), "postgres://ops:s3cr:et@db.example.com:5432/app?sslmode=require");
+        assert_eq!(split_password("sqlite:/tmp/a.sqlite"), ("sqlite:/tmp/a.sqlite".into(), None));
+        assert_eq!(split_password("postgres://ops@db/app"), ("postgres://ops@db/app".into(), None));
+    }
+
+    #[test]
+    fn a_profile_file_never_holds_a_password() {
+        let dir = std::env::temp_dir().join(format!("a2-profiles-{}", std::process::id()));
+        let profiles = Profiles::new(&dir);
+        // The keychain may be missing where tests run: then saving says so and writes nothing.
+        match profiles.save("prod", "postgres://ops:hunter2@db.example.com/app", None, true) {
+            Ok(profile) => {
+                assert!(profile.has_password);
+                assert_eq!(profile.url, "postgres://ops@db.example.com/app");
+                let (url, read_only) = profiles.resolve("prod").unwrap();
+                assert_eq!(url, "postgres://ops:hunter2@db.example.com/app");
+                assert!(read_only);
+            }
+            Err(error) => assert_eq!(error.code, "KEYCHAIN_UNAVAILABLE"),
+        }
+        let file = std::fs::read_to_string(dir.join("profiles.json")).unwrap_or_default();
+        assert!(!file.contains("hunter2"), "{file}");
+        profiles.save("dev", "sqlite:/tmp/dev.sqlite", None, false).unwrap();
+        profiles.touch("sqlite:/tmp/dev.sqlite", Some("dev"), 42).unwrap();
+        let list = profiles.list().unwrap();
+        assert_eq!(list.recent, vec!["sqlite:/tmp/dev.sqlite".to_owned()]);
+        assert_eq!(list.profiles.iter().find(|p| p.name == "dev").unwrap().last_used, Some(42));
+        assert!(profiles.delete("dev").unwrap());
+        let _ = profiles.delete("prod");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,290 @@
+//! What the commands take and return. Each command takes one request
+//! struct (`NoArgs` when it needs nothing), so the Tauri shell and the HTTP
+//! mode pass the same `{ "request": … }` body. Payloads and reducer states
+//! travel as JSON text: JavaScript's `JSON.parse` would round integers past
+//! 2^53, and the Studio shows them exact.
+
+use a2_operator::{ConsumeMode, JobProgress, StoreKind};
+use a2_store::{HeadKey, Millis, RedriveAction};
+use serde::{Deserialize, Serialize};
+use specta::Type;
+
+use crate::ApiError;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct NoArgs {}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct ConnectionOpen {
+    /// `sqlite:PATH`, `postgres://…` or `memory:`; ignored when `profile` is given.
+    pub url: Option<String>,
+    /// A saved profile: its URL, mode and keychain password.
+    pub profile: Option<String>,
+    /// `None`: read-only for a remote Postgres host, else read-write.
+    pub read_only: Option<bool>,
+}
+
+/// The open store as the UI shows it; the URL never carries a password.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct ConnectionInfo {
+    pub url: String,
+    pub kind: StoreKind,
+    pub read_only: bool,
+    /// Postgres: whether the role could write despite a read-only attach.
+    pub role_can_write: Option<bool>,
+    /// Shown beside the read-only badge, e.g. a role that could write.
+    pub warning: Option<String>,
+    /// This process runs the demo contract's consumers (consume can run them).
+    pub hosts_demo: bool,
+    /// Changes arrive as they happen (Postgres LISTEN/NOTIFY); else the UI polls.
+    pub live: bool,
+}
+
+/// A saved connection. Its password, if any, is in the OS keychain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct Profile {
+    pub name: String,
+    pub url: String,
+    pub read_only: bool,
+    pub has_password: bool,
+    pub last_used: Option<Millis>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Type)]
+pub struct ProfileList {
+    pub profiles: Vec<Profile>,
+    /// Store URLs opened lately, newest first (no passwords).
+    pub recent: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct ProfileSave {
+    pub name: String,
+    /// A password in the URL is moved to the keychain.
+    pub url: String,
+    pub password: Option<String>,
+    pub read_only: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct ProfileRef {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct ConsumerOverview {
+    pub contract: Option<String>,
+    /// Kept totals older than this are recomputed.
+    pub max_age_ms: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionSort {
+    Id,
+    Activity,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct SessionListRequest {
+    pub contract: String,
+    pub id_prefix: Option<String>,
+    pub has_dead_letters: bool,
+    pub lagging: bool,
+    pub sort: SessionSort,
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct SessionPage {
+    pub items: Vec<a2_store::SessionSummary>,
+    pub next: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct SessionRef {
+    pub contract: String,
+    pub session: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct EventListRequest {
+    pub contract: String,
+    pub session: String,
+    pub after: Option<u32>,
+    pub before: Option<u32>,
+    pub newest_first: bool,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct EventView {
+    pub index: u64,
+    pub id: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// The payload as JSON text, integers exact.
+    pub payload: String,
+    pub created_at: Millis,
+    pub cause: Option<a2_store::Cause>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct DeadLetterQuery {
+    pub contract: Option<String>,
+    pub session: Option<String>,
+    pub consumer: Option<String>,
+    pub after: Option<HeadKey>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct DeadLetterPage {
+    pub items: Vec<a2_store::DeadLetter>,
+    pub next: Option<HeadKey>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct SnapshotView {
+    pub reducer: String,
+    pub index: u64,
+    pub size_bytes: u64,
+    /// The reducer state as JSON text, integers exact.
+    pub state: String,
+    pub pins: Vec<a2_store::HeadRef>,
+    pub created_at: Millis,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct AuditQuery {
+    pub before: Option<u32>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct AuditView {
+    pub id: u64,
+    pub at: Millis,
+    pub user: String,
+    pub host: String,
+    pub action: String,
+    pub contract: Option<String>,
+    pub session: Option<String>,
+    /// JSON text.
+    pub parameters: String,
+    /// JSON text.
+    pub outcome: String,
+}
+
+/// One dead letter, by where it is.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct DeadLetterRef {
+    pub contract: String,
+    pub session: String,
+    pub consumer: String,
+    pub index: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct RedriveOne {
+    pub target: DeadLetterRef,
+    pub action: RedriveAction,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct RedriveMany {
+    pub targets: Vec<DeadLetterRef>,
+    pub action: RedriveAction,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct RedriveAllRequest {
+    pub contract: Option<String>,
+    pub consumer: Option<String>,
+    pub action: RedriveAction,
+    pub stop_at: Option<u32>,
+    /// Redrives a second, at most.
+    pub rate: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct JobRef {
+    pub id: u32,
+}
+
+/// A background job (bulk redrive) as far as it got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct JobView {
+    pub id: u32,
+    pub progress: JobProgress,
+    pub finished: bool,
+    pub cancelled: bool,
+    pub error: Option<ApiError>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct ConsumeRequest {
+    pub contract: String,
+    pub session: String,
+    pub consumer: String,
+    /// `None`: through the session head.
+    pub through: Option<u32>,
+    pub mode: ConsumeMode,
+    /// Export mode: the JSON-lines file to append to.
+    pub export_path: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct ConsumePreview {
+    /// Events the consume would take.
+    pub events: u64,
+    pub from_index: u64,
+    pub through_index: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct ClearRequest {
+    pub contract: String,
+    pub session: String,
+    /// The head the operator saw: nothing is cleared if it moved since.
+    pub if_last_index: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct ChangeWait {
+    /// The `version` of the last tick the UI saw.
+    pub since: u32,
+    pub timeout_ms: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct ChangeTick {
+    pub version: u32,
+    /// Whether something changed (false: the wait timed out).
+    pub changed: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct DemoTraffic {
+    pub on: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct DemoTrafficState {
+    pub on: bool,
+    pub appended: u32,
+}
+
+pub(crate) fn json_text(value: &serde_json::Value) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+pub(crate) fn check_limit(limit: u32) -> Result<u32, ApiError> {
+    match limit {
+        0 => Ok(100),
+        1..=500 => Ok(limit),
+        _ => Err(ApiError::invalid(format!("a page holds at most 500 rows, not {limit}"))),
+    }
+}

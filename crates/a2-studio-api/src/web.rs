@@ -1,0 +1,195 @@
+//! The web mode: the Studio's UI and commands over HTTP, on 127.0.0.1 only.
+//! `POST /api/<command>` takes the same `{ "request": … }` body as the Tauri
+//! command and answers with its result (200) or its `ApiError` (4xx/5xx).
+//! Every API call must carry the random token printed in the URL, in the
+//! `x-a2-token` header: another local user or a web page cannot drive it.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::*;
+
+/// Where the built UI comes from: a directory, or assets embedded in a binary.
+pub trait Assets: Send + Sync + 'static {
+    /// The bytes of `path` (relative, no leading slash), if there is such a file.
+    fn get(&self, path: &str) -> Option<Vec<u8>>;
+}
+
+/// The UI as built by Vite into a directory (`ui/dist`).
+pub struct DirAssets {
+    pub root: PathBuf,
+}
+
+impl Assets for DirAssets {
+    fn get(&self, path: &str) -> Option<Vec<u8>> {
+        if path.split('/').any(|part| part == ".." || part.starts_with('.')) {
+            return None;
+        }
+        std::fs::read(self.root.join(path)).ok()
+    }
+}
+
+/// The UI built into this workspace's `ui/dist`, for the `a2` CLI.
+pub fn workspace_ui() -> DirAssets {
+    let root = std::env::var_os("A2_UI_DIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../ui/dist")));
+    DirAssets { root }
+}
+
+macro_rules! web_dispatch {
+    ($( $name:ident($request:ty) -> $response:ty; )*) => {
+        /// The commands the web mode serves: the same list as the desktop shell's.
+        pub const COMMANDS: &[&str] = &[$(stringify!($name)),*];
+
+        async fn dispatch(studio: &Studio, command: &str, body: serde_json::Value) -> Option<Result<serde_json::Value, ApiError>> {
+            Some(match command {
+                $( stringify!($name) => match request::<$request>(body) {
+                    Ok(request) => studio.$name(request).await.and_then(|answer| to_json(&answer)),
+                    Err(error) => Err(error),
+                }, )*
+                _ => return None,
+            })
+        }
+    };
+}
+crate::studio_commands!(web_dispatch);
+
+fn request<T: DeserializeOwned>(mut body: serde_json::Value) -> Result<T, ApiError> {
+    let request = body.get_mut("request").map(serde_json::Value::take).unwrap_or(serde_json::Value::Null);
+    serde_json::from_value(request).map_err(|e| ApiError::invalid(format!("the request does not fit the command: {e}")))
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(value).map_err(|e| ApiError::new("INTERNAL", format!("the answer could not be encoded: {e}")))
+}
+
+struct Web {
+    studio: Arc<Studio>,
+    assets: Arc<dyn Assets>,
+    token: String,
+    port: u16,
+}
+
+/// A fresh random token for one server's lifetime.
+pub fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// A listener on 127.0.0.1 (`port` 0: any free port).
+pub async fn bind(port: u16) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await
+}
+
+/// The address to open in a browser.
+pub fn url(listener: &tokio::net::TcpListener, token: &str) -> std::io::Result<String> {
+    Ok(format!("http://127.0.0.1:{}/?token={token}", listener.local_addr()?.port()))
+}
+
+/// Serve until `shutdown` resolves.
+pub async fn run(
+    listener: tokio::net::TcpListener,
+    studio: Arc<Studio>,
+    assets: Arc<dyn Assets>,
+    token: String,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let port = listener.local_addr()?.port();
+    let web = Arc::new(Web { studio, assets, token, port });
+    let app = Router::new()
+        .route("/api/{command}", post(command))
+        .fallback(get(asset))
+        .with_state(web);
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+}
+
+fn error_response(status: StatusCode, error: ApiError) -> Response {
+    (status, axum::Json(error)).into_response()
+}
+
+fn status_of(error: &ApiError) -> StatusCode {
+    match error.code.as_str() {
+        "READ_ONLY" => StatusCode::FORBIDDEN,
+        "NOT_FOUND" => StatusCode::NOT_FOUND,
+        "NOT_CONNECTED" => StatusCode::CONFLICT,
+        code if code.starts_with("INVALID") => StatusCode::BAD_REQUEST,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// Only a page served by this server, from this machine, may call the API.
+fn allowed(web: &Web, headers: &HeaderMap) -> bool {
+    let token = headers.get("x-a2-token").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let local_host = [format!("127.0.0.1:{}", web.port), format!("localhost:{}", web.port)].iter().any(|h| h == host);
+    constant_time_eq(token.as_bytes(), web.token.as_bytes()) && local_host
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn command(State(web): State<Arc<Web>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    if !allowed(&web, &headers) {
+        let error = ApiError::new("UNAUTHORIZED", "the Studio's token is missing or wrong: open the URL `a2 serve` printed");
+        return error_response(StatusCode::UNAUTHORIZED, error);
+    }
+    let body: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(body) => body,
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, ApiError::invalid(format!("the body is not JSON: {e}"))),
+    };
+    match dispatch(&web.studio, &name, body).await {
+        Some(Ok(answer)) => axum::Json(answer).into_response(),
+        Some(Err(error)) => error_response(status_of(&error), error),
+        None => error_response(StatusCode::NOT_FOUND, ApiError::new("NOT_FOUND", format!("no command '{name}'"))),
+    }
+}
+
+const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; \
+                   frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+fn content_type(path: &str) -> &'static str {
+    match path.rsplit('.').next() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js" | "mjs") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("ico") => "image/x-icon",
+        Some("json") => "application/json",
+        Some("woff2") => "font/woff2",
+        _ => "application/octet-stream",
+    }
+}
+
+/// A file of the UI; any other path is the app's page (routes live in the hash).
+async fn asset(State(web): State<Arc<Web>>, uri: Uri) -> Response {
+    let path = uri.path().trim_start_matches('/');
+    let (path, bytes) = match web.assets.get(path).filter(|_| !path.is_empty()) {
+        Some(bytes) => (path, bytes),
+        None => match web.assets.get("index.html") {
+            Some(bytes) => ("index.html", bytes),
+            None => {
+                let message = "the Studio UI is not built: run `cargo xtask studio` (or `npm ci && npm run build` in ui/)";
+                return (StatusCode::NOT_FOUND, message).into_response();
+            }
+        },
+    };
+    let mut response = bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type(path)));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}

@@ -1,0 +1,142 @@
+// The Studio's frame: the connection bar (with the read-only badge and its
+// warning), navigation, the palette, live refresh and the routed view.
+import { useEffect, useState } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { commands, type ConnectionInfo } from "./bindings";
+import { unwrap } from "./api";
+import { gate } from "./gate";
+import { useLiveRefresh } from "./live";
+import { Palette } from "./Palette";
+import { go, useRoute } from "./route";
+import type { Transport } from "./transport";
+import { ConnectionContext, ErrorBox } from "./ui";
+import { Audit } from "./views/Audit";
+import { Connect } from "./views/Connect";
+import { DeadLetters } from "./views/DeadLetters";
+import { Overview } from "./views/Overview";
+import { Session } from "./views/Session";
+import { Sessions } from "./views/Sessions";
+
+export function App({ transport }: { transport: Transport }) {
+  const client = useQueryClient();
+  const route = useRoute();
+  const connection = useQuery({ queryKey: ["connection"], queryFn: () => unwrap(commands.connectionGet({})) });
+  const info = connection.data ?? null;
+  const [palette, setPalette] = useState(false);
+  const [demoOn, setDemoOn] = useState(false);
+  useLiveRefresh(info !== null);
+
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "k") {
+        e.preventDefault();
+        setPalette((open) => !open);
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, []);
+
+  const demo = useMutation({
+    mutationFn: (on: boolean) => unwrap(commands.demoTraffic({ on })),
+    onSuccess: (state) => setDemoOn(state.on),
+  });
+  const disconnect = useMutation({
+    mutationFn: () => unwrap(commands.connectionClose({})),
+    onSuccess: () => {
+      client.clear();
+      client.setQueryData(["connection"], null);
+      go({ view: "connect" });
+    },
+  });
+  const connected = (next: ConnectionInfo) => {
+    client.setQueryData(["connection"], next);
+    go({ view: "overview" });
+  };
+
+  if (connection.isLoading) return <div className="loading">Loading…</div>;
+  if (!info || route.view === "connect") {
+    return (
+      <ConnectionContext.Provider value={info}>
+        <div className="app">
+          <main className="full">
+            {info && (
+              <p>
+                <a href="#/overview">← back to {info.url}</a>
+              </p>
+            )}
+            <ErrorBox error={connection.error} />
+            <Connect transport={transport} onConnected={connected} />
+          </main>
+        </div>
+      </ConnectionContext.Provider>
+    );
+  }
+  const demoGate = gate(info, "demo");
+  return (
+    <ConnectionContext.Provider value={info}>
+      <div className="app">
+        <header className="bar">
+          <strong className="brand">A2 Studio</strong>
+          <span className="store" title={info.url}>
+            {info.kind}: <code>{info.url}</code>
+          </span>
+          {info.read_only ? (
+            <span className="badge ro" data-testid="read-only-badge" title="Every action is refused, by this app and by the store">
+              READ-ONLY
+            </span>
+          ) : (
+            <span className="badge rw">read-write</span>
+          )}
+          {info.warning && (
+            <span className="badge warn" data-testid="role-warning" title={info.warning}>
+              ⚠ role could write
+            </span>
+          )}
+          <span className="muted">{info.live ? "live" : "polling"}</span>
+          <span className="spacer" />
+          {demoGate.allowed && (
+            <label className="check" title="Append demo orders every 1.5 s; the app runs their consumers">
+              <input type="checkbox" checked={demoOn} onChange={(e) => demo.mutate(e.target.checked)} data-testid="demo-traffic" /> demo traffic
+            </label>
+          )}
+          <button type="button" onClick={() => setPalette(true)} title="Command palette">
+            ⌘K
+          </button>
+          <button type="button" onClick={() => disconnect.mutate()}>
+            Disconnect
+          </button>
+        </header>
+        <nav className="side">
+          <a href="#/overview" className={route.view === "overview" ? "on" : ""}>
+            Overview
+          </a>
+          <a href="#/dead-letters" className={route.view === "dead-letters" ? "on" : ""}>
+            Dead letters
+          </a>
+          <a href="#/audit" className={route.view === "audit" ? "on" : ""}>
+            Audit
+          </a>
+          <a href="#/connect">Connections</a>
+        </nav>
+        <main>
+          <ErrorBox error={demo.error} />
+          {route.view === "overview" && <Overview />}
+          {route.view === "sessions" && <Sessions contract={route.contract} />}
+          {route.view === "session" && <Session {...route} />}
+          {route.view === "dead-letters" && <DeadLetters />}
+          {route.view === "audit" && <Audit />}
+        </main>
+        {palette && (
+          <Palette
+            onClose={() => setPalette(false)}
+            extra={[
+              ...(demoGate.allowed ? [{ label: demoOn ? "Stop demo traffic" : "Start demo traffic", run: () => demo.mutate(!demoOn) }] : []),
+              { label: "Disconnect", run: () => disconnect.mutate() },
+            ]}
+          />
+        )}
+      </div>
+    </ConnectionContext.Provider>
+  );
+}

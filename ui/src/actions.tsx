@@ -1,0 +1,144 @@
+// The three actions an operator takes — redrive, consume, clear — each
+// through a dialog that names exactly what will change and shows the outcome.
+import { useEffect, useState } from "react";
+import { commands, type ConsumeMode, type ConsumePreview, type RedriveAction } from "./bindings";
+import { unwrap } from "./api";
+import { gate } from "./gate";
+import { ConfirmDialog, ErrorBox, useConnection } from "./ui";
+
+export type Target = { contract: string; session: string; consumer: string; index: number };
+
+export function RedriveDialog({ targets, action, onClose }: { targets: Target[]; action: RedriveAction; onClose: (changed: boolean) => void }) {
+  const one = targets.length === 1 ? targets[0] : null;
+  const what =
+    action === "retry"
+      ? "runs again with a fresh failure budget"
+      : "is settled without running, and the consumer moves on to the next index";
+  return (
+    <ConfirmDialog
+      title={action === "retry" ? "Redrive: retry" : "Redrive: skip"}
+      confirm={action === "retry" ? `Retry ${targets.length}` : `Skip ${targets.length}`}
+      danger={action === "skip"}
+      onClose={onClose}
+      run={async () => {
+        if (one) {
+          const r = await unwrap(commands.deadLetterRedrive({ target: one, action }));
+          return r.redriven ? `Redriven: ${one.consumer} at index ${one.index} (${action}).` : "Nothing changed: that head is no longer dead.";
+        }
+        const p = await unwrap(commands.deadLetterRedriveMany({ targets, action }));
+        return `Redriven ${p.done} of ${p.total}${p.failed ? `; ${p.failed} were no longer dead or failed` : ""}.`;
+      }}
+    >
+      {one ? (
+        <p>
+          The dead letter of consumer <b>{one.consumer}</b> at index <b>{one.index}</b> of session{" "}
+          <code>
+            {one.contract}/{one.session}
+          </code>{" "}
+          {what}.
+        </p>
+      ) : (
+        <>
+          <p>
+            {targets.length} dead letters: each {what}.
+          </p>
+          <ul className="compact">
+            {targets.slice(0, 8).map((t) => (
+              <li key={`${t.contract}/${t.session}/${t.consumer}/${t.index}`}>
+                <code>
+                  {t.contract}/{t.session}
+                </code>{" "}
+                {t.consumer} @{t.index}
+              </li>
+            ))}
+            {targets.length > 8 && <li>… and {targets.length - 8} more</li>}
+          </ul>
+        </>
+      )}
+    </ConfirmDialog>
+  );
+}
+
+export function ClearDialog({ contract, session, head, onClose }: { contract: string; session: string; head: number; onClose: (changed: boolean) => void }) {
+  return (
+    <ConfirmDialog
+      title="Clear session"
+      confirm={`Clear through ${head}`}
+      danger
+      onClose={onClose}
+      run={async () => {
+        const r = await unwrap(commands.sessionClear({ contract, session, if_last_index: head }));
+        return r.cleared
+          ? `Cleared ${contract}/${session} through index ${r.index}.`
+          : `Nothing cleared: the head moved to ${r.index} since you looked. Look again and retry.`;
+      }}
+    >
+      <p>
+        Session <code>{contract}/{session}</code> is cleared through index <b>{head}</b>, the head shown: its events
+        up to {head} leave the log's reads and no consumer will run them. If the head has moved since, nothing is
+        cleared.
+      </p>
+    </ConfirmDialog>
+  );
+}
+
+export function ConsumeDialog({ contract, session, consumer, head, onClose }: { contract: string; session: string; consumer: string; head: number; onClose: (changed: boolean) => void }) {
+  const connection = useConnection();
+  const runGate = gate(connection, "consume.run");
+  const [mode, setMode] = useState<ConsumeMode>(runGate.allowed ? "run" : "ack");
+  const [through, setThrough] = useState(head);
+  const [exportPath, setExportPath] = useState("");
+  const [preview, setPreview] = useState<ConsumePreview | null>(null);
+  const [previewError, setPreviewError] = useState<unknown>(null);
+  const request = { contract, session, consumer, through, mode, export_path: mode === "export" ? exportPath : null };
+  useEffect(() => {
+    let current = true;
+    unwrap(commands.consumePreview({ ...request, through }))
+      .then((p) => current && (setPreview(p), setPreviewError(null)))
+      .catch((e) => current && setPreviewError(e));
+    return () => {
+      current = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [through, consumer]);
+  const modeText = { run: "running the consumer's own code on each", ack: "acknowledging each (recorded as done by you, not run)", export: `writing each as a JSON line to ${exportPath || "the file"}, then advancing` }[mode];
+  return (
+    <ConfirmDialog
+      title="Consume"
+      confirm={`Consume ${preview?.events ?? ""} events`}
+      onClose={onClose}
+      run={async () => {
+        const r = await unwrap(commands.sessionConsume(request));
+        return `${consumer} is now at index ${r.index} of ${contract}/${session}.`;
+      }}
+    >
+      <label className="field">
+        Through index
+        <input type="number" min={1} max={head} value={through} onChange={(e) => setThrough(Math.max(1, Number(e.target.value) || 1))} data-testid="consume-through" />
+      </label>
+      <label className="field">
+        Mode
+        <select value={mode} onChange={(e) => setMode(e.target.value as ConsumeMode)} data-testid="consume-mode">
+          <option value="run" disabled={!runGate.allowed}>
+            run (the consumer's own code)
+          </option>
+          <option value="ack">ack (advance, recorded as acknowledged)</option>
+          <option value="export">export (JSON lines to a file, then advance)</option>
+        </select>
+      </label>
+      {mode === "export" && (
+        <label className="field">
+          File to append to
+          <input value={exportPath} onChange={(e) => setExportPath(e.target.value)} placeholder="/tmp/export.jsonl" />
+        </label>
+      )}
+      <ErrorBox error={previewError} />
+      {preview && (
+        <p data-testid="consume-preview">
+          Moves <b>{consumer}</b> of <code>{contract}/{session}</code> through index <b>{preview.through_index}</b>:{" "}
+          <b>{preview.events}</b> events from index {preview.from_index}, {modeText}.
+        </p>
+      )}
+    </ConfirmDialog>
+  );
+}

@@ -1,0 +1,30 @@
+// Whether an action may be offered, and if not, why — the UI disables it and
+// says so; the Studio refuses it again on the server (READ_ONLY).
+
+export interface Gateable {
+  read_only: boolean;
+  hosts_demo?: boolean;
+}
+
+export type Gate = { allowed: true } | { allowed: false; reason: string };
+
+export type Action = "redrive" | "consume" | "consume.run" | "clear" | "demo";
+
+export function gate(connection: Gateable | null | undefined, action: Action): Gate {
+  if (!connection) return { allowed: false, reason: "Not connected to a store." };
+  if (connection.read_only) {
+    return { allowed: false, reason: "Read-only connection: reconnect read-write to change the store." };
+  }
+  if ((action === "consume.run" || action === "demo") && !connection.hosts_demo) {
+    return { allowed: false, reason: "This app does not run that contract's consumers: use ack or export." };
+  }
+  return { allowed: true };
+}
+
+/** Remote Postgres hosts open read-only unless asked otherwise (as the Studio decides). */
+export function defaultReadOnly(url: string): boolean {
+  const match = /^postgres(?:ql)?:\/\/(?:[^@/]*@)?(\[[^\]]*\]|[^:/?]*)/.exec(url.trim());
+  if (!match) return false;
+  const host = match[1];
+  return !["", "localhost", "127.0.0.1", "::1", "[::1]"].includes(host);
+}

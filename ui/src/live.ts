@@ -1,0 +1,32 @@
+// Live refresh: wait for a change tick (Postgres LISTEN/NOTIFY, or a poll
+// for SQLite), then refetch what is on screen. Queries keep their data
+// while refetching, so the operator's scroll and selection stay put.
+import { useEffect } from "react";
+import { useQueryClient } from "@tanstack/react-query";
+import { commands } from "./bindings";
+
+export function useLiveRefresh(enabled: boolean) {
+  const client = useQueryClient();
+  useEffect(() => {
+    if (!enabled) return;
+    let stopped = false;
+    let since = 0;
+    (async () => {
+      while (!stopped) {
+        const tick = await commands.changeWait({ since, timeout_ms: 25_000 });
+        if (stopped) break;
+        if (tick.status === "error") {
+          await new Promise((r) => setTimeout(r, 3_000));
+          continue;
+        }
+        if (tick.data.changed && tick.data.version !== since) {
+          await client.invalidateQueries({ predicate: (q) => q.queryKey[0] !== "connection" && q.queryKey[0] !== "profiles" });
+        }
+        since = tick.data.version;
+      }
+    })();
+    return () => {
+      stopped = true;
+    };
+  }, [enabled, client]);
+}

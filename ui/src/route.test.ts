@@ -1,0 +1,12 @@
+import { describe, expect, it } from "vitest";
+import { href, parseRoute } from "./route";
+
+describe("deep links", () => {
+  it("round-trip contract, session, tab and index", () => {
+    const route = { view: "session", contract: "shop", session: "order 7/a", tab: "consumers", index: 12 } as const;
+    expect(parseRoute(href(route))).toEqual(route);
+    expect(parseRoute("#/sessions/shop")).toEqual({ view: "sessions", contract: "shop" });
+    expect(parseRoute("#/session/shop/o1/nonsense")).toMatchObject({ tab: "events" });
+    expect(parseRoute("")).toEqual({ view: "overview" });
+  });
+});

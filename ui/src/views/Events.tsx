@@ -1,0 +1,154 @@
+// A session's events, virtualised: only the rows on screen exist, and
+// their pages (200 events) are fetched as they scroll into view, so a
+// 1M-event session scrolls as smoothly as a short one.
+import { useEffect, useMemo, useRef, useState } from "react";
+import { useQueries } from "@tanstack/react-query";
+import { useVirtualizer } from "@tanstack/react-virtual";
+import { commands, type EventView, type SessionSummary } from "../bindings";
+import { unwrap } from "../api";
+import { formatTime } from "../format";
+import { go } from "../route";
+import { JsonView } from "../json";
+import { CopyButton, ErrorBox, Empty } from "../ui";
+
+const PAGE = 200;
+const ROW = 30;
+
+export function Events({ summary, focus }: { summary: SessionSummary; focus?: number }) {
+  const first = summary.clear_index + 1;
+  const count = Math.max(0, summary.head - summary.clear_index);
+  const scroller = useRef<HTMLDivElement>(null);
+  const virtual = useVirtualizer({ count, getScrollElement: () => scroller.current, estimateSize: () => ROW, overscan: 20 });
+  const items = virtual.getVirtualItems();
+  const pages = useMemo(() => {
+    const wanted = new Set<number>();
+    for (const item of items) wanted.add(Math.floor(item.index / PAGE));
+    return [...wanted].sort((a, b) => a - b);
+  }, [items]);
+  const results = useQueries({
+    queries: pages.map((page) => ({
+      queryKey: ["events", summary.contract, summary.session, page],
+      queryFn: () =>
+        unwrap(
+          commands.eventList({
+            contract: summary.contract,
+            session: summary.session,
+            after: first + page * PAGE - 1,
+            before: null,
+            newest_first: false,
+            limit: PAGE,
+          }),
+        ),
+      staleTime: 60_000,
+    })),
+  });
+  const byIndex = new Map<number, EventView>();
+  results.forEach((r) => r.data?.forEach((e) => byIndex.set(e.index, e)));
+  const [selected, setSelected] = useState<number | undefined>(focus);
+  const [jump, setJump] = useState("");
+
+  const scrollTo = (index: number) => {
+    if (index < first || index > summary.head) return;
+    setSelected(index);
+    virtual.scrollToIndex(index - first, { align: "center" });
+  };
+  useEffect(() => {
+    if (focus) scrollTo(focus);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [focus, count > 0]);
+
+  const chosen = selected !== undefined ? byIndex.get(selected) : undefined;
+  const error = results.find((r) => r.error)?.error;
+  if (count === 0) return <Empty>No events{summary.clear_index ? ` after the clear at ${summary.clear_index}` : ""}.</Empty>;
+  return (
+    <div className="events">
+      <div className="toolbar">
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            scrollTo(Number(jump));
+          }}
+        >
+          <input placeholder={`jump to index (${first}–${summary.head})`} value={jump} onChange={(e) => setJump(e.target.value)} aria-label="Jump to index" />
+          <button type="submit">Go</button>
+        </form>
+        <button type="button" onClick={() => scrollTo(first)}>Oldest</button>
+        <button type="button" onClick={() => scrollTo(summary.head)}>Newest</button>
+        <span className="muted">{count.toLocaleString()} events</span>
+      </div>
+      <ErrorBox error={error} />
+      <div className="split">
+        <div className="event-list" ref={scroller} data-testid="event-list" tabIndex={0}
+          onKeyDown={(e) => {
+            if (e.key === "ArrowDown" || e.key === "j") scrollTo((selected ?? first - 1) + 1);
+            if (e.key === "ArrowUp" || e.key === "k") scrollTo((selected ?? first + 1) - 1);
+          }}>
+          <div style={{ height: virtual.getTotalSize(), position: "relative" }}>
+            {items.map((item) => {
+              const index = first + item.index;
+              const event = byIndex.get(index);
+              return (
+                <div
+                  key={item.key}
+                  className={`event-row ${index === selected ? "selected" : ""}`}
+                  style={{ position: "absolute", top: 0, left: 0, right: 0, height: ROW, transform: `translateY(${item.start}px)` }}
+                  onClick={() => setSelected(index)}
+                >
+                  <span className="idx">{index}</span>
+                  <span className="type">{event?.type ?? "…"}</span>
+                  <span className="muted">{event ? formatTime(event.created_at) : ""}</span>
+                  <span className="muted cause">{event?.cause ? `← ${event.cause.consumer} @${event.cause.index}` : ""}</span>
+                </div>
+              );
+            })}
+          </div>
+        </div>
+        <aside className="detail">
+          {chosen ? (
+            <>
+              <h3>
+                #{chosen.index} <code>{chosen.type}</code>
+              </h3>
+              <p>
+                <code className="id">{chosen.id}</code> <CopyButton text={chosen.id} label="Copy id" />
+              </p>
+              <p className="muted">{formatTime(chosen.created_at)}</p>
+              {chosen.cause && (
+                <p>
+                  Produced by{" "}
+                  <a
+                    href="#"
+                    onClick={(e) => {
+                      e.preventDefault();
+                      go({ view: "session", contract: summary.contract, session: summary.session, tab: "consumers" });
+                    }}
+                  >
+                    {chosen.cause.consumer}
+                    {chosen.cause.lane ? `[${chosen.cause.lane}]` : ""}
+                  </a>{" "}
+                  handling{" "}
+                  <a
+                    href="#"
+                    onClick={(e) => {
+                      e.preventDefault();
+                      if (chosen.cause) scrollTo(chosen.cause.index);
+                    }}
+                  >
+                    event #{chosen.cause.index}
+                  </a>{" "}
+                  (attempt {chosen.cause.attempt})
+                </p>
+              )}
+              <div className="row">
+                <strong>Payload</strong> <CopyButton text={chosen.payload} label="Copy payload" />
+              </div>
+              <JsonView text={chosen.payload} />
+            </>
+          ) : (
+            <Empty>Select an event to see its payload.</Empty>
+          )}
+        </aside>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,136 @@
+// Overview: contracts, consumers with total lag, lagging sessions and dead
+// letters, and each consumer's lag over time, sampled while the app is open.
+import { useEffect, useState } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { commands, type TotalsSnapshot } from "../bindings";
+import { unwrap } from "../api";
+import { formatAge, formatCount } from "../format";
+import { go } from "../route";
+import { ErrorBox, Empty } from "../ui";
+
+type Sample = { at: number; lag: number };
+const history = new Map<string, Sample[]>();
+const KEPT = 240;
+
+function record(snapshot: TotalsSnapshot) {
+  for (const t of snapshot.totals) {
+    const key = `${t.contract}/${t.consumer}`;
+    const samples = history.get(key) ?? [];
+    if (samples.at(-1)?.at !== snapshot.computed_at) samples.push({ at: snapshot.computed_at, lag: t.total_lag });
+    if (samples.length > KEPT) samples.shift();
+    history.set(key, samples);
+  }
+}
+
+const COLOURS = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777"];
+
+function LagChart() {
+  const series = [...history.entries()];
+  const all = series.flatMap(([, s]) => s);
+  if (all.length < 2) return <Empty>Lag over time appears here as samples come in (every few seconds).</Empty>;
+  const t0 = Math.min(...all.map((s) => s.at));
+  const t1 = Math.max(...all.map((s) => s.at), t0 + 1);
+  const top = Math.max(1, ...all.map((s) => s.lag));
+  const W = 640;
+  const H = 160;
+  const x = (t: number) => ((t - t0) / (t1 - t0)) * (W - 40) + 36;
+  const y = (v: number) => H - 18 - (v / top) * (H - 30);
+  return (
+    <figure className="chart">
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label="Lag over time per consumer">
+        <line x1={36} y1={H - 18} x2={W - 4} y2={H - 18} className="axis" />
+        <text x={2} y={y(top) + 4} className="tick">{formatCount(top)}</text>
+        <text x={2} y={H - 14} className="tick">0</text>
+        <text x={W - 4} y={H - 2} className="tick" textAnchor="end">now</text>
+        <text x={36} y={H - 2} className="tick">{formatAge(t1 - t0)} ago</text>
+        {series.map(([key, samples], i) => (
+          <polyline
+            key={key}
+            fill="none"
+            stroke={COLOURS[i % COLOURS.length]}
+            strokeWidth={2}
+            points={samples.map((s) => `${x(s.at).toFixed(1)},${y(s.lag).toFixed(1)}`).join(" ")}
+          />
+        ))}
+      </svg>
+      <figcaption>
+        {series.map(([key], i) => (
+          <span key={key} className="legend">
+            <i style={{ background: COLOURS[i % COLOURS.length] }} /> {key}
+          </span>
+        ))}
+      </figcaption>
+    </figure>
+  );
+}
+
+export function Overview() {
+  const contracts = useQuery({ queryKey: ["contracts"], queryFn: () => unwrap(commands.contractList({})) });
+  const totals = useQuery({
+    queryKey: ["consumer-overview"],
+    queryFn: () => unwrap(commands.consumerOverview({ contract: null, max_age_ms: 5_000 })),
+    refetchInterval: 5_000,
+  });
+  const [, redraw] = useState(0);
+  useEffect(() => {
+    if (totals.data) {
+      record(totals.data);
+      redraw((n) => n + 1);
+    }
+  }, [totals.data]);
+
+  return (
+    <div className="page">
+      <h1>Overview</h1>
+      <section className="card">
+        <h2>Contracts</h2>
+        <ErrorBox error={contracts.error} />
+        {contracts.data?.length === 0 && <Empty>This store has no sessions yet.</Empty>}
+        <ul className="chips">
+          {contracts.data?.map((c) => (
+            <li key={c}>
+              <a href={`#/sessions/${encodeURIComponent(c)}`}>{c}</a>
+            </li>
+          ))}
+        </ul>
+      </section>
+      <section className="card">
+        <h2>
+          Consumers{" "}
+          {totals.data && <small className="muted">computed {formatAge(Date.now() - totals.data.computed_at)} ago</small>}
+        </h2>
+        <ErrorBox error={totals.error} />
+        <table data-testid="consumers-table">
+          <thead>
+            <tr>
+              <th>Contract</th>
+              <th>Consumer</th>
+              <th className="num">Sessions</th>
+              <th className="num">Lagging</th>
+              <th className="num">Total lag</th>
+              <th className="num">Dead letters</th>
+            </tr>
+          </thead>
+          <tbody>
+            {totals.data?.totals.map((t) => (
+              <tr key={`${t.contract}/${t.consumer}`} tabIndex={0} onKeyDown={(e) => e.key === "Enter" && go({ view: "sessions", contract: t.contract })}>
+                <td>{t.contract}</td>
+                <td>{t.consumer}</td>
+                <td className="num">{formatCount(t.sessions)}</td>
+                <td className="num">{formatCount(t.lagging_sessions)}</td>
+                <td className="num">{formatCount(t.total_lag)}</td>
+                <td className="num">
+                  {t.dead_letters > 0 ? <a href="#/dead-letters" className="bad">{formatCount(t.dead_letters)}</a> : 0}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+      <section className="card">
+        <h2>Lag over time</h2>
+        <LagChart />
+      </section>
+    </div>
+  );
+}

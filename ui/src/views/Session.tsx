@@ -1,0 +1,179 @@
+// One session: its summary and actions, and tabs for events, consumer
+// heads, dead letters and snapshots. The tab is part of the route.
+import { useState } from "react";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { commands, type HeadView, type SessionSummary } from "../bindings";
+import { unwrap } from "../api";
+import { formatAge, formatBytes, formatLag, formatRelative, formatTime } from "../format";
+import { gate } from "../gate";
+import { href, type SessionTab } from "../route";
+import { ClearDialog, ConsumeDialog, RedriveDialog } from "../actions";
+import { JsonView } from "../json";
+import { ActionButton, CopyButton, ErrorBox, Empty, GateNote, useConnection } from "../ui";
+import { Events } from "./Events";
+import { DeadLetterTable } from "./DeadLetters";
+
+const TABS: [SessionTab, string][] = [
+  ["events", "Events"],
+  ["consumers", "Consumers"],
+  ["dead-letters", "Dead letters"],
+  ["snapshots", "Snapshots"],
+];
+
+export function Session({ contract, session, tab, index }: { contract: string; session: string; tab: SessionTab; index?: number }) {
+  const client = useQueryClient();
+  const connection = useConnection();
+  const summary = useQuery({ queryKey: ["session", contract, session], queryFn: () => unwrap(commands.sessionGet({ contract, session })) });
+  const [clearing, setClearing] = useState(false);
+  const clearGate = gate(connection, "clear");
+  const s = summary.data;
+  return (
+    <div className="page">
+      <h1>
+        <a href={`#/sessions/${encodeURIComponent(contract)}`}>{contract}</a> / {session} <CopyButton text={session} label="Copy id" />
+      </h1>
+      <ErrorBox error={summary.error} />
+      {s && (
+        <div className="summary" data-testid="session-summary">
+          <span>
+            head <b data-testid="session-head">{s.head}</b>
+          </span>
+          <span>cleared through {s.clear_index || "—"}</span>
+          <span className={s.lag ? "warn" : ""}>{formatLag(s.lag)}</span>
+          <span className={s.dead_letters ? "bad" : ""}>{s.dead_letters} dead letters</span>
+          <span className="muted">last activity {formatTime(s.updated_at)}</span>
+          <ActionButton gate={s.head > s.clear_index ? clearGate : { allowed: false, reason: "Nothing to clear." }} danger testId="clear-session" onClick={() => setClearing(true)}>
+            Clear…
+          </ActionButton>
+        </div>
+      )}
+      <GateNote gate={clearGate} />
+      <nav className="tabs" role="tablist">
+        {TABS.map(([id, label]) => (
+          <a key={id} role="tab" aria-selected={tab === id} className={tab === id ? "on" : ""} href={href({ view: "session", contract, session, tab: id })}>
+            {label}
+          </a>
+        ))}
+      </nav>
+      {s && tab === "events" && <Events summary={s} focus={index} />}
+      {s && tab === "consumers" && <Heads summary={s} />}
+      {tab === "dead-letters" && <DeadLetterTable contract={contract} session={session} />}
+      {tab === "snapshots" && <Snapshots contract={contract} session={session} />}
+      {clearing && s && (
+        <ClearDialog
+          contract={contract}
+          session={session}
+          head={s.head}
+          onClose={(changed) => {
+            setClearing(false);
+            if (changed) void client.invalidateQueries();
+          }}
+        />
+      )}
+    </div>
+  );
+}
+
+function Heads({ summary }: { summary: SessionSummary }) {
+  const { contract, session } = summary;
+  const client = useQueryClient();
+  const connection = useConnection();
+  const heads = useQuery({ queryKey: ["heads", contract, session], queryFn: () => unwrap(commands.headList({ contract, session })) });
+  const [consume, setConsume] = useState<HeadView | null>(null);
+  const [redrive, setRedrive] = useState<{ head: HeadView; action: "retry" | "skip" } | null>(null);
+  const now = Date.now();
+  const done = (changed: boolean) => {
+    setConsume(null);
+    setRedrive(null);
+    if (changed) void client.invalidateQueries();
+  };
+  return (
+    <>
+      <ErrorBox error={heads.error} />
+      <table data-testid="heads-table">
+        <thead>
+          <tr>
+            <th>Consumer</th>
+            <th>Lane</th>
+            <th className="num">Next</th>
+            <th>Lag</th>
+            <th>Oldest waiting</th>
+            <th className="num">Attempts</th>
+            <th className="num">Failures</th>
+            <th>Lease</th>
+            <th>Next retry</th>
+            <th>Why it is not moving</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {heads.data?.map((h) => (
+            <tr key={`${h.consumer}/${h.lane ?? ""}/${h.next_index}`} className={h.dead ? "dead" : ""} data-testid="head-row" data-consumer={h.consumer}>
+              <td>
+                {h.consumer} <span className="muted">{h.kind}</span>
+              </td>
+              <td>{h.lane ?? "—"}</td>
+              <td className="num">{h.next_index}</td>
+              <td className={h.lag ? "warn" : "muted"} data-testid="head-lag">{formatLag(h.lag)}</td>
+              <td>{formatAge(h.oldest_pending_age_ms)}</td>
+              <td className="num">{h.attempt_count}</td>
+              <td className="num">{h.failure_count}</td>
+              <td>{h.lease_holder ? `${h.lease_holder} ${formatRelative(h.lease_expires_at, now)}` : "—"}</td>
+              <td>{formatRelative(h.next_attempt_at, now)}</td>
+              <td className="reason" title={h.last_error ?? ""} data-testid="head-reason">{h.reason}</td>
+              <td className="actions">
+                {h.kind === "log" && h.lag > 0 && (
+                  <ActionButton gate={gate(connection, "consume")} testId="consume" onClick={() => setConsume(h)}>
+                    Consume…
+                  </ActionButton>
+                )}
+                {h.dead && (
+                  <>
+                    <ActionButton gate={gate(connection, "redrive")} onClick={() => setRedrive({ head: h, action: "retry" })}>
+                      Retry
+                    </ActionButton>
+                    <ActionButton gate={gate(connection, "redrive")} danger onClick={() => setRedrive({ head: h, action: "skip" })}>
+                      Skip
+                    </ActionButton>
+                  </>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {heads.data?.length === 0 && <Empty>No consumer has a head in this session.</Empty>}
+      {consume && <ConsumeDialog contract={contract} session={session} consumer={consume.consumer} head={summary.head} onClose={done} />}
+      {redrive && (
+        <RedriveDialog
+          targets={[{ contract, session, consumer: redrive.head.consumer, index: redrive.head.next_index }]}
+          action={redrive.action}
+          onClose={done}
+        />
+      )}
+    </>
+  );
+}
+
+function Snapshots({ contract, session }: { contract: string; session: string }) {
+  const snapshots = useQuery({ queryKey: ["snapshots", contract, session], queryFn: () => unwrap(commands.snapshotList({ contract, session })) });
+  return (
+    <>
+      <ErrorBox error={snapshots.error} />
+      {snapshots.data?.length === 0 && <Empty>No reducer snapshots in this session.</Empty>}
+      {snapshots.data?.map((s) => (
+        <section key={`${s.reducer}/${s.index}`} className="card">
+          <h3>
+            {s.reducer} at index {s.index} <span className="muted">{formatBytes(s.size_bytes)}, {formatTime(s.created_at)}</span>
+          </h3>
+          {s.pins.length > 0 && (
+            <p className="muted">
+              pinned by {s.pins.map((p) => `${p.consumer}${p.lane ? `[${p.lane}]` : ""}@${p.index}`).join(", ")}
+            </p>
+          )}
+          <JsonView text={s.state} />
+        </section>
+      ))}
+    </>
+  );
+}
