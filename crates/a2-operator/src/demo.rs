@@ -173,6 +173,11 @@ async fn seed_part(
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
+        if i % 8 == 7 {
+            // An order that has just arrived: its consumers have not run yet, so the store shows lag.
+            let late = json!({ "customer": customer, "amount": 10 + (i * 11) % 90 });
+            appended += session.append(vec![AppendInput::new("order.placed", late)]).await?.len() as u64;
+        }
     }
     Ok(appended)
 }

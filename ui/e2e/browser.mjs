@@ -1,0 +1,172 @@
+// Browser end-to-end of the Studio's web mode, in Debian's Chromium.
+//   node e2e/browser.mjs <url printed by `a2 serve`> <rw|ro>
+// rw: open a session's heads, open a dead letter, redrive one with skip and
+// one with retry (each leaves the list and appears in the audit), consume a
+// lagging consumer through an index, clear a session.
+// ro: every action is disabled in the UI and refused by the HTTP API, and
+// the store is unchanged. Exits non-zero on the first failed expectation.
+import { chromium } from "playwright-core";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const [url, mode] = process.argv.slice(2);
+if (!url || !["rw", "ro"].includes(mode)) {
+  console.error("usage: node e2e/browser.mjs <url> <rw|ro>");
+  process.exit(2);
+}
+const base = url.split("#")[0];
+const step = (text) => console.log(`[browser ${mode}] ${text}`);
+
+const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "a2-chromium-")), {
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  viewport: { width: 1400, height: 900 },
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+context.setDefaultTimeout(15_000);
+const page = context.pages()[0] ?? (await context.newPage());
+const pageErrors = [];
+page.on("pageerror", (e) => pageErrors.push(e.message));
+
+function expect(condition, message) {
+  if (!condition) throw new Error(`expected: ${message}`);
+}
+
+async function open(hash) {
+  await page.goto(`${base}${hash}`);
+}
+
+const rows = () => page.locator("[data-testid=dead-letter-row]");
+async function rowKeys() {
+  return rows().evaluateAll((trs) => trs.map((tr) => `${tr.dataset.session}/${tr.dataset.consumer}/${tr.dataset.index}`));
+}
+async function api(command, request) {
+  return page.evaluate(
+    async ([command, request]) => {
+      const response = await fetch(`/api/${command}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-a2-token": sessionStorage.getItem("a2.token") ?? "" },
+        body: JSON.stringify({ request }),
+      });
+      return { status: response.status, body: await response.json() };
+    },
+    [command, request],
+  );
+}
+
+async function redriveFirst(action) {
+  const row = rows().first();
+  const key = `${await row.getAttribute("data-session")}/${await row.getAttribute("data-consumer")}/${await row.getAttribute("data-index")}`;
+  await row.getByTestId(action === "skip" ? "skip-one" : "retry-one").click();
+  const dialog = page.getByRole("dialog");
+  await dialog.getByRole("button", { name: action === "skip" ? "Skip 1" : "Retry 1" }).click();
+  await dialog.getByTestId("outcome").waitFor();
+  const outcome = await dialog.getByTestId("outcome").textContent();
+  expect(/Redriven/.test(outcome ?? ""), `the ${action} outcome says redriven: ${outcome}`);
+  await dialog.getByRole("button", { name: "Close" }).click();
+  await page.waitForFunction((k) => ![...document.querySelectorAll("[data-testid=dead-letter-row]")].some((tr) => `${tr.dataset.session}/${tr.dataset.consumer}/${tr.dataset.index}` === k), key);
+  step(`${action}: ${key} left the list`);
+  return key;
+}
+
+try {
+  await open("#/dead-letters");
+  await rows().first().waitFor();
+  const before = await rowKeys();
+  expect(before.length >= 2, `at least two dead letters to work on, found ${before.length}`);
+  step(`${before.length} dead letters listed`);
+
+  if (mode === "rw") {
+    // Open a dead letter.
+    await rows().first().getByTestId("open-dead-letter").click();
+    const detail = page.getByTestId("dead-letter-detail");
+    await detail.waitFor();
+    expect(/poison|refused/.test((await detail.textContent()) ?? ""), "the dead letter shows its error");
+    step("opened a dead letter");
+
+    const skipped = await redriveFirst("skip");
+    const retried = await redriveFirst("retry");
+
+    // The audit log has both.
+    await open("#/audit");
+    await page.getByTestId("audit-row").first().waitFor();
+    const audit = (await page.getByTestId("audit-table").textContent()) ?? "";
+    expect(audit.includes("redrive.skip") && audit.includes("redrive.retry"), "the audit lists the skip and the retry");
+    const [skipSession] = skipped.split("/");
+    const [retrySession] = retried.split("/");
+    expect(audit.includes(skipSession) && audit.includes(retrySession), "the audit names the sessions");
+    step("audit entries appeared");
+
+    // A session's heads and lag; consume the lagging mailer through its head.
+    await open("#/sessions/shop");
+    await page.getByRole("link", { name: "order-00007", exact: true }).click();
+    await page.getByRole("tab", { name: "Consumers" }).click();
+    const mailer = page.locator("[data-testid=head-row][data-consumer=mailer]");
+    await mailer.waitFor();
+    const lag = (await mailer.getByTestId("head-lag").textContent()) ?? "";
+    expect(/behind/.test(lag), `mailer lags in order-00007: ${lag}`);
+    expect(((await mailer.getByTestId("head-reason").textContent()) ?? "").length > 0, "the head says why it is not moving");
+    step(`order-00007 heads shown, mailer ${lag}`);
+    await mailer.getByTestId("consume").click();
+    const dialog = page.getByRole("dialog");
+    await dialog.getByTestId("consume-mode").selectOption("ack");
+    await dialog.getByTestId("consume-preview").waitFor();
+    const preview = (await dialog.getByTestId("consume-preview").textContent()) ?? "";
+    expect(/\d+\s*events from index/.test(preview), `the consume previews its events: ${preview}`);
+    await dialog.getByRole("button", { name: /^Consume \d+ events$/ }).click();
+    await dialog.getByTestId("outcome").waitFor();
+    await dialog.getByRole("button", { name: "Close" }).click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=head-row][data-consumer=mailer] [data-testid=head-lag]")?.textContent === "caught up");
+    step("consumed mailer through the head: caught up");
+
+    // Clear the session through the head it shows.
+    const head = Number(await page.getByTestId("session-head").textContent());
+    await page.getByTestId("clear-session").click();
+    await page.getByRole("dialog").getByRole("button", { name: `Clear through ${head}` }).click();
+    await page.getByRole("dialog").getByTestId("outcome").waitFor();
+    const cleared = (await page.getByRole("dialog").getByTestId("outcome").textContent()) ?? "";
+    expect(cleared.startsWith("Cleared"), `the clear outcome: ${cleared}`);
+    await page.getByRole("dialog").getByRole("button", { name: "Close" }).click();
+    await page.waitForFunction((h) => document.querySelector("[data-testid=session-summary]")?.textContent?.includes(`cleared through ${h}`), head);
+    step(`cleared order-00007 through ${head}`);
+  } else {
+    await page.getByTestId("read-only-badge").waitFor();
+    for (const id of ["retry-one", "skip-one", "retry-all"]) {
+      expect(await page.getByTestId(id).first().isDisabled(), `${id} is disabled read-only`);
+    }
+    step("actions disabled in the dead-letter queue");
+    await open("#/session/shop/order-00007/consumers");
+    await page.getByTestId("session-summary").waitFor();
+    expect(await page.getByTestId("clear-session").isDisabled(), "clear is disabled read-only");
+    const consume = page.locator("[data-testid=head-row][data-consumer=mailer]").getByTestId("consume");
+    expect(await consume.isDisabled(), "consume is disabled read-only");
+    step("session actions disabled");
+
+    const [session, consumer, index] = before[0].split("/");
+    const target = { contract: "shop", session, consumer, index: Number(index) };
+    const refusals = [
+      await api("dead_letter_redrive", { target, action: "skip" }),
+      await api("dead_letter_redrive_many", { targets: [target], action: "retry" }),
+      await api("job_redrive_all", { contract: null, consumer: null, action: "skip", stop_at: null, rate: null }),
+      await api("session_clear", { contract: "shop", session: "order-00007", if_last_index: null }),
+      await api("session_consume", { contract: "shop", session: "order-00007", consumer: "mailer", through: null, mode: "ack", export_path: null }),
+      await api("demo_traffic", { on: true }),
+    ];
+    for (const r of refusals) expect(r.status === 403 && r.body.code === "READ_ONLY", `the API refuses with READ_ONLY: ${JSON.stringify(r)}`);
+    step("the HTTP API refused every action with READ_ONLY");
+    await open("#/dead-letters");
+    await rows().first().waitFor();
+    const after = await rowKeys();
+    expect(JSON.stringify(after) === JSON.stringify(before), "the dead letters are unchanged");
+    step("store unchanged");
+  }
+  expect(pageErrors.length === 0, `no page errors: ${pageErrors.join("; ")}`);
+  step("passed");
+} catch (error) {
+  const shot = join(tmpdir(), `a2-browser-failure-${mode}-${Date.now()}.png`);
+  await page.screenshot({ path: shot }).catch(() => {});
+  console.error(`[browser ${mode}] FAILED: ${error.message} (screenshot: ${shot})`);
+  process.exitCode = 1;
+} finally {
+  await context.close();
+}
