@@ -1,0 +1,168 @@
+//! The real desktop app end to end: `a2-studio` launched on a fresh demo
+//! store through WebKitWebDriver (Tauri's WebKitGTK automation), driven by
+//! fantoccini. It opens the dead letters, redrives one, and takes the
+//! screenshots of the main screens the README shows (`docs/screenshots/`).
+//! Needs a display (Xvfb) and WebKitWebDriver: `cargo xtask test` provides
+//! both and sets `A2_E2E_REQUIRED`; elsewhere it skips, saying why.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn missing() -> Option<String> {
+    if std::env::var_os("DISPLAY").is_none() {
+        return Some("no DISPLAY (run under Xvfb)".into());
+    }
+    if !Path::new("/usr/bin/WebKitWebDriver").exists() {
+        return Some("WebKitWebDriver is not installed (Debian package webkit2gtk-driver)".into());
+    }
+    let dist = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/dist/index.html")).unwrap_or_default();
+    if !dist.contains("/assets/") {
+        return Some("the UI is not built into ui/dist (the app embeds a placeholder)".into());
+    }
+    None
+}
+
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        // SIGTERM, so WebKitWebDriver lets go of its port (see STACK.md).
+        let _ = Command::new("kill").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port: {e}"))
+}
+
+fn screenshots() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/screenshots"))
+}
+
+async fn shoot(client: &Client, name: &str) {
+    // Let queries settle and the layout paint before the picture.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let png = client.screenshot().await.unwrap_or_else(|e| panic!("screenshot {name}: {e}"));
+    std::fs::create_dir_all(screenshots()).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(screenshots().join(format!("{name}.png")), png).unwrap_or_else(|e| panic!("{e}"));
+}
+
+async fn click(client: &Client, css: &str) {
+    let element = client.wait().at_most(WAIT).for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"));
+    element.click().await.unwrap_or_else(|e| panic!("clicking {css}: {e}"));
+}
+
+async fn count(client: &Client, css: &str) -> usize {
+    client.find_all(Locator::Css(css)).await.map(|v| v.len()).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_desktop_app_redrives_a_dead_letter() {
+    if let Some(reason) = missing() {
+        if std::env::var_os("A2_E2E_REQUIRED").is_some() {
+            panic!("desktop end-to-end cannot run: {reason}");
+        }
+        eprintln!("skipping the desktop end-to-end: {reason}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("a2-desktop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = dir.join("dev.sqlite");
+    let port = free_port();
+    let driver = Driver(
+        Command::new("/usr/bin/WebKitWebDriver")
+            .arg(format!("--port={port}"))
+            .env("TAURI_WEBVIEW_AUTOMATION", "true")
+            .env("A2_STUDIO_CONFIG_DIR", dir.join("config"))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting WebKitWebDriver: {e}")),
+    );
+    let capabilities = serde_json::json!({
+        "webkitgtk:browserOptions": {
+            "binary": env!("CARGO_BIN_EXE_a2-studio"),
+            "args": ["--dev-store", store.display().to_string()],
+        }
+    });
+    let serde_json::Value::Object(capabilities) = capabilities else { panic!("capabilities are an object") };
+    let mut client = None;
+    for _ in 0..50 {
+        match ClientBuilder::rustls()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .capabilities(capabilities.clone())
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+        {
+            Ok(c) => {
+                client = Some(c);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    let client = client.unwrap_or_else(|| panic!("could not start a2-studio through WebKitWebDriver"));
+
+    // The app opens on the seeded demo store: the overview.
+    client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=consumers-table] tbody tr")).await
+        .unwrap_or_else(|e| panic!("the overview did not load: {e}"));
+    shoot(&client, "overview").await;
+
+    click(&client, "a[href='#/sessions/shop']").await;
+    client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=sessions-table] tbody tr")).await
+        .unwrap_or_else(|e| panic!("{e}"));
+    shoot(&client, "sessions").await;
+
+    click(&client, "a[href='#/session/shop/order-00010/events']").await;
+    click(&client, ".event-row").await;
+    client.wait().at_most(WAIT).for_element(Locator::Css(".detail .json")).await.unwrap_or_else(|e| panic!("{e}"));
+    shoot(&client, "session-events").await;
+    click(&client, "a[role=tab][href$='/consumers']").await;
+    client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=head-row]")).await.unwrap_or_else(|e| panic!("{e}"));
+    shoot(&client, "session-consumers").await;
+
+    // The dead letters: open one, redrive it.
+    click(&client, "nav.side a[href='#/dead-letters']").await;
+    client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=dead-letter-row]")).await.unwrap_or_else(|e| panic!("{e}"));
+    let before = count(&client, "[data-testid=dead-letter-row]").await;
+    click(&client, "[data-testid=dead-letter-row] [data-testid=open-dead-letter]").await;
+    client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=dead-letter-detail]")).await.unwrap_or_else(|e| panic!("{e}"));
+    shoot(&client, "dead-letters").await;
+    click(&client, "[data-testid=dead-letter-row] [data-testid=retry-one]").await;
+    client.wait().at_most(WAIT).for_element(Locator::Css("[role=dialog]")).await.unwrap_or_else(|e| panic!("{e}"));
+    shoot(&client, "redrive-confirm").await;
+    click(&client, "[role=dialog] button.primary").await;
+    let outcome = client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=outcome]")).await
+        .unwrap_or_else(|e| panic!("no outcome: {e}"));
+    let text = outcome.text().await.unwrap_or_default();
+    assert!(text.starts_with("Redriven"), "{text}");
+    click(&client, "[role=dialog] button[data-autofocus]").await;
+    let mut after = before;
+    for _ in 0..50 {
+        after = count(&client, "[data-testid=dead-letter-row]").await;
+        if after < before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(after, before - 1, "the redriven dead letter left the list");
+
+    click(&client, "nav.side a[href='#/audit']").await;
+    let audit = client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=audit-row]")).await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(audit.text().await.unwrap_or_default().contains("redrive.retry"));
+    shoot(&client, "audit").await;
+
+    let _ = client.close().await;
+    drop(driver);
+    let _ = std::fs::remove_dir_all(&dir);
+}
