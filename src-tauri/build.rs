@@ -5,7 +5,9 @@
 fn main() {
     let dist = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/dist"));
     if !dist.join("index.html").exists() {
-        println!("cargo:warning=ui/dist is missing: embedding a placeholder page (run `cargo xtask studio` to build the UI)");
+        println!(
+            "cargo:warning=ui/dist is missing: embedding a placeholder page (run `cargo xtask studio` to build the UI)"
+        );
         let _ = std::fs::create_dir_all(dist);
         let _ = std::fs::write(
             dist.join("index.html"),

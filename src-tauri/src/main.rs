@@ -112,7 +112,10 @@ fn serve(studio: Arc<Studio>, port: u16) -> Result<(), String> {
 }
 
 fn window(studio: Arc<Studio>) -> Result<(), String> {
-    if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() && cfg!(target_os = "linux") {
+    if std::env::var_os("DISPLAY").is_none()
+        && std::env::var_os("WAYLAND_DISPLAY").is_none()
+        && cfg!(target_os = "linux")
+    {
         return Err("no display to open a window on (DISPLAY is unset): run `a2 serve` or `a2-studio --serve` \
                     and open the printed URL in a browser"
             .into());

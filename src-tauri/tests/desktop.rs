@@ -21,7 +21,8 @@ fn missing() -> Option<String> {
     if !Path::new("/usr/bin/WebKitWebDriver").exists() {
         return Some("WebKitWebDriver is not installed (Debian package webkit2gtk-driver)".into());
     }
-    let dist = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/dist/index.html")).unwrap_or_default();
+    let dist =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/dist/index.html")).unwrap_or_default();
     if !dist.contains("/assets/") {
         return Some("the UI is not built into ui/dist (the app embeds a placeholder)".into());
     }
@@ -58,7 +59,8 @@ async fn shoot(client: &Client, name: &str) {
 }
 
 async fn click(client: &Client, css: &str) {
-    let element = client.wait().at_most(WAIT).for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"));
+    let element =
+        client.wait().at_most(WAIT).for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"));
     element.click().await.unwrap_or_else(|e| panic!("clicking {css}: {e}"));
 }
 
@@ -66,18 +68,8 @@ async fn count(client: &Client, css: &str) -> usize {
     client.find_all(Locator::Css(css)).await.map(|v| v.len()).unwrap_or(0)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_desktop_app_redrives_a_dead_letter() {
-    if let Some(reason) = missing() {
-        if std::env::var_os("A2_E2E_REQUIRED").is_some() {
-            panic!("desktop end-to-end cannot run: {reason}");
-        }
-        eprintln!("skipping the desktop end-to-end: {reason}");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("a2-desktop-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let store = dir.join("dev.sqlite");
+/// Start WebKitWebDriver, and through it `a2-studio` with `args`.
+async fn launch(dir: &Path, args: Vec<String>) -> (Client, Driver) {
     let port = free_port();
     let driver = Driver(
         Command::new("/usr/bin/WebKitWebDriver")
@@ -91,7 +83,7 @@ async fn the_desktop_app_redrives_a_dead_letter() {
     let capabilities = serde_json::json!({
         "webkitgtk:browserOptions": {
             "binary": env!("CARGO_BIN_EXE_a2-studio"),
-            "args": ["--dev-store", store.display().to_string()],
+            "args": args,
         }
     });
     let serde_json::Value::Object(capabilities) = capabilities else { panic!("capabilities are an object") };
@@ -110,15 +102,45 @@ async fn the_desktop_app_redrives_a_dead_letter() {
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     }
-    let client = client.unwrap_or_else(|| panic!("could not start a2-studio through WebKitWebDriver"));
+    (client.unwrap_or_else(|| panic!("could not start a2-studio through WebKitWebDriver")), driver)
+}
+
+fn ready(what: &str) -> bool {
+    match missing() {
+        None => true,
+        Some(reason) if std::env::var_os("A2_E2E_REQUIRED").is_some() => panic!("{what} cannot run: {reason}"),
+        Some(reason) => {
+            eprintln!("skipping the {what}: {reason}");
+            false
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_desktop_app_redrives_a_dead_letter() {
+    if !ready("desktop end-to-end") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("a2-desktop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = dir.join("dev.sqlite");
+    let (client, driver) = launch(&dir, vec!["--dev-store".into(), store.display().to_string()]).await;
 
     // The app opens on the seeded demo store: the overview.
-    client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=consumers-table] tbody tr")).await
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("[data-testid=consumers-table] tbody tr"))
+        .await
         .unwrap_or_else(|e| panic!("the overview did not load: {e}"));
     shoot(&client, "overview").await;
 
     click(&client, "a[href='#/sessions/shop']").await;
-    client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=sessions-table] tbody tr")).await
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("[data-testid=sessions-table] tbody tr"))
+        .await
         .unwrap_or_else(|e| panic!("{e}"));
     shoot(&client, "sessions").await;
 
@@ -127,21 +149,40 @@ async fn the_desktop_app_redrives_a_dead_letter() {
     client.wait().at_most(WAIT).for_element(Locator::Css(".detail .json")).await.unwrap_or_else(|e| panic!("{e}"));
     shoot(&client, "session-events").await;
     click(&client, "a[role=tab][href$='/consumers']").await;
-    client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=head-row]")).await.unwrap_or_else(|e| panic!("{e}"));
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("[data-testid=head-row]"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     shoot(&client, "session-consumers").await;
 
     // The dead letters: open one, redrive it.
     click(&client, "nav.side a[href='#/dead-letters']").await;
-    client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=dead-letter-row]")).await.unwrap_or_else(|e| panic!("{e}"));
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("[data-testid=dead-letter-row]"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let before = count(&client, "[data-testid=dead-letter-row]").await;
     click(&client, "[data-testid=dead-letter-row] [data-testid=open-dead-letter]").await;
-    client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=dead-letter-detail]")).await.unwrap_or_else(|e| panic!("{e}"));
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("[data-testid=dead-letter-detail]"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     shoot(&client, "dead-letters").await;
     click(&client, "[data-testid=dead-letter-row] [data-testid=retry-one]").await;
     client.wait().at_most(WAIT).for_element(Locator::Css("[role=dialog]")).await.unwrap_or_else(|e| panic!("{e}"));
     shoot(&client, "redrive-confirm").await;
     click(&client, "[role=dialog] button.primary").await;
-    let outcome = client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=outcome]")).await
+    let outcome = client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("[data-testid=outcome]"))
+        .await
         .unwrap_or_else(|e| panic!("no outcome: {e}"));
     let text = outcome.text().await.unwrap_or_default();
     assert!(text.starts_with("Redriven"), "{text}");
@@ -157,12 +198,52 @@ async fn the_desktop_app_redrives_a_dead_letter() {
     assert_eq!(after, before - 1, "the redriven dead letter left the list");
 
     click(&client, "nav.side a[href='#/audit']").await;
-    let audit = client.wait().at_most(WAIT).for_element(Locator::Css("[data-testid=audit-row]")).await
+    let audit = client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("[data-testid=audit-row]"))
+        .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(audit.text().await.unwrap_or_default().contains("redrive.retry"));
     shoot(&client, "audit").await;
 
     let _ = client.close().await;
     drop(driver);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Launch to the first rendered session list, three launches on a store
+/// named by `A2_BENCH_STORE` (`cargo xtask bench` seeds it): printed, not asserted.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a benchmark: cargo xtask bench runs it"]
+async fn bench_launch_to_first_session_list() {
+    let Some(store) = std::env::var_os("A2_BENCH_STORE") else {
+        eprintln!("set A2_BENCH_STORE=sqlite:PATH (cargo xtask bench does)");
+        return;
+    };
+    if !ready("desktop benchmark") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("a2-desktop-bench-{}", std::process::id()));
+    let mut figures = Vec::new();
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let (client, driver) = launch(&dir, vec!["--store".into(), store.to_string_lossy().into_owned()]).await;
+        click(&client, "a[href='#/sessions/shop']").await;
+        client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css("[data-testid=sessions-table] tbody tr"))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        figures.push(started.elapsed().as_millis());
+        let _ = client.close().await;
+        drop(driver);
+    }
+    figures.sort_unstable();
+    println!(
+        "bench studio-desktop launch_to_first_session_list_ms p50={} max={} (debug build, through WebKitWebDriver)",
+        figures[1], figures[2]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

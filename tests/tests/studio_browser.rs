@@ -45,7 +45,9 @@ fn missing() -> Option<String> {
 fn ready() -> bool {
     match missing() {
         None => true,
-        Some(reason) if std::env::var_os("A2_E2E_REQUIRED").is_some() => panic!("browser end-to-end cannot run: {reason}"),
+        Some(reason) if std::env::var_os("A2_E2E_REQUIRED").is_some() => {
+            panic!("browser end-to-end cannot run: {reason}")
+        }
         Some(reason) => {
             eprintln!("skipping the browser end-to-end: {reason} (cargo xtask test runs it)");
             false

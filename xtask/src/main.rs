@@ -1,18 +1,23 @@
 //! `cargo xtask <command>`: the project's two set-up commands and its helpers.
 //!
-//! - `test`: every test there is (unit, conformance on every store, property, telemetry).
-//! - `studio`: the desktop app on the embedded SQLite dev store (not built yet).
-//! - `bench`: throughput figures from an optimised build (append vs raw INSERT, drain).
+//! - `test`: every test there is: unit, conformance on every store, the UI's
+//!   Vitest, the browser end-to-end and the desktop end-to-end (under Xvfb).
+//! - `studio`: the desktop app on the embedded SQLite dev store, seeded with the demo when new.
+//! - `bench`: throughput and read-latency figures from an optimised build.
+//!
+//! Each installs what it needs: Debian packages (as root, else it prints the
+//! command), the UI's npm packages, and a throwaway Postgres when none is reachable.
 
 use std::process::{Command, ExitCode};
 
 mod postgres;
+mod setup;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
-        Some("studio") => studio(),
+        Some("studio") => studio(&args[1..]),
         Some("bench") => bench(&args[1..]),
         _ => {
             eprintln!("usage: cargo xtask <test|studio|bench> [args]");
@@ -42,43 +47,114 @@ fn run(mut command: Command) -> Result<(), String> {
     }
 }
 
-/// Every test in the workspace, with a Postgres server found or started for the stores that need one.
+/// Every test in the workspace, with a Postgres server found or started for
+/// the stores that need one, the UI built first (the app embeds it), and a
+/// virtual display for the desktop end-to-end.
 fn test(extra: &[String]) -> Result<(), String> {
+    setup::system_packages()?;
+    setup::build_ui()?;
+    setup::test_ui()?;
     let database = postgres::ensure()?;
+    let display = setup::display()?;
     let mut command = cargo();
     command.args(["test", "--workspace", "--all-targets"]).args(extra);
     command.env("A2_TEST_POSTGRES_URL", database.url());
+    command.env("DISPLAY", &display.name);
+    // The browser and desktop end-to-end must run here, not skip.
+    command.env("A2_E2E_REQUIRED", "1");
     let result = run(command);
+    drop(display);
     drop(database);
     result
 }
 
-/// Throughput figures, from an optimised build, against the Postgres the tests use.
+/// Throughput and read-latency figures, from an optimised build, against
+/// the Postgres the tests use; then the Studio's UI figures. `--studio-only`
+/// skips the engine's.
 fn bench(extra: &[String]) -> Result<(), String> {
-    let database = postgres::ensure()?;
-    let mut command = cargo();
-    command
-        .args([
-            "run",
-            "--release",
-            "--quiet",
-            "-p",
-            "a2-e2e",
-            "--bin",
-            "a2-bench",
-            "--",
-            "--postgres",
-            database.url(),
-            "--reads",
-        ])
-        .args(extra);
-    let result = run(command);
-    drop(database);
-    result
+    let studio_only = extra.iter().any(|a| a == "--studio-only");
+    if !studio_only {
+        let database = postgres::ensure()?;
+        let mut command = cargo();
+        command
+            .args(["run", "--release", "--quiet", "-p", "a2-e2e", "--bin", "a2-bench", "--"])
+            .args(["--postgres", database.url(), "--reads"])
+            .args(extra);
+        let result = run(command);
+        drop(database);
+        result?;
+    }
+    studio_bench()
 }
 
-fn studio() -> Result<(), String> {
-    Err("the Studio desktop app is not built yet (tracked by the Studio issue); \
-         the engine and its stores are tested by `cargo xtask test`"
-        .into())
+/// The Studio in Chromium and in its window on a store with a 1M-event
+/// session: first paint of the session list and scrolling (printed, not asserted).
+fn studio_bench() -> Result<(), String> {
+    setup::system_packages()?;
+    setup::build_ui()?;
+    let mut build = cargo();
+    build.args(["build", "--release", "--quiet", "-p", "a2-cli"]);
+    run(build)?;
+    let root = setup::workspace();
+    let a2 = root.join("target/release/a2");
+    let dir = root.join("target/a2-bench-studio");
+    let store = format!("sqlite:{}", dir.join("long.sqlite").display());
+    if !dir.join("long.sqlite").exists() {
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut seed = Command::new(&a2);
+        seed.args(["--store", &store, "demo", "--sessions", "200", "--long-session", "1000000"]);
+        run(seed)?;
+    }
+    let mut serve = Command::new(&a2)
+        .args(["--store", &store, "--read-only", "--json", "serve"])
+        .env("A2_STUDIO_CONFIG_DIR", dir.join("config"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting a2 serve: {e}"))?;
+    let url = serve_url(&mut serve);
+    let result = url.and_then(|url| {
+        let mut browser = Command::new("node");
+        browser.args(["e2e/bench.mjs", &url, "shop", "long-00000"]).current_dir(root.join("ui"));
+        run(browser)
+    });
+    let _ = serve.kill();
+    let _ = serve.wait();
+    result?;
+    let display = setup::display()?;
+    let mut desktop = cargo();
+    desktop
+        .args(["test", "--quiet", "-p", "a2-studio", "--test", "desktop", "--", "--ignored", "--nocapture"])
+        .arg("bench_launch_to_first_session_list")
+        .env("A2_BENCH_STORE", &store)
+        .env("DISPLAY", &display.name);
+    run(desktop)
+}
+
+/// The URL `a2 serve --json` prints first.
+fn serve_url(serve: &mut std::process::Child) -> Result<String, String> {
+    use std::io::BufRead;
+    let stdout = serve.stdout.take().ok_or("a2 serve has no stdout")?;
+    let mut line = String::new();
+    std::io::BufReader::new(stdout).read_line(&mut line).map_err(|e| format!("reading a2 serve: {e}"))?;
+    let start = line.find("http://").ok_or_else(|| format!("a2 serve printed no URL: {line:?}"))?;
+    Ok(line[start..].trim_end().trim_end_matches(['"', '}']).to_owned())
+}
+
+/// The desktop app on `.a2/dev.sqlite` (seeded with the demo when new).
+/// `--demo-traffic` keeps demo orders flowing; other arguments go to `a2-studio`.
+fn studio(extra: &[String]) -> Result<(), String> {
+    setup::system_packages()?;
+    setup::build_ui()?;
+    let store = setup::workspace().join(".a2/dev.sqlite");
+    if !setup::has_display() {
+        return Err(format!(
+            "no display to open the Studio's window on (DISPLAY is unset or unreachable).\n  \
+             For the same Studio in a browser: cargo run -p a2-studio -- --dev-store {} --serve\n  \
+             (or start Xvfb and set DISPLAY)",
+            store.display()
+        ));
+    }
+    let mut command = cargo();
+    command.args(["run", "-p", "a2-studio", "--"]).args(["--dev-store", &store.display().to_string()]).args(extra);
+    run(command)
 }

@@ -55,7 +55,7 @@ fn pg_bin() -> Option<PathBuf> {
     versions.into_iter().rev().find(|bin| bin.join("pg_ctl").exists())
 }
 
-fn is_root() -> bool {
+pub fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 

@@ -186,6 +186,15 @@ enum Command {
         /// Append only, 10 events a session: for scale tests.
         #[arg(long)]
         bulk: bool,
+        /// Also one session `long-00000` of this many unhandled events (the Studio's scroll test).
+        #[arg(long, default_value_t = 0)]
+        long_session: u64,
+    },
+    /// Let a Postgres role read this store and nothing more (create the role first:
+    /// `CREATE ROLE a2_reader LOGIN PASSWORD '…'`); attach read-only with it in production.
+    GrantReader {
+        #[arg(long)]
+        role: String,
     },
     /// Serve the Studio (UI and commands) over HTTP on 127.0.0.1, opened on --store.
     Serve {
@@ -366,9 +375,13 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
             return Ok(if done.cleared { Done::Changed } else { Done::Unchanged });
         }
         Command::Audit { limit, after } => out.audit(&op.audit_log(after, limit).await?),
+        Command::GrantReader { role } => {
+            op.reader_role_grant(&role).await?;
+            out.value(&json!({ "granted": role }), &format!("granted read-only access to role {role}"));
+        }
         // Served by `serve` before any connection is made here.
         Command::Serve { .. } => return Err(OperatorError::invalid("serve runs on its own")),
-        Command::Demo { sessions, seed, fail_rate, bulk } => {
+        Command::Demo { sessions, seed, fail_rate, bulk, long_session } => {
             if op.is_read_only() {
                 return Err(OperatorError::ReadOnly { action: "demo".into() });
             }
@@ -376,7 +389,10 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
                 return Err(OperatorError::invalid(format!("--fail-rate must be between 0 and 1, not {fail_rate}")));
             }
             let options = DemoOptions { sessions, seed, fail_rate, bulk };
-            let events = demo::seed(op.attached().store.clone(), options).await?;
+            let mut events = demo::seed(op.attached().store.clone(), options).await?;
+            if long_session > 0 {
+                events += demo::seed_long_session(op.attached().store.clone(), "long-00000", long_session).await?;
+            }
             out.value(
                 &json!({ "sessions": sessions, "events": events }),
                 &format!("seeded {sessions} sessions, {events} events"),

@@ -49,6 +49,8 @@ pub struct Attached {
     /// Postgres: whether the role itself could write (a read-only attach with
     /// such a role is protected by the session setting alone).
     pub role_can_write: Option<bool>,
+    /// The same store as Postgres, for what only Postgres does (granting a reader role).
+    pub postgres: Option<PgStore>,
 }
 
 fn local_host(host: Option<&str>) -> bool {
@@ -68,12 +70,14 @@ pub async fn attach(connect: &Connect) -> Result<Attached, OperatorError> {
             kind: StoreKind::Memory,
             mode,
             role_can_write: None,
+            postgres: None,
         });
     }
     if url.starts_with("sqlite:") {
         let store = SqliteStore::open_url(url, connect.mode.unwrap_or(Mode::ReadWrite), clock).await?;
         let mode = if store.is_read_only() { Mode::ReadOnly } else { Mode::ReadWrite };
-        return Ok(Attached { store: Arc::new(store), kind: StoreKind::Sqlite, mode, role_can_write: None });
+        let store = Arc::new(store);
+        return Ok(Attached { store, kind: StoreKind::Sqlite, mode, role_can_write: None, postgres: None });
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         let local = local_host(a2_store_postgres::url_host(url)?.as_deref());
@@ -89,7 +93,8 @@ pub async fn attach(connect: &Connect) -> Result<Attached, OperatorError> {
         };
         let store = PgStore::connect(url, options, clock).await?;
         let role_can_write = store.role_can_write().await.ok();
-        return Ok(Attached { store: Arc::new(store), kind: StoreKind::Postgres, mode, role_can_write });
+        let postgres = Some(store.clone());
+        return Ok(Attached { store: Arc::new(store), kind: StoreKind::Postgres, mode, role_can_write, postgres });
     }
     Err(OperatorError::invalid(format!("{url:?} is not a store URL: use sqlite:PATH, postgres://… or memory:")))
 }

@@ -140,6 +140,31 @@ pub async fn seed(store: Arc<dyn Store>, options: DemoOptions) -> Result<u64, Op
     Ok(appended)
 }
 
+/// One session of `events` shipped orders, appended through the engine in
+/// batches and handled by no one yet: the Studio's scrolling test at scale.
+/// Only log cursors follow `order.shipped`, so the store grows by events alone.
+pub async fn seed_long_session(store: Arc<dyn Store>, id: &str, events: u64) -> Result<u64, OperatorError> {
+    const BATCH: u64 = 1_000;
+    let server = Server::builder(contract()?, store)
+        .consumers(consumers(DemoOptions::default())?)
+        .run_in_background(false)
+        .build()?;
+    let session = server.session(id)?;
+    let mut appended = 0;
+    while appended < events {
+        let batch = (appended..(appended + BATCH).min(events))
+            .map(|n| {
+                AppendInput::new(
+                    "order.shipped",
+                    json!({ "carrier": "post", "parcel": n, "weight_g": 9_007_199_254_740_993u64 - n }),
+                )
+            })
+            .collect();
+        appended += session.append(batch).await?.len() as u64;
+    }
+    Ok(appended)
+}
+
 /// Sessions `writer`, `writer + writers`, … of the demo.
 async fn seed_part(
     store: Arc<dyn Store>,

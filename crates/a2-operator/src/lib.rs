@@ -401,6 +401,22 @@ impl Operator {
         Ok(state)
     }
 
+    /// Let a Postgres role read this store and nothing more: attached
+    /// read-only with that role, the database itself refuses every write.
+    pub async fn reader_role_grant(&self, role: &str) -> Result<()> {
+        self.writable("grant.reader")?;
+        let Some(postgres) = &self.attached.postgres else {
+            return Err(OperatorError::invalid("reader roles are a Postgres feature: this store is not Postgres"));
+        };
+        postgres.reader_role_grant(role).await?;
+        let mut entry = self.entry("grant.reader", "", "", json!({ "role": role }));
+        entry.contract = None;
+        entry.session_id = None;
+        entry.outcome = json!({ "granted": true });
+        self.store().audit_append(entry).await?;
+        Ok(())
+    }
+
     /// Clear a session through its head, only if the head is still `if_last_index` when given.
     pub async fn clear(&self, contract: &str, session: &str, if_last_index: Option<u64>) -> Result<Cleared> {
         self.writable("clear")?;

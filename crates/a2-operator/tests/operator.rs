@@ -90,7 +90,7 @@ async fn seed(store: &dyn Store) {
 
 fn operator(store: Arc<dyn Store>, kind: StoreKind, mode: Mode) -> Operator {
     Operator::new(
-        Attached { store, kind, mode, role_can_write: None },
+        Attached { store, kind, mode, role_can_write: None, postgres: None },
         Actor { user: "tester".into(), host: "here".into() },
     )
 }

@@ -69,6 +69,26 @@ pub struct PgStore {
     announce: tokio::sync::mpsc::UnboundedSender<String>,
 }
 
+/// The connection settings of a store opened with `options`: the schema's
+/// search path, and read-only transactions by default when read-only.
+/// Public so tests can open exactly the connection a store uses.
+pub fn connect_options(url: &str, options: &PgOptions) -> Result<PgConnectOptions, StoreError> {
+    let connect = PgConnectOptions::from_str(url)
+        .map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?
+        .application_name("a2");
+    let mut settings: Vec<(&str, String)> = Vec::new();
+    if let Some(schema) = &options.schema {
+        if !valid_schema(schema) {
+            return Err(StoreError::invalid(format!("schema name {schema:?} must be lowercase letters, digits and _")));
+        }
+        settings.push(("search_path", schema.clone()));
+    }
+    if options.access == Access::ReadOnly {
+        settings.push(("default_transaction_read_only", "on".into()));
+    }
+    Ok(connect.options(settings.iter().map(|(k, v)| (*k, v.as_str()))))
+}
+
 /// The host a Postgres URL names, or `None` for a Unix socket.
 pub fn url_host(url: &str) -> Result<Option<String>, StoreError> {
     let options =
@@ -86,22 +106,7 @@ fn valid_schema(name: &str) -> bool {
 
 impl PgStore {
     pub async fn connect(url: &str, options: PgOptions, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
-        let mut connect = PgConnectOptions::from_str(url)
-            .map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?
-            .application_name("a2");
-        let mut settings: Vec<(&str, String)> = Vec::new();
-        if let Some(schema) = &options.schema {
-            if !valid_schema(schema) {
-                return Err(StoreError::invalid(format!(
-                    "schema name {schema:?} must be lowercase letters, digits and _"
-                )));
-            }
-            settings.push(("search_path", schema.clone()));
-        }
-        if options.access == Access::ReadOnly {
-            settings.push(("default_transaction_read_only", "on".into()));
-        }
-        connect = connect.options(settings.iter().map(|(k, v)| (*k, v.as_str())));
+        let connect = connect_options(url, &options)?;
         let reader_connect =
             connect.clone().options([("statement_timeout", options.statement_timeout.as_millis().to_string())]);
         // The reader connects first, within the connect timeout: a bad host,
@@ -185,6 +190,27 @@ impl PgStore {
             .fetch_one(&self.reader)
             .await
             .map_err(db_error)
+    }
+
+    /// Let `role` read the A2 tables and nothing more, now and after later
+    /// migrations. A read-only attach with such a role is refused every write
+    /// by the database itself, even a session that turns read-only mode off.
+    pub async fn reader_role_grant(&self, role: &str) -> Result<(), StoreError> {
+        self.writable()?;
+        if !valid_schema(role) {
+            return Err(StoreError::invalid(format!("role name {role:?} must be lowercase letters, digits and _")));
+        }
+        let schema: String =
+            sqlx::query_scalar("SELECT current_schema()").fetch_one(&self.pool).await.map_err(db_error)?;
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        for grant in [
+            format!("GRANT USAGE ON SCHEMA {schema} TO {role}"),
+            format!("GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}"),
+            format!("ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT ON TABLES TO {role}"),
+        ] {
+            sqlx::query(&grant).execute(&mut *tx).await.map_err(db_error)?;
+        }
+        tx.commit().await.map_err(db_error)
     }
 
     pub async fn close(&self) {

@@ -159,3 +159,85 @@ async fn bad_urls_and_unreachable_servers_are_typed_errors() {
     let no_db = PgStore::connect(&no_db, quick(), clock).await.expect_err("no such database");
     assert!(no_db.to_string().contains("no such database"), "{no_db}");
 }
+
+/// Every kind of write, and the session-level way around read-only mode.
+const WRITES: [&str; 6] = [
+    "INSERT INTO a2_sessions VALUES ('live\u{1f}x', 1, 0, 0, 0)",
+    "UPDATE a2_sessions SET head = head + 1",
+    "DELETE FROM a2_sessions",
+    "TRUNCATE a2_sessions",
+    "CREATE TABLE a2_intruder (i int)",
+    "SET transaction_read_only = off; INSERT INTO a2_sessions VALUES ('live\u{1f}y', 1, 0, 0, 0)",
+];
+
+/// Run `sql` on a connection opened exactly as a read-only store opens its own.
+async fn attempt(url: &str, schema: &str, sql: &str) -> Result<(), sqlx::Error> {
+    let options = PgOptions { schema: Some(schema.to_owned()), access: Access::ReadOnly, ..PgOptions::default() };
+    let connect = a2_store_postgres::connect_options(url, &options).unwrap_or_else(|e| panic!("{e}"));
+    let pool = sqlx::postgres::PgPoolOptions::new().max_connections(1).connect_with(connect).await?;
+    let result = sqlx::raw_sql(sql).execute(&pool).await.map(|_| ());
+    pool.close().await;
+    result
+}
+
+fn refused_by_the_database(result: Result<(), sqlx::Error>) -> bool {
+    // 42501: insufficient privilege; 25006: read-only transaction.
+    matches!(result, Err(sqlx::Error::Database(e)) if matches!(e.code().as_deref(), Some("42501" | "25006")))
+}
+
+#[tokio::test]
+async fn a_read_only_attach_with_a_reader_role_is_refused_every_write_by_the_database() {
+    let schema = fresh_schema();
+    let writer = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    let role = format!("a2_reader_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+    let admin = admin().await;
+    sqlx::query(&format!("CREATE ROLE {role} LOGIN")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
+    writer.reader_role_grant(&role).await.unwrap_or_else(|e| panic!("{e}"));
+    let host = url().split_once("://").map(|(_, rest)| rest.rsplit_once('@').map_or(rest, |(_, h)| h).to_owned());
+    let reader_url = format!("postgres://{role}@{}", host.unwrap_or_default());
+
+    let reader = connect_as(&reader_url, &schema).await;
+    assert!(!reader.role_can_write().await.unwrap_or_else(|e| panic!("{e}")), "the reader role cannot write");
+    assert!(reader.session_get(&session_key("live", "s")).await.is_ok(), "but it reads");
+    for sql in WRITES {
+        let result = attempt(&reader_url, &schema, sql).await;
+        assert!(refused_by_the_database(result), "{sql}: must be refused by the database");
+    }
+    // With a role that may write, the session setting still refuses plain
+    // writes, and the Studio warns (role_can_write) because a session could
+    // turn read-only mode off.
+    let loose = connect(&schema, Access::ReadOnly).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(loose.role_can_write().await.unwrap_or_else(|e| panic!("{e}")));
+    for sql in &WRITES[..5] {
+        assert!(refused_by_the_database(attempt(&url(), &schema, sql).await), "{sql}");
+    }
+    let count: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {schema}.a2_sessions"))
+        .fetch_one(&admin)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(count, 0, "nothing was written");
+
+    reader.close().await;
+    writer.close().await;
+    for cleanup in
+        [format!("DROP SCHEMA {schema} CASCADE"), format!("DROP OWNED BY {role}"), format!("DROP ROLE {role}")]
+    {
+        let _ = sqlx::query(&cleanup).execute(&admin).await;
+    }
+}
+
+async fn connect_as(url: &str, schema: &str) -> PgStore {
+    let options = PgOptions { schema: Some(schema.to_owned()), access: Access::ReadOnly, ..PgOptions::default() };
+    PgStore::connect(url, options, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{url}: {e}"))
+}
+
+#[tokio::test]
+async fn a_reader_role_grant_is_refused_read_only_and_checks_the_name() {
+    let schema = fresh_schema();
+    connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).close().await;
+    let reader = connect(&schema, Access::ReadOnly).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(reader.reader_role_grant("someone").await.expect_err("read-only").code(), "READ_ONLY");
+    let writer = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    let bad = writer.reader_role_grant("x; DROP TABLE a2_events").await.expect_err("not a role name");
+    assert_eq!(bad.code(), "INVALID_INPUT");
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use a2_operator::demo::{self, DemoOptions};
 use a2_operator::{
-    Actor, Connect, Consumed, HeadView, JobProgress, Mode, Operator, Redriven, RedriveAll, SessionQuery, StoreKind,
+    Actor, Connect, Consumed, HeadView, JobProgress, Mode, Operator, RedriveAll, Redriven, SessionQuery, StoreKind,
 };
 use a2_store::{Cleared, DeadLetterList, SessionSummary, TotalsSnapshot};
 
@@ -266,8 +266,7 @@ impl Studio {
     }
 
     pub async fn audit_list(&self, request: AuditQuery) -> Result<Vec<AuditView>, ApiError> {
-        let records =
-            self.operator()?.audit_log(request.before.map(u64::from), check_limit(request.limit)?).await?;
+        let records = self.operator()?.audit_log(request.before.map(u64::from), check_limit(request.limit)?).await?;
         Ok(records
             .into_iter()
             .map(|r| AuditView {

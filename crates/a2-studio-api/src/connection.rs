@@ -30,13 +30,9 @@ impl Connection {
     pub fn new(operator: Operator, info: ConnectionInfo, versions: tokio::sync::watch::Sender<u32>) -> Self {
         let listener = operator.attached().store.changes().map(|mut changes| {
             tokio::spawn(async move {
-                loop {
-                    match changes.recv().await {
-                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                            versions.send_modify(|v| *v = v.wrapping_add(1));
-                        }
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-                    }
+                // A lagged receiver missed some notices: that is still a change.
+                while let Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) = changes.recv().await {
+                    versions.send_modify(|v| *v = v.wrapping_add(1));
                 }
             })
         });
@@ -63,7 +59,8 @@ impl Connection {
                 while !task_stop.load(Ordering::Relaxed) {
                     n += 1;
                     // Mostly existing orders, now and then a new one.
-                    let id = if n % 5 == 0 { format!("live-{n:05}") } else { format!("order-{:05}", 1 + n % 39) };
+                    let id =
+                        if n.is_multiple_of(5) { format!("live-{n:05}") } else { format!("order-{:05}", 1 + n % 39) };
                     let order = json!({ "customer": format!("customer-{}", n % 17), "amount": 10 + n % 90 });
                     if let Ok(session) = server.session(&id) {
                         if session.append(vec![AppendInput::new("order.placed", order)]).await.is_ok() {

@@ -71,10 +71,7 @@ impl Jobs {
     }
 
     pub fn get(&self, id: u32) -> Result<JobView, ApiError> {
-        self.running
-            .get(&id)
-            .map(|job| job.view(id))
-            .ok_or_else(|| ApiError::new("NOT_FOUND", format!("no job {id}")))
+        self.running.get(&id).map(|job| job.view(id)).ok_or_else(|| ApiError::new("NOT_FOUND", format!("no job {id}")))
     }
 
     pub fn cancel(&self, id: u32) -> Result<JobView, ApiError> {

@@ -120,8 +120,13 @@ impl Profiles {
         let mut book = self.read()?;
         let kept_password = book.profiles.iter().any(|p| p.name == name && p.has_password);
         book.profiles.retain(|p| p.name != name);
-        let profile =
-            Profile { name: name.to_owned(), url, read_only, has_password: password.is_some() || kept_password, last_used: None };
+        let profile = Profile {
+            name: name.to_owned(),
+            url,
+            read_only,
+            has_password: password.is_some() || kept_password,
+            last_used: None,
+        };
         book.profiles.push(profile.clone());
         book.profiles.sort_by(|a, b| a.name.cmp(&b.name));
         self.write(&book)?;

@@ -106,10 +106,7 @@ pub async fn run(
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
     let web = Arc::new(Web { studio, assets, token, port });
-    let app = Router::new()
-        .route("/api/{command}", post(command))
-        .fallback(get(asset))
-        .with_state(web);
+    let app = Router::new().route("/api/{command}", post(command)).fallback(get(asset)).with_state(web);
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await
 }
 
@@ -141,12 +138,15 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 async fn command(State(web): State<Arc<Web>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
     if !allowed(&web, &headers) {
-        let error = ApiError::new("UNAUTHORIZED", "the Studio's token is missing or wrong: open the URL `a2 serve` printed");
+        let error =
+            ApiError::new("UNAUTHORIZED", "the Studio's token is missing or wrong: open the URL `a2 serve` printed");
         return error_response(StatusCode::UNAUTHORIZED, error);
     }
     let body: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(body) => body,
-        Err(e) => return error_response(StatusCode::BAD_REQUEST, ApiError::invalid(format!("the body is not JSON: {e}"))),
+        Err(e) => {
+            return error_response(StatusCode::BAD_REQUEST, ApiError::invalid(format!("the body is not JSON: {e}")))
+        }
     };
     match dispatch(&web.studio, &name, body).await {
         Some(Ok(answer)) => axum::Json(answer).into_response(),
@@ -180,7 +180,8 @@ async fn asset(State(web): State<Arc<Web>>, uri: Uri) -> Response {
         None => match web.assets.get("index.html") {
             Some(bytes) => ("index.html", bytes),
             None => {
-                let message = "the Studio UI is not built: run `cargo xtask studio` (or `npm ci && npm run build` in ui/)";
+                let message =
+                    "the Studio UI is not built: run `cargo xtask studio` (or `npm ci && npm run build` in ui/)";
                 return (StatusCode::NOT_FOUND, message).into_response();
             }
         },

@@ -193,6 +193,7 @@ async fn reads(
         kind: a2_operator::StoreKind::Memory,
         mode: a2_operator::Mode::ReadOnly,
         role_can_write: None,
+        postgres: None,
     };
     let op = a2_operator::Operator::new(attached, a2_operator::Actor::current());
     let id = |i: usize| format!("order-{:05}", (i * 7919) % sessions);

@@ -1,0 +1,410 @@
+//! The Studio's commands on every store (memory, SQLite, Postgres), the
+//! read-only refusals, bad input, and the web mode's HTTP contract.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2_operator::demo::{self, DemoOptions};
+use a2_operator::{Connect, Operator};
+use a2_studio_api::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+fn scratch() -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "a2-studio-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::create_dir_all(&dir);
+    dir
+}
+
+fn postgres_url() -> String {
+    let base =
+        std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let schema = format!("a2_conf_{}_studio{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+    let separator = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{separator}options=-c%20search_path%3D{schema}")
+}
+
+/// A store URL of each kind, seeded with the demo through the engine.
+async fn seeded(kind: StoreKind) -> (String, Studio) {
+    let url = match kind {
+        StoreKind::Memory => "memory:".to_owned(),
+        StoreKind::Sqlite => format!("sqlite:{}", scratch().join("demo.sqlite").display()),
+        StoreKind::Postgres => postgres_url(),
+    };
+    let studio = Studio::new(&scratch());
+    if kind == StoreKind::Postgres {
+        // The schema named in the URL must exist before a connection uses it.
+        let schema = url.rsplit("search_path%3D").next().unwrap_or_default().to_owned();
+        let admin = url.split('?').next().unwrap_or_default().to_owned();
+        let pool = sqlx_pool(&admin).await;
+        sqlx_exec(&pool, &format!("CREATE SCHEMA IF NOT EXISTS {schema}")).await;
+    }
+    let info = studio
+        .connection_open(ConnectionOpen { url: Some(url.clone()), profile: None, read_only: Some(false) })
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    assert_eq!(info.kind, kind);
+    if kind == StoreKind::Memory {
+        // A memory store lives in its connection: seed through a second operator is impossible.
+        return (url, studio);
+    }
+    let operator = Operator::connect(&Connect::new(url.clone())).await.unwrap_or_else(|e| panic!("{e}"));
+    demo::seed(operator.attached().store.clone(), DemoOptions { sessions: 24, ..DemoOptions::default() })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Reopen, so the Studio sees the demo contract and hosts its consumers.
+    studio
+        .connection_open(ConnectionOpen { url: Some(url.clone()), profile: None, read_only: Some(false) })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    (url, studio)
+}
+
+async fn sqlx_pool(url: &str) -> sqlx::PgPool {
+    sqlx::PgPool::connect(url).await.unwrap_or_else(|e| panic!("{url}: {e}"))
+}
+
+async fn sqlx_exec(pool: &sqlx::PgPool, sql: &str) {
+    sqlx::query(sql).execute(pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+fn all_dead(contract: Option<&str>) -> DeadLetterQuery {
+    DeadLetterQuery { contract: contract.map(str::to_owned), session: None, consumer: None, after: None, limit: 100 }
+}
+
+async fn reads_and_actions(kind: StoreKind) {
+    let (url, studio) = seeded(kind).await;
+    let info =
+        studio.connection_get(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("open"));
+    assert!(info.hosts_demo && !info.read_only);
+    assert_eq!(info.live, kind == StoreKind::Postgres);
+    assert_eq!(studio.contract_list(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")), vec!["shop".to_owned()]);
+
+    // Sessions: keyset pages by id and by activity.
+    let page = |after: Option<String>, sort| SessionListRequest {
+        contract: "shop".into(),
+        id_prefix: None,
+        has_dead_letters: false,
+        lagging: false,
+        sort,
+        after,
+        limit: 10,
+    };
+    let first = studio.session_list(page(None, SessionSort::Id)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(first.items.len(), 10);
+    let second = studio.session_list(page(first.next.clone(), SessionSort::Id)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(second.items[0].session_id > first.items[9].session_id);
+    let recent = studio.session_list(page(None, SessionSort::Activity)).await.unwrap_or_else(|e| panic!("{e}"));
+    let older =
+        studio.session_list(page(recent.next.clone(), SessionSort::Activity)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(older.items[0].updated_at <= recent.items[9].updated_at);
+    let dead_only = SessionListRequest { has_dead_letters: true, ..page(None, SessionSort::Id) };
+    let dead_sessions = studio.session_list(dead_only).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!dead_sessions.items.is_empty() && dead_sessions.items.iter().all(|s| s.dead_letters > 0));
+
+    // A session, its events, heads and snapshots.
+    let session = SessionRef { contract: "shop".into(), session: "order-00007".into() };
+    let summary = studio.session_get(session.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    let events = studio
+        .event_list(EventListRequest {
+            contract: "shop".into(),
+            session: "order-00007".into(),
+            after: None,
+            before: None,
+            newest_first: false,
+            limit: 100,
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(events.len() as u64, summary.head);
+    assert!(serde_json::from_str::<serde_json::Value>(&events[0].payload).is_ok());
+    let heads = studio.head_list(session.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    let mailer = heads.iter().find(|h| h.consumer == "mailer").unwrap_or_else(|| panic!("mailer head"));
+    assert!(mailer.lag > 0, "the late order waits for the mailer");
+    assert!(studio.snapshot_list(session.clone()).await.is_ok());
+
+    // Consume the lagging mailer through its head, acknowledging.
+    let consume = ConsumeRequest {
+        contract: "shop".into(),
+        session: "order-00007".into(),
+        consumer: "mailer".into(),
+        through: None,
+        mode: ConsumeMode::Ack,
+        export_path: None,
+    };
+    let preview = studio.consume_preview(consume.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(preview.events, mailer.lag);
+    let consumed = studio.session_consume(consume).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(consumed.index, summary.head);
+
+    // Redrive one (skip), a list (retry), then all the rest as a job.
+    let dead = studio.dead_letter_list(all_dead(Some("shop"))).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(dead.items.len() >= 2, "the demo dead-letters a few events");
+    let target = |d: &DeadLetter| DeadLetterRef {
+        contract: d.contract.clone(),
+        session: d.session_id.clone(),
+        consumer: d.consumer.clone(),
+        index: d.index as u32,
+    };
+    let one = studio
+        .dead_letter_redrive(RedriveOne { target: target(&dead.items[0]), action: RedriveAction::Skip })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(one.redriven);
+    let again = studio
+        .dead_letter_redrive(RedriveOne { target: target(&dead.items[0]), action: RedriveAction::Skip })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!again.redriven, "a head that is no longer dead is not redriven twice");
+    let many = studio
+        .dead_letter_redrive_many(RedriveMany { targets: vec![target(&dead.items[1])], action: RedriveAction::Retry })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((many.done, many.total, many.failed), (1, 1, 0));
+    let job = studio
+        .job_redrive_all(RedriveAllRequest {
+            contract: Some("shop".into()),
+            consumer: None,
+            action: RedriveAction::Skip,
+            stop_at: None,
+            rate: None,
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut view = job.clone();
+    for _ in 0..200 {
+        view = studio.job_get(JobRef { id: job.id }).await.unwrap_or_else(|e| panic!("{e}"));
+        if view.finished {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(view.finished && view.error.is_none(), "{view:?}");
+    assert_eq!(view.progress.done + view.progress.failed, view.progress.total);
+
+    // Clear only when the head is the one the operator saw.
+    let stale = ClearRequest {
+        contract: "shop".into(),
+        session: "order-00007".into(),
+        if_last_index: Some(summary.head as u32 + 5),
+    };
+    assert!(!studio.session_clear(stale).await.unwrap_or_else(|e| panic!("{e}")).cleared);
+    let fresh = ClearRequest {
+        contract: "shop".into(),
+        session: "order-00007".into(),
+        if_last_index: Some(summary.head as u32),
+    };
+    assert!(studio.session_clear(fresh).await.unwrap_or_else(|e| panic!("{e}")).cleared);
+
+    // Every action left an audit entry.
+    let audit = studio.audit_list(AuditQuery { before: None, limit: 100 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let actions: Vec<&str> = audit.iter().map(|a| a.action.as_str()).collect();
+    for expected in ["consume.ack", "redrive.skip", "redrive.retry", "redrive.all.skip", "clear"] {
+        assert!(actions.contains(&expected), "{expected} in {actions:?}");
+    }
+    let overview = studio
+        .consumer_overview(ConsumerOverview { contract: Some("shop".into()), max_age_ms: 0 })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(overview.totals.iter().any(|t| t.consumer == "mailer"));
+
+    // Read-only: every action refused with READ_ONLY, nothing changed.
+    let ro = Studio::new(&scratch());
+    let info = ro
+        .connection_open(ConnectionOpen { url: Some(url.clone()), profile: None, read_only: Some(true) })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(info.read_only && !info.hosts_demo);
+    assert_read_only_refuses_everything(&ro).await;
+}
+
+async fn assert_read_only_refuses_everything(ro: &Studio) {
+    let before = ro.dead_letter_list(all_dead(None)).await.unwrap_or_else(|e| panic!("{e}"));
+    let audit_before = ro.audit_list(AuditQuery { before: None, limit: 500 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let target =
+        DeadLetterRef { contract: "shop".into(), session: "order-00001".into(), consumer: "charger".into(), index: 1 };
+    let consume = ConsumeRequest {
+        contract: "shop".into(),
+        session: "order-00015".into(),
+        consumer: "mailer".into(),
+        through: None,
+        mode: ConsumeMode::Ack,
+        export_path: None,
+    };
+    let refusals = [
+        ro.dead_letter_redrive(RedriveOne { target: target.clone(), action: RedriveAction::Retry }).await.err(),
+        ro.dead_letter_redrive_many(RedriveMany { targets: vec![target], action: RedriveAction::Skip }).await.err(),
+        ro.job_redrive_all(RedriveAllRequest {
+            contract: None,
+            consumer: None,
+            action: RedriveAction::Skip,
+            stop_at: None,
+            rate: None,
+        })
+        .await
+        .err(),
+        ro.session_consume(consume).await.err(),
+        ro.session_clear(ClearRequest { contract: "shop".into(), session: "order-00015".into(), if_last_index: None })
+            .await
+            .err(),
+        ro.demo_traffic(DemoTraffic { on: true }).await.err(),
+    ];
+    for refusal in refusals {
+        assert_eq!(refusal.map(|e| e.code), Some("READ_ONLY".to_owned()));
+    }
+    assert_eq!(ro.dead_letter_list(all_dead(None)).await.unwrap_or_else(|e| panic!("{e}")), before);
+    assert_eq!(
+        ro.audit_list(AuditQuery { before: None, limit: 500 }).await.unwrap_or_else(|e| panic!("{e}")),
+        audit_before
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_and_actions_on_sqlite() {
+    reads_and_actions(StoreKind::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_and_actions_on_postgres() {
+    reads_and_actions(StoreKind::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
+    let (_, studio) = seeded(StoreKind::Memory).await;
+    assert!(studio.contract_list(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")).is_empty());
+    let missing = studio.session_get(SessionRef { contract: "shop".into(), session: "nope".into() }).await;
+    assert_eq!(missing.err().map(|e| e.code), Some("NOT_FOUND".into()));
+    let too_many = EventListRequest {
+        contract: "shop".into(),
+        session: "s".into(),
+        after: None,
+        before: None,
+        newest_first: false,
+        limit: 501,
+    };
+    assert_eq!(studio.event_list(too_many).await.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    let zero = RedriveOne {
+        target: DeadLetterRef { contract: "shop".into(), session: "s".into(), consumer: "c".into(), index: 0 },
+        action: RedriveAction::Retry,
+    };
+    assert_eq!(studio.dead_letter_redrive(zero).await.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    let cursor = SessionListRequest {
+        contract: "shop".into(),
+        id_prefix: None,
+        has_dead_letters: false,
+        lagging: false,
+        sort: SessionSort::Activity,
+        after: Some("yesterday".into()),
+        limit: 10,
+    };
+    assert_eq!(studio.session_list(cursor).await.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    let rate = RedriveAllRequest {
+        contract: None,
+        consumer: None,
+        action: RedriveAction::Retry,
+        stop_at: None,
+        rate: Some(-1.0),
+    };
+    assert_eq!(studio.job_redrive_all(rate).await.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    assert_eq!(studio.job_get(JobRef { id: 999 }).await.err().map(|e| e.code), Some("NOT_FOUND".into()));
+    let bad_url =
+        studio.connection_open(ConnectionOpen { url: Some("mysql://x".into()), profile: None, read_only: None }).await;
+    assert_eq!(bad_url.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    assert!(studio.connection_close(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(studio.contract_list(NoArgs {}).await.err().map(|e| e.code), Some("NOT_CONNECTED".into()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_without_notifications_is_polled() {
+    let (_, studio) = seeded(StoreKind::Memory).await;
+    let start =
+        studio.change_wait(ChangeWait { since: u32::MAX, timeout_ms: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let polled = studio
+        .change_wait(ChangeWait { since: start.version, timeout_ms: 25_000 })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(polled.changed && polled.version != start.version, "a store without notifications is polled");
+}
+
+// ── the web mode ────────────────────────────────────────────────────
+
+struct Ui;
+impl web::Assets for Ui {
+    fn get(&self, path: &str) -> Option<Vec<u8>> {
+        (path == "index.html").then(|| b"<!doctype html><title>A2 Studio</title>".to_vec())
+    }
+}
+
+/// One HTTP/1.1 exchange: (status, body).
+async fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut request = format!("{method} {path} HTTP/1.1\r\nconnection: close\r\ncontent-length: {}\r\n", body.len());
+    if !headers.iter().any(|(k, _)| *k == "host") {
+        request.push_str(&format!("host: 127.0.0.1:{port}\r\n"));
+    }
+    for (key, value) in headers {
+        request.push_str(&format!("{key}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap_or_else(|e| panic!("{e}"));
+    let status = response.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_mode_needs_its_token_and_refuses_actions_read_only() {
+    let dir = scratch();
+    let url = format!("sqlite:{}", dir.join("web.sqlite").display());
+    let operator = Operator::connect(&Connect::new(url.clone())).await.unwrap_or_else(|e| panic!("{e}"));
+    demo::seed(operator.attached().store.clone(), DemoOptions { sessions: 8, ..DemoOptions::default() })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let studio = Arc::new(Studio::new(&dir));
+    studio
+        .connection_open(ConnectionOpen { url: Some(url), profile: None, read_only: Some(true) })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let listener = web::bind(0).await.unwrap_or_else(|e| panic!("{e}"));
+    let port = listener.local_addr().unwrap_or_else(|e| panic!("{e}")).port();
+    let token = web::new_token();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(web::run(listener, studio, Arc::new(Ui), token.clone(), async {
+        let _ = stopped.await;
+    }));
+    let json = ("content-type", "application/json");
+    let with_token = [("x-a2-token", token.as_str()), json];
+
+    let (status, body) = http(port, "POST", "/api/contract_list", &[json], r#"{"request":{}}"#).await;
+    assert_eq!(status, 401, "{body}");
+    let (status, _) =
+        http(port, "POST", "/api/contract_list", &[("x-a2-token", "guess"), json], r#"{"request":{}}"#).await;
+    assert_eq!(status, 401);
+    let rebound = [("x-a2-token", token.as_str()), ("host", "evil.example:80"), json];
+    let (status, _) = http(port, "POST", "/api/contract_list", &rebound, r#"{"request":{}}"#).await;
+    assert_eq!(status, 401, "a page on another host name cannot drive it");
+    let (status, body) = http(port, "POST", "/api/contract_list", &with_token, r#"{"request":{}}"#).await;
+    assert_eq!((status, body.as_str()), (200, r#"["shop"]"#));
+    let clear = r#"{"request":{"contract":"shop","session":"order-00001","if_last_index":null}}"#;
+    let (status, body) = http(port, "POST", "/api/session_clear", &with_token, clear).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains(r#""code":"READ_ONLY""#), "{body}");
+    let (status, body) = http(port, "POST", "/api/session_clear", &with_token, r#"{"request":{"contract":1}}"#).await;
+    assert!(status == 400 && body.contains("INVALID_INPUT"), "{status} {body}");
+    let (status, _) = http(port, "POST", "/api/no_such_command", &with_token, r#"{"request":{}}"#).await;
+    assert_eq!(status, 404);
+    let (status, body) = http(port, "GET", "/session/shop/x", &[], "").await;
+    assert!(status == 200 && body.contains("A2 Studio"), "routes fall back to the app page");
+    let _ = stop.send(());
+    let _ = server.await;
+}
