@@ -29,14 +29,36 @@ fn missing() -> Option<String> {
     None
 }
 
-struct Driver(Child);
+/// WebKitWebDriver, and the directory naming the app it launched.
+struct Driver(Child, PathBuf);
 
 impl Drop for Driver {
     fn drop(&mut self) {
         // SIGTERM, so WebKitWebDriver lets go of its port (see STACK.md).
         let _ = Command::new("kill").arg(self.0.id().to_string()).status();
         let _ = self.0.wait();
+        // Closing the WebDriver session leaves the app running: end it too.
+        for pid in app_processes(&self.1) {
+            let _ = Command::new("kill").arg(pid).status();
+        }
     }
+}
+
+/// Processes of `a2-studio` started for `dir` (their A2_STUDIO_CONFIG_DIR is in it).
+fn app_processes(dir: &Path) -> Vec<String> {
+    let marker = dir.display().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            let ours = String::from_utf8_lossy(&cmdline).contains("a2-studio")
+                && String::from_utf8_lossy(&environ).contains(&marker);
+            (pid.chars().all(|c| c.is_ascii_digit()) && ours).then_some(pid)
+        })
+        .collect()
 }
 
 fn free_port() -> u16 {
@@ -79,6 +101,7 @@ async fn launch(dir: &Path, args: Vec<String>) -> (Client, Driver) {
             .stdout(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("starting WebKitWebDriver: {e}")),
+        dir.to_path_buf(),
     );
     let capabilities = serde_json::json!({
         "webkitgtk:browserOptions": {
