@@ -327,3 +327,25 @@ async fn demo_seeds_through_the_engine_and_run_mode_runs_its_code() {
     let (code, _, _) = a2(&url, &["demo", "--fail-rate", "2"]);
     assert_eq!(code, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grant_reader_is_for_postgres_and_is_an_action() {
+    let url = format!("sqlite:{}", store_path("grant").display());
+    let (code, _, err) = a2(&url, &["demo", "--sessions", "1"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = a2(&url, &["grant-reader", "--role", "a2_reader"]);
+    assert_eq!(code, 2, "SQLite has no roles: {err}");
+    assert!(err.contains("Postgres"), "{err}");
+    let (code, _, _) = a2(&url, &["--read-only", "grant-reader", "--role", "a2_reader"]);
+    assert_eq!(code, 3, "granting is an action");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_can_add_a_long_session() {
+    let url = format!("sqlite:{}", store_path("long").display());
+    let (code, out, err) = a2(&url, &["--json", "demo", "--sessions", "2", "--long-session", "2500"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(json_of(&out)["events"].as_u64().is_some_and(|n| n > 2500), "{out}");
+    let (_, out, _) = a2(&url, &["--json", "session", "--contract", "shop", "--session", "long-00000"]);
+    assert_eq!(json_of(&out)["head"], json!(2500));
+}
