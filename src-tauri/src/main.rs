@@ -94,7 +94,7 @@ async fn open_at_start(studio: &Studio, args: &Args) -> Result<(), a2_studio_api
         studio.connection_open(ConnectionOpen { url: Some(url.clone()), profile: None, read_only }).await?;
     }
     if args.demo_traffic {
-        studio.demo_traffic(a2_studio_api::DemoTraffic { on: true }).await?;
+        studio.demo_traffic(a2_studio_api::DemoTraffic { on: Some(true) }).await?;
     }
     Ok(())
 }

@@ -23,7 +23,12 @@ export function App({ transport }: { transport: Transport }) {
   const connection = useQuery({ queryKey: ["connection"], queryFn: () => unwrap(commands.connectionGet({})) });
   const info = connection.data ?? null;
   const [palette, setPalette] = useState(false);
-  const [demoOn, setDemoOn] = useState(false);
+  const demoState = useQuery({
+    queryKey: ["demo-traffic", info?.url],
+    queryFn: () => unwrap(commands.demoTraffic({ on: null })),
+    enabled: info !== null && info.hosts_demo,
+  });
+  const demoOn = demoState.data?.on ?? false;
   useLiveRefresh(info !== null);
 
   useEffect(() => {
@@ -39,7 +44,7 @@ export function App({ transport }: { transport: Transport }) {
 
   const demo = useMutation({
     mutationFn: (on: boolean) => unwrap(commands.demoTraffic({ on })),
-    onSuccess: (state) => setDemoOn(state.on),
+    onSuccess: (state) => client.setQueryData(["demo-traffic", info?.url], state),
   });
   const disconnect = useMutation({
     mutationFn: () => unwrap(commands.connectionClose({})),

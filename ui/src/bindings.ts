@@ -203,7 +203,8 @@ export type DeadLetterRef = {
 };
 
 export type DemoTraffic = {
-	on: boolean,
+	/**  `None`: only say whether it is flowing. */
+	on: boolean | null,
 };
 
 export type DemoTrafficState = {

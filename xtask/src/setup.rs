@@ -32,7 +32,8 @@ const PACKAGES: &[&str] = &[
 ];
 
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    root.canonicalize().unwrap_or(root)
 }
 
 fn apt_line() -> String {

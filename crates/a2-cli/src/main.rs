@@ -237,7 +237,7 @@ async fn serve(cli: &Cli, port: u16, demo_traffic: bool) -> Result<(), ApiError>
     let read_only = mode_of(cli).map(|m| m == Mode::ReadOnly);
     studio.connection_open(ConnectionOpen { url: Some(cli.store.clone()), profile: None, read_only }).await?;
     if demo_traffic {
-        studio.demo_traffic(a2_studio_api::DemoTraffic { on: true }).await?;
+        studio.demo_traffic(a2_studio_api::DemoTraffic { on: Some(true) }).await?;
     }
     let listener = web::bind(port)
         .await

@@ -41,9 +41,9 @@ impl Connection {
 
     /// Start or stop appending demo orders (their consumers run in this
     /// process), so an operator sees heads move, retry and dead-letter.
-    pub fn demo_traffic(&self, on: bool) -> Result<DemoTrafficState, ApiError> {
+    pub fn demo_traffic(&self, on: Option<bool>) -> Result<DemoTrafficState, ApiError> {
         let mut demo = self.demo.lock().map_err(|_| ApiError::new("INTERNAL", "demo lock poisoned"))?;
-        if on && demo.is_none() {
+        if on == Some(true) && demo.is_none() {
             if self.info.read_only {
                 return Err(ApiError::new("READ_ONLY", "demo traffic appends events: the connection is read-only"));
             }
@@ -71,7 +71,7 @@ impl Connection {
                 }
             });
             *demo = Some(DemoRun { stop, appended, task });
-        } else if !on {
+        } else if on == Some(false) {
             if let Some(run) = demo.take() {
                 run.stop.store(true, Ordering::Relaxed);
                 let appended = run.appended.load(Ordering::Relaxed);

@@ -268,7 +268,8 @@ pub struct ChangeTick {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
 pub struct DemoTraffic {
-    pub on: bool,
+    /// `None`: only say whether it is flowing.
+    pub on: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]

@@ -253,7 +253,7 @@ async fn assert_read_only_refuses_everything(ro: &Studio) {
         ro.session_clear(ClearRequest { contract: "shop".into(), session: "order-00015".into(), if_last_index: None })
             .await
             .err(),
-        ro.demo_traffic(DemoTraffic { on: true }).await.err(),
+        ro.demo_traffic(DemoTraffic { on: Some(true) }).await.err(),
     ];
     for refusal in refusals {
         assert_eq!(refusal.map(|e| e.code), Some("READ_ONLY".to_owned()));
