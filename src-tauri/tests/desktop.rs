@@ -80,10 +80,13 @@ async fn shoot(client: &Client, name: &str) {
     std::fs::write(screenshots().join(format!("{name}.png")), png).unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// The element `css` selects, once it is there.
+async fn find(client: &Client, css: &str) -> fantoccini::elements::Element {
+    client.wait().at_most(WAIT).for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"))
+}
+
 async fn click(client: &Client, css: &str) {
-    let element =
-        client.wait().at_most(WAIT).for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"));
-    element.click().await.unwrap_or_else(|e| panic!("clicking {css}: {e}"));
+    find(client, css).await.click().await.unwrap_or_else(|e| panic!("clicking {css}: {e}"));
 }
 
 async fn count(client: &Client, css: &str) -> usize {
@@ -150,63 +153,33 @@ async fn the_desktop_app_redrives_a_dead_letter() {
     let (client, driver) = launch(&dir, vec!["--dev-store".into(), store.display().to_string()]).await;
 
     // The app opens on the seeded demo store: the overview.
-    client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("[data-testid=consumers-table] tbody tr"))
-        .await
-        .unwrap_or_else(|e| panic!("the overview did not load: {e}"));
+    find(&client, "[data-testid=consumers-table] tbody tr").await;
     shoot(&client, "overview").await;
 
     click(&client, "a[href='#/sessions/shop']").await;
-    client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("[data-testid=sessions-table] tbody tr"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    find(&client, "[data-testid=sessions-table] tbody tr").await;
     shoot(&client, "sessions").await;
 
     click(&client, "a[href='#/session/shop/order-00010/events']").await;
     click(&client, ".event-row").await;
-    client.wait().at_most(WAIT).for_element(Locator::Css(".detail .json")).await.unwrap_or_else(|e| panic!("{e}"));
+    find(&client, ".detail .json").await;
     shoot(&client, "session-events").await;
     click(&client, "a[role=tab][href$='/consumers']").await;
-    client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("[data-testid=head-row]"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    find(&client, "[data-testid=head-row]").await;
     shoot(&client, "session-consumers").await;
 
     // The dead letters: open one, redrive it.
     click(&client, "nav.side a[href='#/dead-letters']").await;
-    client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("[data-testid=dead-letter-row]"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    find(&client, "[data-testid=dead-letter-row]").await;
     let before = count(&client, "[data-testid=dead-letter-row]").await;
     click(&client, "[data-testid=dead-letter-row] [data-testid=open-dead-letter]").await;
-    client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("[data-testid=dead-letter-detail]"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    find(&client, "[data-testid=dead-letter-detail]").await;
     shoot(&client, "dead-letters").await;
     click(&client, "[data-testid=dead-letter-row] [data-testid=retry-one]").await;
-    client.wait().at_most(WAIT).for_element(Locator::Css("[role=dialog]")).await.unwrap_or_else(|e| panic!("{e}"));
+    find(&client, "[role=dialog]").await;
     shoot(&client, "redrive-confirm").await;
     click(&client, "[role=dialog] button.primary").await;
-    let outcome = client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("[data-testid=outcome]"))
-        .await
-        .unwrap_or_else(|e| panic!("no outcome: {e}"));
+    let outcome = find(&client, "[data-testid=outcome]").await;
     let text = outcome.text().await.unwrap_or_default();
     assert!(text.starts_with("Redriven"), "{text}");
     click(&client, "[role=dialog] button[data-autofocus]").await;
@@ -221,12 +194,7 @@ async fn the_desktop_app_redrives_a_dead_letter() {
     assert_eq!(after, before - 1, "the redriven dead letter left the list");
 
     click(&client, "nav.side a[href='#/audit']").await;
-    let audit = client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("[data-testid=audit-row]"))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let audit = find(&client, "[data-testid=audit-row]").await;
     assert!(audit.text().await.unwrap_or_default().contains("redrive.retry"));
     shoot(&client, "audit").await;
 
@@ -253,12 +221,7 @@ async fn bench_launch_to_first_session_list() {
         let started = std::time::Instant::now();
         let (client, driver) = launch(&dir, vec!["--store".into(), store.to_string_lossy().into_owned()]).await;
         click(&client, "a[href='#/sessions/shop']").await;
-        client
-            .wait()
-            .at_most(WAIT)
-            .for_element(Locator::Css("[data-testid=sessions-table] tbody tr"))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        find(&client, "[data-testid=sessions-table] tbody tr").await;
         figures.push(started.elapsed().as_millis());
         let _ = client.close().await;
         drop(driver);

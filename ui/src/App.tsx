@@ -36,6 +36,19 @@ export function App({ transport }: { transport: Transport }) {
       if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "k") {
         e.preventDefault();
         setPalette((open) => !open);
+        return;
+      }
+      // Arrow keys walk the rows of any table whose rows take focus.
+      const row = document.activeElement;
+      if (row instanceof HTMLTableRowElement && (e.key === "ArrowDown" || e.key === "ArrowUp")) {
+        let next = e.key === "ArrowDown" ? row.nextElementSibling : row.previousElementSibling;
+        while (next && !(next instanceof HTMLTableRowElement && next.tabIndex >= 0)) {
+          next = e.key === "ArrowDown" ? next.nextElementSibling : next.previousElementSibling;
+        }
+        if (next instanceof HTMLTableRowElement) {
+          e.preventDefault();
+          next.focus();
+        }
       }
     };
     window.addEventListener("keydown", onKey);

@@ -335,7 +335,7 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
                         || stop.load(std::sync::atomic::Ordering::SeqCst),
                         |p| {
                             if show {
-                                eprint!("\rredriving: {}/{} done, {} failed", p.done, p.total, p.failed);
+                                eprint!("\r{}", print::progress_bar("redriving", p.done + p.failed, p.total, p.failed));
                             }
                         },
                     )

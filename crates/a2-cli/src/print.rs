@@ -197,3 +197,24 @@ impl Out {
         }
     }
 }
+
+/// `redriving [#########-----------]  45/100 (2 failed)`: one terminal line, redrawn in place.
+pub fn progress_bar(label: &str, done: u64, total: u64, failed: u64) -> String {
+    const WIDTH: u64 = 30;
+    let filled = (done.min(total) * WIDTH).checked_div(total).unwrap_or(WIDTH);
+    let bar: String = (0..WIDTH).map(|i| if i < filled { '#' } else { '-' }).collect();
+    let failed = if failed > 0 { format!(" ({failed} failed)") } else { String::new() };
+    format!("{label} [{bar}] {done:>width$}/{total}{failed}", width = total.to_string().len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::progress_bar;
+
+    #[test]
+    fn a_progress_bar_fills_with_the_work_done() {
+        assert_eq!(progress_bar("redriving", 0, 4, 0), "redriving [------------------------------] 0/4");
+        assert_eq!(progress_bar("redriving", 2, 4, 1), "redriving [###############---------------] 2/4 (1 failed)");
+        assert_eq!(progress_bar("redriving", 0, 0, 0), "redriving [##############################] 0/0");
+    }
+}

@@ -65,6 +65,16 @@ impl Studio {
         Ok(self.open()?.operator.clone())
     }
 
+    /// The operator, when the connection may change the store.
+    fn writable_operator(&self, action: &str) -> Result<Operator, ApiError> {
+        let operator = self.operator()?;
+        if operator.is_read_only() {
+            let message = format!("{action} changes the store: the connection is read-only");
+            return Err(ApiError::new("READ_ONLY", message));
+        }
+        Ok(operator)
+    }
+
     fn bump(&self) {
         self.versions.send_modify(|v| *v = v.wrapping_add(1));
     }
@@ -296,13 +306,15 @@ impl Studio {
 
     /// Redrive a chosen list, one audit entry each; a target that fails counts as failed, the rest go on.
     pub async fn dead_letter_redrive_many(&self, request: RedriveMany) -> Result<JobProgress, ApiError> {
-        let operator = self.operator()?;
-        if operator.is_read_only() {
-            return Err(ApiError::new("READ_ONLY", "redrive changes the store: the connection is read-only"));
-        }
-        let mut progress = JobProgress { done: 0, total: request.targets.len() as u64, failed: 0 };
-        for target in request.targets {
-            let at = index(target.index, "the dead letter's index")?;
+        let operator = self.writable_operator("redrive")?;
+        // Every target is checked before the first is redriven: bad input changes nothing.
+        let targets = request
+            .targets
+            .into_iter()
+            .map(|t| index(t.index, "the dead letter's index").map(|at| (t, at)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut progress = JobProgress { done: 0, total: targets.len() as u64, failed: 0 };
+        for (target, at) in targets {
             match operator.redrive(&target.contract, &target.session, &target.consumer, at, request.action).await {
                 Ok(Redriven { redriven: true }) => progress.done += 1,
                 Ok(_) | Err(_) => progress.failed += 1,
@@ -313,10 +325,7 @@ impl Studio {
     }
 
     pub async fn job_redrive_all(&self, request: RedriveAllRequest) -> Result<JobView, ApiError> {
-        let operator = self.operator()?;
-        if operator.is_read_only() {
-            return Err(ApiError::new("READ_ONLY", "redrive changes the store: the connection is read-only"));
-        }
+        let operator = self.writable_operator("redrive")?;
         if request.rate.is_some_and(|r| r.is_nan() || r <= 0.0) {
             return Err(ApiError::invalid("the rate must be a positive number of redrives a second"));
         }

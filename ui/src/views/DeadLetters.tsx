@@ -90,7 +90,11 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
             const key = keyOf(d);
             return (
               <Fragment key={key}>
-                <tr className={open === key ? "selected" : ""} data-testid="dead-letter-row" data-session={d.session} data-consumer={d.consumer} data-index={d.index}>
+                <tr
+                  className={open === key ? "selected" : ""}
+                  tabIndex={0}
+                  onKeyDown={(e) => e.key === "Enter" && e.target === e.currentTarget && setOpen(open === key ? null : key)}
+                  data-testid="dead-letter-row" data-session={d.session} data-consumer={d.consumer} data-index={d.index}>
                   <td>
                     <input
                       type="checkbox"
