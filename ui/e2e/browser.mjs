@@ -1,8 +1,8 @@
 // Browser end-to-end of the Studio's web mode, in Debian's Chromium.
 //   node e2e/browser.mjs <url printed by `a2 serve`> <rw|ro>
 // rw: open a session's heads, open a dead letter, redrive one with skip and
-// one with retry (each leaves the list and appears in the audit), consume a
-// lagging consumer through an index, clear a session.
+// one with retry (each leaves the list and appears in the audit), the rest as
+// a bulk job, consume a lagging consumer through an index, clear a session.
 // ro: every action is disabled in the UI and refused by the HTTP API, and
 // the store is unchanged. Exits non-zero on the first failed expectation.
 import { chromium } from "playwright-core";
@@ -87,11 +87,22 @@ try {
     const skipped = await redriveFirst("skip");
     const retried = await redriveFirst("retry");
 
-    // The audit log has both.
+    // Everything still dead, as a job with a progress bar.
+    const left = (await rowKeys()).length;
+    await page.getByTestId("retry-all").click();
+    await page.getByRole("dialog").getByRole("button", { name: "Start job" }).click();
+    await page.waitForFunction(() => / — finished$/.test(document.querySelector("[data-testid=job-status]")?.textContent ?? ""));
+    const status = (await page.getByTestId("job-status").textContent()) ?? "";
+    expect(status.startsWith(`${left} of ${left} done`), `the job redrove all ${left} left: ${status}`);
+    await page.getByRole("dialog").getByRole("button", { name: "Close" }).click();
+    await page.waitForFunction(() => document.querySelectorAll("[data-testid=dead-letter-row]").length === 0);
+    step(`bulk retry job: ${status}`);
+
+    // The audit log has them all.
     await open("#/audit");
     await page.getByTestId("audit-row").first().waitFor();
     const audit = (await page.getByTestId("audit-table").textContent()) ?? "";
-    expect(audit.includes("redrive.skip") && audit.includes("redrive.retry"), "the audit lists the skip and the retry");
+    expect(audit.includes("redrive.skip") && audit.includes("redrive.retry") && audit.includes("redrive.all.retry"), "the audit lists the skip, the retry and the job");
     const [skipSession] = skipped.split("/");
     const [retrySession] = retried.split("/");
     expect(audit.includes(skipSession) && audit.includes(retrySession), "the audit names the sessions");

@@ -149,7 +149,8 @@ fn studio(extra: &[String]) -> Result<(), String> {
     if !setup::has_display() {
         return Err(format!(
             "no display to open the Studio's window on (DISPLAY is unset or unreachable).\n  \
-             For the same Studio in a browser: cargo run -p a2-studio -- --dev-store {} --serve\n  \
+             For the same Studio in a browser: cargo run -p a2-cli -- --store sqlite:{0} serve\n  \
+             (or, seeding the demo when the file is new: cargo run -p a2-studio -- --dev-store {0} --serve)\n  \
              (or start Xvfb and set DISPLAY)",
             store.display()
         ));

@@ -247,7 +247,8 @@ async fn serve(cli: &Cli, port: u16, demo_traffic: bool) -> Result<(), ApiError>
     if cli.json {
         println!("{}", json!({ "url": url }));
     } else {
-        println!("A2 Studio is serving {} on {url}", cli.store);
+        // Never print a password from the store URL.
+        println!("A2 Studio is serving {} on {url}", a2_studio_api::profiles::split_password(&cli.store).0);
         println!("Open that URL in a browser on this machine; Ctrl-C stops it.");
     }
     let shutdown = async {
