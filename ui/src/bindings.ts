@@ -73,10 +73,9 @@ export type Cause = {
 	attempt: number,
 };
 
+/**  The store's change counter: the UI reads again whenever it moves. */
 export type ChangeTick = {
 	version: number,
-	/**  Whether something changed (false: the wait timed out). */
-	changed: boolean,
 };
 
 export type ChangeWait = {

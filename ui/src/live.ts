@@ -1,5 +1,5 @@
-// Live refresh: wait for a change tick (Postgres LISTEN/NOTIFY, or a poll
-// for SQLite), then refetch what is on screen. Queries keep their data
+// Live refresh: wait for the store's change counter to move (a Postgres
+// notification, an action, or a poll), then refetch what is on screen. Queries keep their data
 // while refetching, so the operator's scroll and selection stay put.
 import { useEffect } from "react";
 import { useQueryClient } from "@tanstack/react-query";
@@ -19,7 +19,7 @@ export function useLiveRefresh(enabled: boolean) {
           await new Promise((r) => setTimeout(r, 3_000));
           continue;
         }
-        if (tick.data.changed && tick.data.version !== since) {
+        if (tick.data.version !== since) {
           await client.invalidateQueries({ predicate: (q) => q.queryKey[0] !== "connection" && q.queryKey[0] !== "profiles" });
         }
         since = tick.data.version;

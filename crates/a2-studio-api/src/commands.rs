@@ -19,6 +19,8 @@ use crate::*;
 
 /// How often a store without change notifications (SQLite, memory) is re-read.
 const POLL: Duration = Duration::from_secs(2);
+/// How often a Postgres store is re-read between notifications (which only appends send).
+const LIVE_POLL: Duration = Duration::from_secs(5);
 
 /// The Studio's state: the open store (one at a time), running jobs, saved profiles.
 pub struct Studio {
@@ -374,24 +376,23 @@ impl Studio {
         Ok(cleared)
     }
 
-    /// Returns when the store changed since `since`, or when the wait ends.
-    /// Stores without notifications are polled: the tick comes every few seconds.
+    /// Returns when the store changed since `since`: at once on a Postgres
+    /// notification (appends), else after a poll interval, since completions,
+    /// redrives and clears by other processes send none.
     pub async fn change_wait(&self, request: ChangeWait) -> Result<ChangeTick, ApiError> {
         let live = self.open().map(|c| c.info.live).unwrap_or(false);
-        let wait = Duration::from_millis(u64::from(request.timeout_ms.clamp(100, 60_000)));
+        let poll = if live { LIVE_POLL } else { POLL };
+        let wait = Duration::from_millis(u64::from(request.timeout_ms.clamp(100, 60_000))).min(poll);
         let mut versions = self.versions.subscribe();
         let current = *versions.borrow_and_update();
         if current != request.since {
-            return Ok(ChangeTick { version: current, changed: true });
+            return Ok(ChangeTick { version: current });
         }
-        if !live {
-            // Another action may still tick it meanwhile.
-            let _ = tokio::time::timeout(wait.min(POLL), versions.changed()).await;
+        if tokio::time::timeout(wait, versions.changed()).await.is_err() {
+            // Nothing announced: a poll, so whatever others changed shows too.
             self.bump();
-            return Ok(ChangeTick { version: *self.versions.borrow(), changed: true });
         }
-        let changed = tokio::time::timeout(wait, versions.changed()).await.is_ok();
-        Ok(ChangeTick { version: *self.versions.borrow(), changed })
+        Ok(ChangeTick { version: *self.versions.borrow() })
     }
 
     pub async fn demo_traffic(&self, request: DemoTraffic) -> Result<DemoTrafficState, ApiError> {

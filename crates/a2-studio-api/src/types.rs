@@ -259,11 +259,10 @@ pub struct ChangeWait {
     pub timeout_ms: u32,
 }
 
+/// The store's change counter: the UI reads again whenever it moves.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 pub struct ChangeTick {
     pub version: u32,
-    /// Whether something changed (false: the wait timed out).
-    pub changed: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
