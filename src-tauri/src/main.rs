@@ -55,6 +55,8 @@ impl web::Assets for Embedded {
 }
 
 fn main() -> ExitCode {
+    // Before any thread starts (see prepare_keychain).
+    profiles::prepare_keychain();
     tracing_subscriber::fmt().with_writer(std::io::stderr).init();
     let args = Args::parse();
     if args.export_bindings {

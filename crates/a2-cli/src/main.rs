@@ -403,8 +403,19 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
     Ok(Done::Changed)
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Before any thread starts, so `serve` can keep profile passwords in the keychain.
+    a2_studio_api::profiles::prepare_keychain();
+    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime.block_on(cli_main()),
+        Err(error) => {
+            eprintln!("a2: cannot start the async runtime: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn cli_main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
     if let Command::Serve { port, demo_traffic } = cli.command {

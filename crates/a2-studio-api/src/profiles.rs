@@ -67,6 +67,34 @@ fn keychain(name: &str) -> Result<keyring::Entry, ApiError> {
     keyring::Entry::new(KEYCHAIN_SERVICE, name).map_err(keychain_error)
 }
 
+/// Make the OS keychain usable by this process; call it first in `main`,
+/// before any thread starts (a keyring joined later reaches one thread only).
+///
+/// Linux keeps secrets in the session keyring, linked to the user's
+/// persistent keyring. A desktop login has a session keyring; a process
+/// started outside one (a service, a container, ssh without pam_keyinit) only
+/// sees the shared user-session keyring, where saving fails: such a process
+/// joins a session keyring of its own.
+pub fn prepare_keychain() {
+    #[cfg(target_os = "linux")]
+    {
+        use linux_keyutils::{KeyRing, KeyRingIdentifier};
+        let session = KeyRing::from_special_id(KeyRingIdentifier::Session, false).ok();
+        let user_session = KeyRing::from_special_id(KeyRingIdentifier::UserSession, false).ok();
+        if session.is_none() || session == user_session {
+            const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
+            // SAFETY: keyctl(JOIN_SESSION_KEYRING, NULL) reads no memory of
+            // ours: NULL asks the kernel for a new anonymous session keyring.
+            let joined = unsafe {
+                libc::syscall(libc::SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, std::ptr::null::<libc::c_char>())
+            };
+            if joined < 0 {
+                tracing::warn!(error = %std::io::Error::last_os_error(), "no session keyring: passwords cannot be saved");
+            }
+        }
+    }
+}
+
 fn keychain_error(error: keyring::Error) -> ApiError {
     ApiError::new("KEYCHAIN_UNAVAILABLE", format!("the OS keychain refused the password: {error}"))
 }
@@ -192,19 +220,15 @@ mod tests {
 
     #[test]
     fn a_profile_file_never_holds_a_password() {
+        prepare_keychain();
         let dir = std::env::temp_dir().join(format!("a2-profiles-{}", std::process::id()));
         let profiles = Profiles::new(&dir);
-        // The keychain may be missing where tests run: then saving says so and writes nothing.
-        match profiles.save("prod", "postgres://ops:hunter2@db.example.com/app", None, true) {
-            Ok(profile) => {
-                assert!(profile.has_password);
-                assert_eq!(profile.url, "postgres://ops@db.example.com/app");
-                let (url, read_only) = profiles.resolve("prod").unwrap();
-                assert_eq!(url, "postgres://ops:hunter2@db.example.com/app");
-                assert!(read_only);
-            }
-            Err(error) => assert_eq!(error.code, "KEYCHAIN_UNAVAILABLE"),
-        }
+        let profile = profiles.save("prod", "postgres://ops:hunter2@db.example.com/app", None, true).unwrap();
+        assert!(profile.has_password);
+        assert_eq!(profile.url, "postgres://ops@db.example.com/app");
+        let (url, read_only) = profiles.resolve("prod").unwrap();
+        assert_eq!(url, "postgres://ops:hunter2@db.example.com/app", "the password came back from the keychain");
+        assert!(read_only);
         let file = std::fs::read_to_string(dir.join("profiles.json")).unwrap_or_default();
         assert!(!file.contains("hunter2"), "{file}");
         profiles.save("dev", "sqlite:/tmp/dev.sqlite", None, false).unwrap();
