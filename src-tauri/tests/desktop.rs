@@ -198,6 +198,10 @@ async fn the_desktop_app_redrives_a_dead_letter() {
     assert!(audit.text().await.unwrap_or_default().contains("redrive.retry"));
     shoot(&client, "audit").await;
 
+    click(&client, "nav.side a[href='#/connect']").await;
+    find(&client, "[data-testid=connect]").await;
+    shoot(&client, "connect").await;
+
     let _ = client.close().await;
     drop(driver);
     let _ = std::fs::remove_dir_all(&dir);

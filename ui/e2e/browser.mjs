@@ -142,6 +142,12 @@ try {
     step(`cleared order-00007 through ${head}`);
   } else {
     await page.getByTestId("read-only-badge").waitFor();
+    const connection = (await api("connection_get", {})).body;
+    if (connection.kind === "postgres" && connection.role_can_write) {
+        // The test role could write: the Studio must say read-only rests on the session setting.
+        await page.getByTestId("role-warning").waitFor();
+        step("the role-could-write warning is shown");
+    }
     for (const id of ["retry-one", "skip-one", "retry-all"]) {
       expect(await page.getByTestId(id).first().isDisabled(), `${id} is disabled read-only`);
     }
