@@ -89,6 +89,8 @@ fn main() -> ExitCode {
 }
 
 async fn open_at_start(studio: &Studio, args: &Args) -> Result<(), a2_studio_api::ApiError> {
+    // Demo traffic runs the demo's consumers here, so the app hosts them.
+    studio.set_host_demo(args.demo_traffic);
     if let Some(path) = &args.dev_store {
         studio.open_dev_store(path).await?;
     } else if let Some(url) = &args.store {

@@ -234,6 +234,8 @@ fn mode_of(cli: &Cli) -> Option<Mode> {
 /// The Studio's web mode: the same commands as the desktop app, over HTTP with a token.
 async fn serve(cli: &Cli, port: u16, demo_traffic: bool) -> Result<(), ApiError> {
     let studio = Arc::new(Studio::new(&a2_studio_api::profiles::default_dir()));
+    // Demo traffic runs the demo's consumers in this process, so it hosts them.
+    studio.set_host_demo(demo_traffic);
     let read_only = mode_of(cli).map(|m| m == Mode::ReadOnly);
     studio.connection_open(ConnectionOpen { url: Some(cli.store.clone()), profile: None, read_only }).await?;
     if demo_traffic {

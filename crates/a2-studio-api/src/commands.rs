@@ -25,6 +25,10 @@ const LIVE_POLL: Duration = Duration::from_secs(5);
 /// The Studio's state: the open store (one at a time), running jobs, saved profiles.
 pub struct Studio {
     connection: RwLock<Option<Arc<Connection>>>,
+    /// Run the demo contract's consumers on stores that have it: only when
+    /// asked (the dev store, demo traffic), never because a production store
+    /// happens to have a contract named like the demo's.
+    host_demo: std::sync::atomic::AtomicBool,
     jobs: Mutex<Jobs>,
     profiles: Profiles,
     versions: tokio::sync::watch::Sender<u32>,
@@ -53,10 +57,17 @@ impl Studio {
     pub fn new(config_dir: &Path) -> Self {
         Self {
             connection: RwLock::new(None),
+            host_demo: std::sync::atomic::AtomicBool::new(false),
             jobs: Mutex::new(Jobs::default()),
             profiles: Profiles::new(config_dir),
             versions: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// Host the demo contract's consumers on the stores opened from now on
+    /// (the dev store always hosts them).
+    pub fn set_host_demo(&self, on: bool) {
+        self.host_demo.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn open(&self) -> Result<Arc<Connection>, ApiError> {
@@ -93,12 +104,18 @@ impl Studio {
             let operator = Operator::connect(&Connect::new(url.clone())).await?;
             demo::seed(operator.attached().store.clone(), DemoOptions::default()).await?;
         }
-        self.connection_open(ConnectionOpen { url: Some(url), profile: None, read_only: Some(false) }).await
+        let request = ConnectionOpen { url: Some(url), profile: None, read_only: Some(false) };
+        self.open_with(request, true).await
     }
 
     // ── connection and profiles ─────────────────────────────────────
 
     pub async fn connection_open(&self, request: ConnectionOpen) -> Result<ConnectionInfo, ApiError> {
+        self.open_with(request, self.host_demo.load(std::sync::atomic::Ordering::Relaxed)).await
+    }
+
+    /// Open a store; `host_demo`: run the demo contract's consumers if it has that contract.
+    async fn open_with(&self, request: ConnectionOpen, host_demo: bool) -> Result<ConnectionInfo, ApiError> {
         let (url, mut read_only) = match (&request.profile, &request.url) {
             (Some(name), _) => {
                 let (url, read_only) = self.profiles.resolve(name)?;
@@ -115,7 +132,7 @@ impl Studio {
         let mut operator = Operator::new(a2_operator::attach(&connect).await?, Actor::current());
         let attached = operator.attached().clone();
         let read_only = attached.mode == Mode::ReadOnly;
-        let hosts_demo = !read_only && operator.contracts().await?.iter().any(|c| c == demo::CONTRACT);
+        let hosts_demo = host_demo && !read_only && operator.contracts().await?.iter().any(|c| c == demo::CONTRACT);
         if hosts_demo {
             operator.host(demo::server(attached.store.clone(), DemoOptions::default(), false)?);
         }

@@ -34,7 +34,8 @@ pub struct ConnectionInfo {
     pub role_can_write: Option<bool>,
     /// Shown beside the read-only badge, e.g. a role that could write.
     pub warning: Option<String>,
-    /// This process runs the demo contract's consumers (consume can run them).
+    /// This process runs the demo contract's consumers (consume can run them),
+    /// as the dev store and demo traffic ask.
     pub hosts_demo: bool,
     /// Changes arrive as they happen (Postgres LISTEN/NOTIFY); else the UI polls.
     pub live: bool,

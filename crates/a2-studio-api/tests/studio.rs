@@ -38,6 +38,7 @@ async fn seeded(kind: StoreKind) -> (String, Studio) {
         StoreKind::Postgres => postgres_url(),
     };
     let studio = Studio::new(&scratch());
+    studio.set_host_demo(true);
     if kind == StoreKind::Postgres {
         // The schema named in the URL must exist before a connection uses it.
         let schema = url.rsplit("search_path%3D").next().unwrap_or_default().to_owned();
@@ -407,4 +408,26 @@ async fn the_web_mode_needs_its_token_and_refuses_actions_read_only() {
     assert!(status == 200 && body.contains("A2 Studio"), "routes fall back to the app page");
     let _ = stop.send(());
     let _ = server.await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_with_a_shop_contract_runs_no_demo_code_unless_asked() {
+    let (url, _) = seeded(StoreKind::Sqlite).await;
+    let studio = Studio::new(&scratch());
+    let info = studio
+        .connection_open(ConnectionOpen { url: Some(url), profile: None, read_only: Some(false) })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!info.hosts_demo, "a contract named like the demo's is not the demo");
+    let refused = studio.demo_traffic(DemoTraffic { on: Some(true) }).await;
+    assert_eq!(refused.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    let run = ConsumeRequest {
+        contract: "shop".into(),
+        session: "order-00007".into(),
+        consumer: "mailer".into(),
+        through: None,
+        mode: ConsumeMode::Run,
+        export_path: None,
+    };
+    assert_eq!(studio.session_consume(run).await.err().map(|e| e.code), Some("INVALID_INPUT".into()));
 }
