@@ -106,7 +106,10 @@ export type ConnectionInfo = {
 	role_can_write: boolean | null,
 	/**  Shown beside the read-only badge, e.g. a role that could write. */
 	warning: string | null,
-	/**  This process runs the demo contract's consumers (consume can run them). */
+	/**
+	 *  This process runs the demo contract's consumers (consume can run them),
+	 *  as the dev store and demo traffic ask.
+	 */
 	hosts_demo: boolean,
 	/**  Changes arrive as they happen (Postgres LISTEN/NOTIFY); else the UI polls. */
 	live: boolean,
