@@ -128,7 +128,7 @@ export function ConsumeDialog({ contract, session, consumer, head, onClose }: { 
       </label>
       {mode === "export" && (
         <label className="field">
-          File to append to
+          File to append to <small>(on the machine running the Studio)</small>
           <input value={exportPath} onChange={(e) => setExportPath(e.target.value)} placeholder="/tmp/export.jsonl" />
         </label>
       )}

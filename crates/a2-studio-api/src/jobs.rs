@@ -9,9 +9,13 @@ use a2_operator::{JobProgress, Operator, RedriveAll};
 
 use crate::{ApiError, JobView};
 
+/// Jobs remembered at most, finished ones dropped oldest first.
+const KEPT: usize = 64;
+
 #[derive(Default)]
 pub(crate) struct Jobs {
     next: u32,
+    /// Started jobs by id, running or finished.
     running: HashMap<u32, Arc<Job>>,
 }
 
@@ -40,6 +44,20 @@ impl Job {
 
 impl Jobs {
     pub fn start(&mut self, operator: Operator, job: RedriveAll) -> JobView {
+        // Finished jobs are kept for their last look, a bounded number of them.
+        if self.running.len() >= KEPT {
+            let mut finished: Vec<u32> = self
+                .running
+                .iter()
+                .filter(|(_, job)| job.outcome.lock().is_ok_and(|o| o.is_some()))
+                .map(|(id, _)| *id)
+                .collect();
+            finished.sort_unstable();
+            let excess = self.running.len().saturating_sub(KEPT / 2);
+            for id in finished.into_iter().take(excess) {
+                self.running.remove(&id);
+            }
+        }
         self.next += 1;
         let id = self.next;
         let state = Arc::new(Job {
