@@ -3,7 +3,8 @@
 //! `bench <store> <what> <figure>=<value>`.
 //!
 //! - append: single-event appends from 16 concurrent writers, against raw
-//!   single-row INSERTs of an event-shaped row at the same concurrency.
+//!   single-row INSERTs of an event-shaped row at the same concurrency; and
+//!   the same appends straight to the store, without the engine.
 //! - drain: a concurrent consumer that returns nothing (a job queue's shape)
 //!   working through sessions × events, as heads completed per second.
 //! - with `--reads`: the Studio's reads through the operator API on a demo
@@ -91,6 +92,39 @@ async fn appends(server: &Server) -> Result<f64, String> {
                 n += 1;
                 let Ok(session) = server.session(&format!("append-w{w}-s{}", n % 64)) else { return };
                 if session.append(vec![AppendInput::new("job", json!({ "n": n }))]).await.is_ok() {
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.map_err(|e| e.to_string())?;
+    }
+    Ok(count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64())
+}
+
+/// The same appends straight to the store (ids made here, no engine): with
+/// `appends`, it splits the append's cost between the engine and the SQL.
+async fn store_appends(store: Arc<dyn Store>) -> Result<f64, String> {
+    let count = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let (store, count) = (store.clone(), count.clone());
+        writers.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while start.elapsed() < WINDOW {
+                n += 1;
+                let event = a2_store::NewEvent {
+                    id: format!("store-w{w}-n{n}"),
+                    event_type: "job".into(),
+                    payload: json!({ "n": n }),
+                    cause: None,
+                    targets: Vec::new(),
+                };
+                let session = a2_store::session_key("bench", &format!("store-w{w}-s{}", n % 64));
+                let append = a2_store::EventAppend { session, events: vec![event], consumers: Vec::new() };
+                if store.event_append(append).await.is_ok() {
                     count.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -263,6 +297,8 @@ async fn run() -> Result<(), String> {
         "bench postgres append writers={WRITERS} events_per_s={appended:.0} raw_insert_per_s={raw:.0} ratio={:.2}",
         appended / raw
     );
+    let direct = store_appends(pg.clone()).await?;
+    println!("bench postgres store_append writers={WRITERS} events_per_s={direct:.0} ratio={:.2}", direct / raw);
     let jobs = drain(pg, 200, 100).await?;
     println!("bench postgres drain sessions=200 events=100 jobs_per_s={jobs:.0}");
     let dir = std::env::temp_dir().join(format!("a2-bench-{}", std::process::id()));
