@@ -425,13 +425,7 @@ async fn cli_main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("a2: {error}");
-                let code = match error.code.as_str() {
-                    "READ_ONLY" => 3,
-                    "NOT_FOUND" => 4,
-                    code if code.starts_with("INVALID") => 2,
-                    _ => 1,
-                };
-                ExitCode::from(code)
+                ExitCode::from(a2_operator::exit_code(&error.code))
             }
         };
     }

@@ -35,12 +35,7 @@ impl OperatorError {
 
     /// 1 error, 2 usage, 3 refused because read-only, 4 not found.
     pub fn exit_code(&self) -> u8 {
-        match self.code() {
-            "READ_ONLY" => 3,
-            "NOT_FOUND" => 4,
-            "INVALID_INPUT" | "INVALID_ARGUMENT" | "INVALID_CONSUMER" | "INVALID_SESSION_ID" => 2,
-            _ => 1,
-        }
+        exit_code(self.code())
     }
 }
 
@@ -61,5 +56,16 @@ impl From<A2Error> for OperatorError {
             A2Error::Store(store) => store.into(),
             other => Self::Engine(other),
         }
+    }
+}
+
+/// The CLI's exit code for an error code, wherever the error came from:
+/// 1 error, 2 usage, 3 refused because read-only, 4 not found.
+pub fn exit_code(code: &str) -> u8 {
+    match code {
+        "READ_ONLY" => 3,
+        "NOT_FOUND" => 4,
+        "INVALID_INPUT" | "INVALID_ARGUMENT" | "INVALID_CONSUMER" | "INVALID_SESSION_ID" => 2,
+        _ => 1,
     }
 }

@@ -17,8 +17,8 @@ use a2_store::*;
 use serde_json::json;
 
 pub use connect::{attach, Attached, Connect, Mode, StoreKind};
-pub use error::OperatorError;
-pub use views::{reason, ConsumeMode, Consumed, HeadView, Page, Redriven};
+pub use error::{exit_code, OperatorError};
+pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redriven};
 
 type Result<T> = std::result::Result<T, OperatorError>;
 
@@ -97,7 +97,8 @@ pub struct Operator {
     hosted: Vec<Server>,
 }
 
-fn key(contract: &str, session: &str) -> Result<String> {
+/// The storage key of a contract's session, its id checked first.
+pub fn key(contract: &str, session: &str) -> Result<String> {
     validate_session_id(session)?;
     if contract.is_empty() {
         return Err(OperatorError::invalid("a contract name is needed"));
@@ -135,7 +136,9 @@ impl Operator {
         self.attached.store.clock().now_ms()
     }
 
-    fn writable(&self, action: &str) -> Result<()> {
+    /// `READ_ONLY` unless this connection may change the store: for shells
+    /// that must refuse up front what the operator would refuse later.
+    pub fn writable(&self, action: &str) -> Result<()> {
         if self.is_read_only() {
             return Err(OperatorError::ReadOnly { action: action.to_owned() });
         }
@@ -433,9 +436,20 @@ impl Operator {
         consumer: &str,
         through: Option<u64>,
     ) -> Result<u64> {
+        Ok(self.consume_plan(contract, session, consumer, through).await?.events)
+    }
+
+    /// Where a consume through `through` would start and how many events it would take.
+    pub async fn consume_plan(
+        &self,
+        contract: &str,
+        session: &str,
+        consumer: &str,
+        through: Option<u64>,
+    ) -> Result<ConsumePlan> {
         let cursor = self.log_cursor(contract, session, consumer).await?;
         let through = through.unwrap_or(cursor.session_head).min(cursor.session_head);
-        Ok((through + 1).saturating_sub(cursor.next_index))
+        Ok(ConsumePlan { from_index: cursor.next_index, events: (through + 1).saturating_sub(cursor.next_index) })
     }
 
     async fn log_cursor(&self, contract: &str, session: &str, consumer: &str) -> Result<HeadView> {

@@ -83,6 +83,13 @@ pub struct Redriven {
     pub redriven: bool,
 }
 
+/// What a consume would do: the cursor's next index and the events it would take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsumePlan {
+    pub from_index: u64,
+    pub events: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Consumed {

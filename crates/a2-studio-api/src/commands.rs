@@ -81,10 +81,7 @@ impl Studio {
     /// The operator, when the connection may change the store.
     fn writable_operator(&self, action: &str) -> Result<Operator, ApiError> {
         let operator = self.operator()?;
-        if operator.is_read_only() {
-            let message = format!("{action} changes the store: the connection is read-only");
-            return Err(ApiError::new("READ_ONLY", message));
-        }
+        operator.writable(action)?;
         Ok(operator)
     }
 
@@ -261,10 +258,7 @@ impl Studio {
     pub async fn dead_letter_list(&self, request: DeadLetterQuery) -> Result<DeadLetterPage, ApiError> {
         let operator = self.operator()?;
         let session = match (&request.contract, &request.session) {
-            (Some(contract), Some(session)) => {
-                a2_store::validate_session_id(session).map_err(a2_operator::OperatorError::from)?;
-                Some(a2_store::session_key(contract, session))
-            }
+            (Some(contract), Some(session)) => Some(a2_operator::key(contract, session)?),
             (None, Some(_)) => return Err(ApiError::invalid("a session is named within a contract")),
             _ => None,
         };
@@ -316,7 +310,8 @@ impl Studio {
 
     pub async fn dead_letter_redrive(&self, request: RedriveOne) -> Result<Redriven, ApiError> {
         let target = request.target;
-        let at = index(target.index, "the dead letter's index")?;
+        // The operator refuses index 0 itself.
+        let at = u64::from(target.index);
         let redriven =
             self.operator()?.redrive(&target.contract, &target.session, &target.consumer, at, request.action).await?;
         self.bump();
@@ -369,9 +364,8 @@ impl Studio {
     pub async fn consume_preview(&self, request: ConsumeRequest) -> Result<ConsumePreview, ApiError> {
         let operator = self.operator()?;
         let through = request.through.map(|t| index(t, "through")).transpose()?;
-        let heads = operator.heads(&request.contract, &request.session).await?;
-        let events = operator.consume_preview(&request.contract, &request.session, &request.consumer, through).await?;
-        let from_index = heads.iter().find(|h| h.consumer == request.consumer).map_or(0, |h| h.next_index);
+        let plan = operator.consume_plan(&request.contract, &request.session, &request.consumer, through).await?;
+        let (from_index, events) = (plan.from_index, plan.events);
         Ok(ConsumePreview { events, from_index, through_index: from_index + events.saturating_sub(1) })
     }
 

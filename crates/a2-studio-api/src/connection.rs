@@ -1,7 +1,7 @@
 //! One open store: its operator, what the UI is told about it, the task
 //! that turns store notifications into change ticks, and the demo traffic.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,10 +20,17 @@ pub(crate) struct Connection {
     demo: Mutex<Option<DemoRun>>,
 }
 
+/// Demo orders being appended; dropping it stops them (each append is one
+/// transaction, so stopping between or inside one loses nothing half-written).
 struct DemoRun {
-    stop: Arc<AtomicBool>,
     appended: Arc<AtomicU32>,
     task: JoinHandle<()>,
+}
+
+impl Drop for DemoRun {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl Connection {
@@ -44,19 +51,16 @@ impl Connection {
     pub fn demo_traffic(&self, on: Option<bool>) -> Result<DemoTrafficState, ApiError> {
         let mut demo = self.demo.lock().map_err(|_| ApiError::new("INTERNAL", "demo lock poisoned"))?;
         if on == Some(true) && demo.is_none() {
-            if self.info.read_only {
-                return Err(ApiError::new("READ_ONLY", "demo traffic appends events: the connection is read-only"));
-            }
+            self.operator.writable("demo traffic")?;
             if !self.info.hosts_demo {
                 return Err(ApiError::invalid("this store has no demo contract: seed it with `a2 demo` first"));
             }
             let server = demo::server(self.operator.attached().store.clone(), DemoOptions::default(), true)?;
-            let stop = Arc::new(AtomicBool::new(false));
             let appended = Arc::new(AtomicU32::new(0));
-            let (task_stop, task_appended) = (stop.clone(), appended.clone());
+            let task_appended = appended.clone();
             let task = tokio::spawn(async move {
                 let mut n: u64 = 0;
-                while !task_stop.load(Ordering::Relaxed) {
+                loop {
                     n += 1;
                     // Mostly existing orders, now and then a new one.
                     let id =
@@ -70,13 +74,10 @@ impl Connection {
                     tokio::time::sleep(Duration::from_millis(1_500)).await;
                 }
             });
-            *demo = Some(DemoRun { stop, appended, task });
+            *demo = Some(DemoRun { appended, task });
         } else if on == Some(false) {
             if let Some(run) = demo.take() {
-                run.stop.store(true, Ordering::Relaxed);
-                let appended = run.appended.load(Ordering::Relaxed);
-                run.task.abort();
-                return Ok(DemoTrafficState { on: false, appended });
+                return Ok(DemoTrafficState { on: false, appended: run.appended.load(Ordering::Relaxed) });
             }
         }
         let appended = demo.as_ref().map_or(0, |run| run.appended.load(Ordering::Relaxed));
@@ -88,11 +89,6 @@ impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(listener) = self.listener.take() {
             listener.abort();
-        }
-        if let Ok(mut demo) = self.demo.lock() {
-            if let Some(run) = demo.take() {
-                run.task.abort();
-            }
         }
     }
 }

@@ -6,7 +6,7 @@ import { useInfiniteQuery, useQueryClient } from "@tanstack/react-query";
 import { commands, type DeadLetter, type HeadKey, type JobView, type RedriveAction } from "../bindings";
 import { unwrap } from "../api";
 import { formatCount, formatTime } from "../format";
-import { gate } from "../gate";
+import { gate, type Gate } from "../gate";
 import { RedriveDialog, type Target } from "../actions";
 import { ActionButton, ConfirmDialog, ErrorBox, Empty, GateNote, useConnection } from "../ui";
 
@@ -32,6 +32,8 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
   const [bulk, setBulk] = useState<RedriveAction | null>(null);
   const [open, setOpen] = useState<string | null>(null);
   const pickedRows = rows.filter((d) => picked.has(keyOf(d)));
+  const selectionGate: Gate =
+    redriveGate.allowed && pickedRows.length === 0 ? { allowed: false, reason: "Select dead letters first." } : redriveGate;
   const done = (changed: boolean) => {
     setDialog(null);
     setBulk(null);
@@ -45,10 +47,10 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
       <div className="toolbar">
         <input placeholder="consumer" value={consumer} onChange={(e) => setConsumer(e.target.value)} aria-label="Filter by consumer" />
         <span className="muted">{formatCount(rows.length, pages.hasNextPage)} dead letters</span>
-        <ActionButton gate={redriveGate.allowed && pickedRows.length === 0 ? { allowed: false, reason: "Select dead letters first." } : redriveGate} testId="retry-selected" onClick={() => setDialog({ targets: pickedRows.map(target), action: "retry" })}>
+        <ActionButton gate={selectionGate} testId="retry-selected" onClick={() => setDialog({ targets: pickedRows.map(target), action: "retry" })}>
           Retry selected ({pickedRows.length})
         </ActionButton>
-        <ActionButton gate={redriveGate.allowed && pickedRows.length === 0 ? { allowed: false, reason: "Select dead letters first." } : redriveGate} danger testId="skip-selected" onClick={() => setDialog({ targets: pickedRows.map(target), action: "skip" })}>
+        <ActionButton gate={selectionGate} danger testId="skip-selected" onClick={() => setDialog({ targets: pickedRows.map(target), action: "skip" })}>
           Skip selected
         </ActionButton>
         {!session && (
