@@ -13,6 +13,8 @@ use tokio::sync::{Barrier, Notify};
 
 use crate::StoreFactory;
 
+pub use crate::healing::*;
+
 #[derive(Deserialize)]
 #[allow(dead_code)]
 struct Order {
@@ -20,7 +22,7 @@ struct Order {
     amount: u64,
 }
 
-fn contract() -> Contract {
+pub(crate) fn contract() -> Contract {
     let any = |_: &Value| Ok(());
     Contract::new("shop")
         .and_then(|c| c.event::<Order>("order.placed"))
@@ -39,7 +41,7 @@ fn contract() -> Contract {
         .unwrap_or_else(|e| panic!("test contract: {e}"))
 }
 
-async fn open(factory: &dyn StoreFactory) -> Arc<dyn Store> {
+pub(crate) async fn open(factory: &dyn StoreFactory) -> Arc<dyn Store> {
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::new());
     factory.open(clock).await
 }
@@ -65,13 +67,14 @@ impl Pace {
                 consume_wait_min: Duration::from_millis(5),
                 consume_wait_max: Duration::from_millis(50),
                 stream_poll: Duration::from_millis(100),
+                rescue_every: Duration::from_millis(200),
                 ..DrainTimings::default()
             },
         }
     }
 
     /// Long enough for anything still due to have happened.
-    fn settle(self) -> Duration {
+    pub(crate) fn settle(self) -> Duration {
         match self {
             Self::Paused => Duration::from_secs(5),
             Self::Realtime => Duration::from_millis(400),
@@ -79,7 +82,7 @@ impl Pace {
     }
 }
 
-fn server(pace: Pace, store: Arc<dyn Store>, consumers: Vec<Consumer>) -> Server {
+pub(crate) fn server(pace: Pace, store: Arc<dyn Store>, consumers: Vec<Consumer>) -> Server {
     Server::builder(contract(), store)
         .consumers(consumers)
         .timings(pace.timings())
@@ -87,7 +90,7 @@ fn server(pace: Pace, store: Arc<dyn Store>, consumers: Vec<Consumer>) -> Server
         .unwrap_or_else(|e| panic!("server: {e}"))
 }
 
-fn tick(n: u64) -> AppendInput {
+pub(crate) fn tick(n: u64) -> AppendInput {
     AppendInput::new("tick", json!({ "n": n }))
 }
 
@@ -95,24 +98,24 @@ fn order(customer: &str, n: u64) -> AppendInput {
     AppendInput::new("order.placed", json!({ "customer": customer, "amount": n }))
 }
 
-type Seen = Arc<Mutex<Vec<(String, u64)>>>;
+pub(crate) type Seen = Arc<Mutex<Vec<(String, u64)>>>;
 
-fn seen() -> Seen {
+pub(crate) fn seen() -> Seen {
     Arc::new(Mutex::new(Vec::new()))
 }
 
-fn snapshot(seen: &Seen) -> Vec<(String, u64)> {
+pub(crate) fn snapshot(seen: &Seen) -> Vec<(String, u64)> {
     seen.lock().map(|v| v.clone()).unwrap_or_default()
 }
 
-fn record(seen: &Seen, name: &str, index: u64) {
+pub(crate) fn record(seen: &Seen, name: &str, index: u64) {
     if let Ok(mut v) = seen.lock() {
         v.push((name.to_owned(), index));
     }
 }
 
 /// A consumer that records each event it handles.
-fn recorder(builder: ConsumerBuilder, name: &'static str, seen: &Seen) -> Consumer {
+pub(crate) fn recorder(builder: ConsumerBuilder, name: &'static str, seen: &Seen) -> Consumer {
     let seen = seen.clone();
     builder
         .run(move |ctx| {
@@ -126,7 +129,7 @@ fn recorder(builder: ConsumerBuilder, name: &'static str, seen: &Seen) -> Consum
 }
 
 /// Wait (on paused time) until `check` holds.
-async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
+pub(crate) async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
     for _ in 0..20_000 {
         if check() {
             return;
@@ -136,7 +139,7 @@ async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
     panic!("timed out waiting until {what}");
 }
 
-async fn dead_letters(session: &Session) -> Vec<a2_store::DeadLetter> {
+pub(crate) async fn dead_letters(session: &Session) -> Vec<a2_store::DeadLetter> {
     session.dead_letters().await.unwrap_or_else(|e| panic!("dead letters: {e}"))
 }
 

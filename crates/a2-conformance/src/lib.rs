@@ -13,6 +13,8 @@ use std::sync::Arc;
 use a2_store::{Clock, Store};
 
 pub mod engine;
+mod fidelity;
+mod healing;
 mod inspection;
 pub mod property;
 pub mod store;
@@ -85,6 +87,7 @@ macro_rules! conformance_suite {
                     hostile_session_ids_round_trip,
                     audit_log_keeps_actions_newest_first,
                     redrive_and_clear_record_their_audit_entry_with_the_outcome,
+                    log_consumer_never_runs_an_untaken_type,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;
@@ -106,6 +109,9 @@ macro_rules! conformance_suite {
                     engine_heartbeat_keeps_a_long_run_leased,
                     engine_a_lapsed_lease_stops_its_run,
                     engine_background_server_refreshes_kept_totals,
+                    stranded_work_heals_without_append,
+                    due_retry_runs_after_restart,
+                    duplicate_append_heals_pending_work,
                 );
             }
         }
@@ -148,6 +154,11 @@ macro_rules! __stamp_property {
         #[test]
         fn fencing_property_one_completion_from_the_latest_attempt() {
             $crate::property::fencing_property(&$factory);
+        }
+
+        #[test]
+        fn types_property_log_consumer_never_runs_an_untaken_type() {
+            $crate::property::types_property(&$factory);
         }
     };
 }

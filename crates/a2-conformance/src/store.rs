@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::support::*;
 use crate::StoreFactory;
 
+pub use crate::fidelity::*;
 pub use crate::inspection::*;
 
 fn complete(

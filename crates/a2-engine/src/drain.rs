@@ -41,6 +41,9 @@ pub struct DrainTimings {
     pub totals_refresh: Duration,
     /// How often a stream looks for appends made by other processes.
     pub stream_poll: Duration,
+    /// How often a server working in the background looks for work a dead
+    /// process left (lapsed leases, due retries, heads nobody claimed).
+    pub rescue_every: Duration,
 }
 
 impl Default for DrainTimings {
@@ -55,6 +58,7 @@ impl Default for DrainTimings {
             consume_wait_max: Duration::from_secs(1),
             stream_poll: Duration::from_secs(1),
             totals_refresh: Duration::from_secs(30),
+            rescue_every: Duration::from_secs(5),
         }
     }
 }

@@ -46,6 +46,8 @@ pub(crate) struct Inner {
     pub running: Arc<tokio::sync::Semaphore>,
     /// The kept-totals refresher runs once the server first drains in the background.
     pub refresher: std::sync::atomic::AtomicBool,
+    /// The rescuer runs from the first moment a background server has a runtime.
+    pub rescuer: std::sync::atomic::AtomicBool,
 }
 
 /// Builds a [`Server`].
@@ -98,7 +100,7 @@ impl ServerBuilder {
         }
         let (notices, _) = broadcast::channel(1024);
         let store_consumers = self.consumers.iter().map(Consumer::store_consumer).collect();
-        Ok(Server {
+        let server = Server {
             inner: Arc::new(Inner {
                 clock: self.store.clock(),
                 contract: self.contract,
@@ -112,8 +114,14 @@ impl ServerBuilder {
                 shutdown: CancellationToken::new(),
                 running: Arc::new(tokio::sync::Semaphore::new(self.max_running)),
                 refresher: std::sync::atomic::AtomicBool::new(false),
+                rescuer: std::sync::atomic::AtomicBool::new(false),
             }),
-        })
+        };
+        // Built inside a runtime: look for work left by dead processes from the start.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            server.inner.start_rescuer();
+        }
+        Ok(server)
     }
 }
 
@@ -378,9 +386,11 @@ impl Inner {
             tracing::Span::current().record("a2.append.head", appended.head);
             if !appended.duplicate && !appended.events.is_empty() {
                 self.notify(&key, &appended.events);
-                if work {
-                    self.schedule_drain(session_id);
-                }
+            }
+            // An external append heals the session, a re-sent duplicate included: work a
+            // dead process left there runs now. A run's own appends only start what they add.
+            if work || !from_consumer {
+                self.schedule_drain(session_id);
             }
             Ok(appended.events)
         }
@@ -611,12 +621,64 @@ impl Inner {
         });
     }
 
+    /// Look for work a dead process left, on start and every `rescue_every`,
+    /// and drain each session that has some. Holds the server only while it looks.
+    pub(crate) fn start_rescuer(self: &Arc<Self>) {
+        if !self.background || self.consumers.is_empty() || self.rescuer.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        let inner = Arc::downgrade(self);
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                let Some(strong) = inner.upgrade() else { return };
+                strong.rescue().await;
+                let every = strong.timings.rescue_every;
+                drop(strong);
+                tokio::select! {
+                    () = tokio::time::sleep(every) => {},
+                    () = shutdown.cancelled() => return,
+                }
+            }
+        });
+    }
+
+    /// One pass of the rescuer: every session with runnable work gets a drain.
+    async fn rescue(self: &Arc<Self>) {
+        let consumers: Vec<String> = self.consumers.iter().map(|c| c.name().to_owned()).collect();
+        let mut after = None;
+        loop {
+            let params = a2_store::SessionsRunnable {
+                contract: self.contract.name().to_owned(),
+                consumers: consumers.clone(),
+                after,
+                limit: a2_store::MAX_PAGE,
+            };
+            let page = match self.store.session_list_runnable(params).await {
+                Ok(page) => page,
+                Err(error) => {
+                    tracing::warn!(code = error.code(), %error, "could not look for stranded work; trying again later");
+                    return;
+                }
+            };
+            for session_id in &page {
+                self.schedule_drain(session_id);
+            }
+            if page.len() < a2_store::MAX_PAGE as usize {
+                return;
+            }
+            after = page.last().cloned();
+        }
+    }
+
     /// Start (or re-arm) the background drain of a session.
     pub(crate) fn schedule_drain(self: &Arc<Self>, session_id: &str) {
         if !self.background || self.shutdown.is_cancelled() {
             return;
         }
         self.start_refresher();
+        self.start_rescuer();
         let slot = {
             let mut drains = self.drains.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(slot) = drains.get(session_id) {

@@ -11,6 +11,7 @@ mod audit;
 mod error;
 mod reads;
 mod rows;
+mod runnable;
 mod totals;
 mod writes;
 

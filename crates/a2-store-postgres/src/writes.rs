@@ -2,7 +2,7 @@
 //! index order, batches sent as arrays so a call is a handful of round trips.
 
 use a2_store::codec::{lane_column, lane_from_column, to_i64, to_u64};
-use a2_store::rules::{check_batch, claim_head, cursor_state, HeadState};
+use a2_store::rules::{check_batch, claim_head, cursor_state, untaken_cursor, HeadState};
 use a2_store::*;
 use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
@@ -57,17 +57,23 @@ pub(crate) async fn ensure_cursors(
     Ok(())
 }
 
+/// Move a cursor no live attempt holds past events its consumer does not
+/// take; a lapsed attempt on such an event is dropped with the move.
 async fn skip_untaken(
     conn: &mut PgConnection,
     key: &str,
     head: u64,
     consumer: &StoreConsumer,
+    now: Millis,
 ) -> Result<(), StoreError> {
     let Some(LogSpec { types: Some(types), .. }) = &consumer.log else { return Ok(()) };
     sqlx::query(
         "UPDATE a2_heads h SET idx = COALESCE((SELECT MIN(e.idx) FROM a2_events e WHERE e.session = h.session \
-           AND e.idx >= h.idx AND e.type = ANY($3)), $4) \
-         WHERE h.session = $1 AND h.consumer = $2 AND h.kind = 0 AND h.attempt_count = 0 AND h.failed_at IS NULL AND h.idx <= $5 \
+           AND e.idx >= h.idx AND e.type = ANY($3)), $4), \
+           attempt_count = 0, failure_count = 0, last_error = NULL, lease_holder = NULL, lease_expires_at = NULL, \
+           next_attempt_at = NULL \
+         WHERE h.session = $1 AND h.consumer = $2 AND h.kind = 0 AND h.failed_at IS NULL AND h.idx <= $5 \
+           AND (h.lease_holder IS NULL OR h.lease_expires_at <= $6) \
            AND NOT EXISTS (SELECT 1 FROM a2_events e WHERE e.session = h.session AND e.idx = h.idx AND e.type = ANY($3))",
     )
     .bind(key)
@@ -75,6 +81,7 @@ async fn skip_untaken(
     .bind(types)
     .bind(to_i64(head + 1))
     .bind(to_i64(head))
+    .bind(now)
     .execute(conn)
     .await
     .map_err(db_error)?;
@@ -213,30 +220,13 @@ impl PgStore {
             return Ok(Claimed::default());
         };
         ensure_cursors(&mut tx, key, head, clear, &params.consumers).await?;
-        for consumer in &params.consumers {
-            skip_untaken(&mut tx, key, head, consumer).await?;
-        }
         let now = self.now();
+        for consumer in &params.consumers {
+            skip_untaken(&mut tx, key, head, consumer, now).await?;
+        }
         let names: Vec<&str> = params.consumers.iter().map(|c| c.name.as_str()).collect();
         let through = params.through.map(to_i64);
         let limit = params.limit.max(1) as usize;
-        let candidates = sqlx::query(&format!(
-            "SELECT h.*, e.id AS e_id, e.type AS e_type, e.payload AS e_payload, e.idx AS e_idx, \
-               e.created_at AS e_created_at, e.cause AS e_cause \
-             FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
-             WHERE {RUNNABLE} \
-               AND (h.lease_holder IS NULL OR h.lease_expires_at <= $4) \
-               AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= $4) \
-             ORDER BY h.idx, h.consumer, h.lane LIMIT $5 FOR UPDATE OF h SKIP LOCKED"
-        ))
-        .bind(key)
-        .bind(&names)
-        .bind(through)
-        .bind(now)
-        .bind(i64::try_from(limit + params.exclude.len()).unwrap_or(i64::MAX))
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_error)?;
         let waits = sqlx::query(&format!(
             "SELECT MIN(CASE WHEN h.lease_holder IS NOT NULL AND h.lease_expires_at > $4 THEN h.lease_expires_at END) AS busy_until, \
                     MIN(CASE WHEN (h.lease_holder IS NULL OR h.lease_expires_at <= $4) AND h.next_attempt_at > $4 THEN h.next_attempt_at END) AS retry_at \
@@ -256,26 +246,62 @@ impl PgStore {
             retry_at: get(&waits, "retry_at")?,
             ..Claimed::default()
         };
-        let mut changed = Vec::new();
-        for row in &candidates {
-            if claimed.heads.len() >= limit {
+        // Each statement reads its own snapshot (READ COMMITTED): a cursor the
+        // skip above saw held can be completed onto an untaken event before the
+        // selection below reads it. Such a cursor is locked, skipped and looked
+        // at again, never run.
+        for _pass in 0..4 {
+            let candidates = sqlx::query(&format!(
+                "SELECT h.*, e.id AS e_id, e.type AS e_type, e.payload AS e_payload, e.idx AS e_idx, \
+                   e.created_at AS e_created_at, e.cause AS e_cause \
+                 FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
+                 WHERE {RUNNABLE} \
+                   AND (h.lease_holder IS NULL OR h.lease_expires_at <= $4) \
+                   AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= $4) \
+                 ORDER BY h.idx, h.consumer, h.lane LIMIT $5 FOR UPDATE OF h SKIP LOCKED"
+            ))
+            .bind(key)
+            .bind(&names)
+            .bind(through)
+            .bind(now)
+            .bind(i64::try_from(limit + params.exclude.len()).unwrap_or(i64::MAX))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error)?;
+            let mut changed = Vec::new();
+            let mut untaken = Vec::new();
+            for row in &candidates {
+                if claimed.heads.len() >= limit {
+                    break;
+                }
+                let head_ref = HeadRef {
+                    consumer: get(row, "consumer")?,
+                    lane: lane_from_column(get(row, "lane")?),
+                    index: to_u64(get(row, "idx")?),
+                };
+                if params.exclude.contains(&head_ref) {
+                    continue;
+                }
+                let mut state = head_state(row)?;
+                let event = event(row, key, "e_")?;
+                if untaken_cursor(&params, &head_ref, &event.event_type) {
+                    untaken.push(head_ref.consumer);
+                    continue;
+                }
+                if claim_head(&mut state, head_ref.clone(), event, &params, now, &mut claimed) {
+                    changed.push((head_ref, state));
+                }
+            }
+            update_states(&mut tx, key, &changed).await?;
+            if untaken.is_empty() || claimed.heads.len() >= limit {
                 break;
             }
-            let head_ref = HeadRef {
-                consumer: get(row, "consumer")?,
-                lane: lane_from_column(get(row, "lane")?),
-                index: to_u64(get(row, "idx")?),
-            };
-            if params.exclude.contains(&head_ref) {
-                continue;
-            }
-            let mut state = head_state(row)?;
-            let event = event(row, key, "e_")?;
-            if claim_head(&mut state, head_ref.clone(), event, &params, now, &mut claimed) {
-                changed.push((head_ref, state));
+            // The cursor may stand past the head read above: skip up to the head now.
+            let head_now = session_row(&mut tx, key).await?.map_or(head, |(h, _)| h);
+            for consumer in params.consumers.iter().filter(|c| untaken.contains(&c.name)) {
+                skip_untaken(&mut tx, key, head_now, consumer, now).await?;
             }
         }
-        update_states(&mut tx, key, &changed).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(claimed)
     }
@@ -460,7 +486,7 @@ impl PgStore {
             return Ok(CursorState::default());
         };
         ensure_cursors(&mut tx, key, head, clear, std::slice::from_ref(&params.consumer)).await?;
-        skip_untaken(&mut tx, key, head, &params.consumer).await?;
+        skip_untaken(&mut tx, key, head, &params.consumer, self.now()).await?;
         let row = sqlx::query("SELECT * FROM a2_heads WHERE session = $1 AND consumer = $2 AND kind = 0")
             .bind(key)
             .bind(&params.consumer.name)

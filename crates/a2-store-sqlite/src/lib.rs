@@ -8,6 +8,7 @@ mod audit;
 mod error;
 mod reads;
 mod rows;
+mod runnable;
 mod totals;
 mod writes;
 

@@ -338,6 +338,9 @@ impl Store for SqliteStore {
             .map_err(db_error)?;
         rows.iter().map(summary).collect()
     }
+    async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<Vec<String>, StoreError> {
+        self.runnable_sessions(params).await
+    }
     async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
         self.get_session(session).await
     }

@@ -1,7 +1,7 @@
 //! The engine's writes, each one `BEGIN IMMEDIATE` transaction on the writer.
 
 use a2_store::codec::{kind_code, lane_column, pins_from_json, pins_to_json, target_kind, to_i64, to_u64};
-use a2_store::rules::{check_batch, claim_head, cursor_state, plan_batch, BatchPlan, HeadState};
+use a2_store::rules::{check_batch, claim_head, cursor_state, plan_batch, untaken_cursor, BatchPlan, HeadState};
 use a2_store::*;
 use sqlx::{Row, SqliteConnection};
 
@@ -50,23 +50,32 @@ async fn ensure_cursors(
 }
 
 /// Move a fresh cursor past events its consumer does not take.
+/// Move a cursor no live attempt holds past events its consumer does not
+/// take; a lapsed attempt on such an event is dropped with the move.
 async fn skip_untaken(
     conn: &mut SqliteConnection,
     key: &str,
     head: u64,
     consumer: &StoreConsumer,
+    now: Millis,
 ) -> Result<(), StoreError> {
     let Some(LogSpec { types: Some(types), .. }) = &consumer.log else { return Ok(()) };
     sqlx::query(
         "UPDATE a2_heads SET idx = COALESCE((SELECT MIN(e.idx) FROM a2_events e WHERE e.session = a2_heads.session \
-           AND e.idx >= a2_heads.idx AND e.type IN (SELECT value FROM json_each(?3))), ?4) \
-         WHERE session = ?1 AND consumer = ?2 AND kind = 0 AND attempt_count = 0 AND failed_at IS NULL AND idx <= ?5",
+           AND e.idx >= a2_heads.idx AND e.type IN (SELECT value FROM json_each(?3))), ?4), \
+           attempt_count = 0, failure_count = 0, last_error = NULL, lease_holder = NULL, lease_expires_at = NULL, \
+           next_attempt_at = NULL \
+         WHERE session = ?1 AND consumer = ?2 AND kind = 0 AND failed_at IS NULL AND idx <= ?5 \
+           AND (lease_holder IS NULL OR lease_expires_at <= ?6) \
+           AND NOT EXISTS (SELECT 1 FROM a2_events e WHERE e.session = a2_heads.session AND e.idx = a2_heads.idx \
+             AND e.type IN (SELECT value FROM json_each(?3)))",
     )
     .bind(key)
     .bind(&consumer.name)
     .bind(json_list(types)?)
     .bind(to_i64(head + 1))
     .bind(to_i64(head))
+    .bind(now)
     .execute(conn)
     .await
     .map_err(db_error)?;
@@ -257,7 +266,7 @@ impl SqliteStore {
         };
         ensure_cursors(&mut tx, key, head, clear, &params.consumers).await?;
         for consumer in &params.consumers {
-            skip_untaken(&mut tx, key, head, consumer).await?;
+            skip_untaken(&mut tx, key, head, consumer, self.now()).await?;
         }
         let now = self.now();
         let names: Vec<&str> = params.consumers.iter().map(|c| c.name.as_str()).collect();
@@ -320,6 +329,10 @@ impl SqliteStore {
             }
             let mut state = head_state(row)?;
             let event = event(row, key, "e_")?;
+            // The skip above ran in this same write transaction, so this only guards the rule.
+            if untaken_cursor(&params, &head_ref, &event.event_type) {
+                continue;
+            }
             if claim_head(&mut state, head_ref.clone(), event, &params, now, &mut claimed) {
                 update_state(&mut tx, key, &head_ref, &state).await?;
             }
@@ -461,7 +474,7 @@ impl SqliteStore {
             return Ok(CursorState::default());
         };
         ensure_cursors(&mut tx, key, head, clear, std::slice::from_ref(&params.consumer)).await?;
-        skip_untaken(&mut tx, key, head, &params.consumer).await?;
+        skip_untaken(&mut tx, key, head, &params.consumer, self.now()).await?;
         let row = sqlx::query("SELECT * FROM a2_heads WHERE session = ? AND consumer = ? AND kind = 0")
             .bind(key)
             .bind(&params.consumer.name)

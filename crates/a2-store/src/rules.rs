@@ -153,6 +153,18 @@ pub fn claim_head(
     }
 }
 
+/// Whether a claim candidate is a log cursor standing on an event its
+/// consumer does not take. Such a head must be skipped, never run: the
+/// cursor can reach it between a claim's skip and its selection (another
+/// transaction's completion), or after a deploy narrowed the consumer's types.
+pub fn untaken_cursor(params: &crate::HeadClaim, head: &crate::HeadRef, event_type: &str) -> bool {
+    params.consumers.iter().any(|c| {
+        c.name == head.consumer
+            && c.log.as_ref().is_some_and(|log| head.lane.as_deref() == Some(log.lane.as_str()))
+            && !c.takes(event_type)
+    })
+}
+
 /// A log consumer's cursor as `consume` watches it.
 pub fn cursor_state(session_head: u64, next: u64, s: HeadState) -> crate::CursorState {
     crate::CursorState {

@@ -391,6 +391,17 @@ pub struct SessionsByActivity {
     pub limit: u32,
 }
 
+/// Sessions of a contract where a head of one of these consumers could run
+/// now and no live claim holds it: what a crashed process left behind.
+#[derive(Debug, Clone)]
+pub struct SessionsRunnable {
+    pub contract: String,
+    pub consumers: Vec<String>,
+    /// Keyset: session ids strictly after this one.
+    pub after: Option<String>,
+    pub limit: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SessionSummary {

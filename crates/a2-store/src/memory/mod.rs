@@ -225,12 +225,13 @@ impl Store for MemoryStore {
                 params.consumer.name
             )));
         }
+        let now = self.now();
         let mut sessions = self.lock();
         let Some(row) = sessions.get_mut(&params.session) else {
             return Ok(CursorState::default());
         };
         row.ensure_cursors(std::slice::from_ref(&params.consumer));
-        row.skip_untaken(&params.consumer);
+        row.skip_untaken(&params.consumer, now);
         let head = row.head;
         let Some(cursor) = row.cursors.get(&params.consumer.name) else {
             return Ok(CursorState { session_head: head, ..CursorState::default() });
@@ -318,6 +319,23 @@ impl Store for MemoryStore {
             .filter(|(key, _)| key.starts_with(&prefix))
             .take(page_size(params.limit))
             .map(|(_, row)| row.summary())
+            .collect())
+    }
+
+    async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<Vec<String>, StoreError> {
+        let now = self.now();
+        let prefix = crate::session_key(&params.contract, "");
+        let start = match &params.after {
+            Some(after) => std::ops::Bound::Excluded(crate::session_key(&params.contract, after)),
+            None => std::ops::Bound::Included(prefix.clone()),
+        };
+        let sessions = self.lock();
+        Ok(sessions
+            .range((start, std::ops::Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(&prefix))
+            .filter(|(_, row)| row.runnable(&params.consumers, now))
+            .take(page_size(params.limit))
+            .map(|(key, _)| crate::split_session_key(key).1.to_owned())
             .collect())
     }
 

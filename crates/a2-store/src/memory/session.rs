@@ -71,18 +71,24 @@ impl SessionRow {
         }
     }
 
-    /// Move a fresh cursor past events its consumer does not take.
-    pub fn skip_untaken(&mut self, consumer: &StoreConsumer) {
+    /// Move a cursor that no live attempt holds past events its consumer
+    /// does not take. A lapsed attempt on such an event (its types were
+    /// narrowed since) is dropped with it: it must never run again.
+    pub fn skip_untaken(&mut self, consumer: &StoreConsumer, now: Millis) {
         let Some(cursor) = self.cursors.get_mut(&consumer.name) else { return };
-        if cursor.state.attempt_count > 0 || cursor.state.failed_at.is_some() {
+        if cursor.state.failed_at.is_some() || cursor.state.lease_live(now) {
             return;
         }
+        let start = cursor.next;
         while cursor.next <= self.head {
             let taken = index_slot(&self.events, cursor.next).is_some_and(|e| consumer.takes(&e.event_type));
             if taken {
                 break;
             }
             cursor.next += 1;
+        }
+        if cursor.next != start {
+            cursor.state = HeadState::default();
         }
     }
 
@@ -165,7 +171,7 @@ impl SessionRow {
         self.ensure_cursors(&params.consumers);
         for consumer in &params.consumers {
             if consumer.log.is_some() {
-                self.skip_untaken(consumer);
+                self.skip_untaken(consumer, now);
             }
         }
         let mut claimed = Claimed { session_head: self.head, ..Claimed::default() };
@@ -183,6 +189,9 @@ impl SessionRow {
                 return;
             }
             let Some(event) = index_slot(events, head.index).cloned() else { return };
+            if crate::rules::untaken_cursor(params, &head, &event.event_type) {
+                return;
+            }
             crate::rules::claim_head(state, head, event, params, now, claimed);
         };
         for (name, cursor) in self.cursors.iter_mut() {
@@ -207,6 +216,28 @@ impl SessionRow {
             consider(head, state, &mut claimed);
         }
         claimed
+    }
+
+    /// Whether a head of these consumers could run now with no live claim on it.
+    pub fn runnable(&self, consumers: &[String], now: Millis) -> bool {
+        let free =
+            |s: &HeadState| s.failed_at.is_none() && !s.lease_live(now) && s.next_attempt_at.is_none_or(|at| at <= now);
+        let ours = |name: &str| consumers.iter().any(|c| c == name);
+        let cursor_behind = self.cursors.iter().any(|(name, c)| ours(name) && c.next <= self.head && free(&c.state));
+        let mut lanes_seen: HashSet<(&str, &str)> = HashSet::new();
+        let head_pending = self.heads.iter().any(|((consumer, lane, _), state)| {
+            if !ours(consumer) {
+                return false;
+            }
+            // Only a lane's lowest head can run.
+            if let Some(lane) = lane {
+                if !lanes_seen.insert((consumer.as_str(), lane.as_str())) {
+                    return false;
+                }
+            }
+            free(state)
+        });
+        cursor_behind || head_pending
     }
 
     pub fn clear(&mut self, if_last_index: Option<u64>) -> Cleared {

@@ -1,0 +1,72 @@
+//! Store-level scenarios for what crashes, restarts and concurrency must not
+//! break: a log consumer never runs a type it does not take, and work a dead
+//! process left behind can be found without a new append.
+
+use a2_store::*;
+
+use crate::store::complete_ok;
+use crate::support::*;
+use crate::StoreFactory;
+
+fn types_of(claimed: &Claimed) -> Vec<(u64, String)> {
+    claimed.heads.iter().map(|h| (h.head.index, h.event.event_type.clone())).collect()
+}
+
+/// The interleavings that once handed an `audit` event to a consumer that
+/// takes only `work`: its run appends an untaken event inline, completes onto
+/// it while other holders claim, is taken over after a lapse, and a deploy
+/// narrows its types while an attempt on an event it no longer takes is held.
+pub async fn log_consumer_never_runs_an_untaken_type(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    let ordered = StoreConsumer::log("ordered", "main").with_types(&["work"]).backfilling();
+    let consumers = [ordered.clone()];
+    append(&*store, "s", vec![event("w1", "work"), event("w2", "work")], &consumers).await;
+
+    // A holds index 1; its run appends an audit event inline (index 3).
+    let a = claim(&*store, "s", "A", &consumers).await;
+    assert_eq!(types_of(&a), vec![(1, "work".to_owned())]);
+    let mut inline = event("audit-of-1", "audit");
+    inline.cause = Some(Cause { consumer: "ordered".into(), lane: Some("main".into()), index: 1, attempt: 1 });
+    assert_eq!(append(&*store, "s", vec![inline], &consumers).await, 3);
+    let b = claim(&*store, "s", "B", &consumers).await;
+    assert!(b.heads.is_empty() && b.busy_until.is_some(), "A's live lease keeps B out: {b:?}");
+    complete_ok(&*store, "s", &a.heads[0], &consumers).await;
+
+    // B takes index 2, lapses; C takes it over; B's late completion changes nothing.
+    let b = claim(&*store, "s", "B", &consumers).await;
+    assert_eq!(types_of(&b), vec![(2, "work".to_owned())]);
+    clock.advance(TTL + 1);
+    append(&*store, "s", vec![event("w4", "work")], &consumers).await;
+    let c = claim(&*store, "s", "C", &consumers).await;
+    assert_eq!(c.heads.iter().map(|h| (h.head.index, h.attempt)).collect::<Vec<_>>(), vec![(2, 2)]);
+    let late = HeadComplete {
+        session: key("s"),
+        head: b.heads[0].head.clone(),
+        attempt: b.heads[0].attempt,
+        events: Vec::new(),
+        consumers: consumers.to_vec(),
+    };
+    assert_eq!(store.head_complete(late).await.expect("late complete"), CompleteOutcome::Superseded);
+    // C settles through the batched path: the cursor lands on the untaken audit event (3).
+    let held = vec![HeldHead { head: c.heads[0].head.clone(), attempt: c.heads[0].attempt }];
+    let settled = store.head_complete_many(HeadCompleteMany { session: key("s"), heads: held }).await.expect("settle");
+    assert_eq!(settled.len(), 1);
+    let d = claim(&*store, "s", "D", &consumers).await;
+    assert_eq!(types_of(&d), vec![(4, "work".to_owned())], "the audit event at 3 is skipped, never run");
+
+    // A deploy once took audits too: E (old code) holds the audit event at 5 and dies.
+    let wide = StoreConsumer::log("ordered", "main").with_types(&["work", "audit"]).backfilling();
+    complete_ok(&*store, "s", &d.heads[0], &consumers).await;
+    append(&*store, "s", vec![event("a5", "audit"), event("w6", "work")], &consumers).await;
+    let e = claim(&*store, "s", "E", std::slice::from_ref(&wide)).await;
+    assert_eq!(types_of(&e), vec![(5, "audit".to_owned())]);
+    clock.advance(TTL + 1);
+    // F runs the new code: the lapsed attempt on an audit event is dropped, not taken over.
+    let f = claim(&*store, "s", "F", &consumers).await;
+    assert_eq!(types_of(&f), vec![(6, "work".to_owned())], "F must skip the held-then-lapsed audit event");
+    assert_eq!(f.heads[0].attempt, 1, "the dropped attempt on 5 is not charged to 6");
+    assert!(f.exhausted.is_empty());
+    complete_ok(&*store, "s", &f.heads[0], &consumers).await;
+    let woken = store.cursor_wake(CursorWake { session: key("s"), consumer: ordered }).await.expect("wake");
+    assert_eq!((woken.next, woken.failure_count), (None, 0), "caught up, with no failure charged: {woken:?}");
+}
