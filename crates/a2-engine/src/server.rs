@@ -662,13 +662,13 @@ impl Inner {
                     return;
                 }
             };
-            for session_id in &page {
+            for session_id in &page.sessions {
                 self.schedule_drain(session_id);
             }
-            if page.len() < a2_store::MAX_PAGE as usize {
-                return;
+            match page.scanned_through {
+                Some(through) => after = Some(through),
+                None => return,
             }
-            after = page.last().cloned();
         }
     }
 

@@ -344,7 +344,7 @@ impl Store for PgStore {
             .map_err(db_error)?;
         rows.iter().map(summary).collect()
     }
-    async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<Vec<String>, StoreError> {
+    async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<RunnablePage, StoreError> {
         self.runnable_sessions(params).await
     }
     async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
@@ -382,6 +382,7 @@ impl Store for PgStore {
 /// A parameter of an explained read.
 enum Bind {
     Text(String),
+    Texts(Vec<String>),
     NoText,
     Int(i64),
 }
@@ -391,7 +392,7 @@ impl PgStore {
     /// prints it, for a session of the store: for tests and for diagnosing
     /// a slow Studio. Each entry is the read's name and its plan lines.
     pub async fn explain_reads(&self, session: &str) -> Result<Vec<(&'static str, Vec<String>)>, StoreError> {
-        use Bind::{Int, NoText, Text};
+        use Bind::{Int, NoText, Text, Texts};
         let (lo, hi) = contract_range(Some(split_session_key(session).0));
         let key = || Text(session.to_owned());
         let reads: Vec<(&'static str, &str, Vec<Bind>)> = vec![
@@ -422,9 +423,21 @@ impl PgStore {
                     Int(500),
                 ],
             ),
-            ("consumer totals, recomputed", CONSUMER_TOTALS, vec![Text(lo), Text(hi)]),
+            ("consumer totals, recomputed", CONSUMER_TOTALS, vec![Text(lo.clone()), Text(hi.clone())]),
             ("consumer totals", crate::totals::KEPT_TOTALS, vec![Text(split_session_key(session).0.to_owned())]),
             ("snapshots of a session", SNAPSHOTS_OF_SESSION, vec![key()]),
+            (
+                "sessions with runnable work (the rescuer)",
+                crate::runnable::RUNNABLE_SESSIONS,
+                vec![
+                    Text(lo.clone()),
+                    Text(hi.clone()),
+                    Text(String::new()),
+                    Texts(vec!["ordered".into(), "parallel".into()]),
+                    Int(self.clock.now_ms()),
+                    Int(500),
+                ],
+            ),
             ("snapshot lookup", SNAPSHOT_GET, vec![key(), Text("count".into()), Int(i64::MAX)]),
         ];
         let mut plans = Vec::new();
@@ -434,6 +447,7 @@ impl PgStore {
             for bind in binds {
                 query = match bind {
                     Text(text) => query.bind(text),
+                    Texts(texts) => query.bind(texts),
                     NoText => query.bind(None::<String>),
                     Int(n) => query.bind(n),
                 };

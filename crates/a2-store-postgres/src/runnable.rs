@@ -1,26 +1,27 @@
 //! The rescuer's scan: sessions with work no live claim holds.
 
 use a2_store::codec::prefix_range;
-use a2_store::{session_key, split_session_key, SessionsRunnable, StoreError};
+use a2_store::{session_key, split_session_key, RunnablePage, SessionsRunnable, StoreError};
 
 use crate::rows::get;
 use crate::{db_error, PgStore};
 
-/// One ordered walk of the contract's heads (primary key range), each
-/// cursor compared with its session's head by primary key: no sequential scan.
-const RUNNABLE_SESSIONS: &str =
-    "SELECT DISTINCT h.session FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
-     WHERE h.session >= $1 AND h.session < $2 AND h.session > $3 AND h.consumer = ANY($4) AND h.failed_at IS NULL \
-       AND (h.lease_holder IS NULL OR h.lease_expires_at <= $5) \
-       AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= $5) \
-       AND CASE h.kind WHEN 0 THEN h.idx <= s.head \
-         WHEN 1 THEN NOT EXISTS (SELECT 1 FROM a2_heads l WHERE l.session = h.session AND l.consumer = h.consumer \
-           AND l.lane = h.lane AND l.idx < h.idx) \
-         ELSE TRUE END \
-     ORDER BY h.session LIMIT $6";
+/// A page of sessions by primary key, each probed by primary key for a
+/// runnable head: bounded and index-served, whatever the store's size.
+pub(crate) const RUNNABLE_SESSIONS: &str = "WITH page AS (SELECT session, head FROM a2_sessions \
+       WHERE session >= $1 AND session < $2 AND session > $3 ORDER BY session LIMIT $6) \
+     SELECT p.session, EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = p.session AND h.consumer = ANY($4) \
+         AND h.failed_at IS NULL \
+         AND (h.lease_holder IS NULL OR h.lease_expires_at <= $5) \
+         AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= $5) \
+         AND CASE h.kind WHEN 0 THEN h.idx <= p.head \
+           WHEN 1 THEN NOT EXISTS (SELECT 1 FROM a2_heads l WHERE l.session = h.session AND l.consumer = h.consumer \
+             AND l.lane = h.lane AND l.idx < h.idx) \
+           ELSE TRUE END) AS runnable \
+     FROM page p ORDER BY p.session";
 
 impl PgStore {
-    pub(crate) async fn runnable_sessions(&self, params: SessionsRunnable) -> Result<Vec<String>, StoreError> {
+    pub(crate) async fn runnable_sessions(&self, params: SessionsRunnable) -> Result<RunnablePage, StoreError> {
         let (lo, hi) = prefix_range(&session_key(&params.contract, ""));
         let after = params.after.map(|a| session_key(&params.contract, &a)).unwrap_or_default();
         let rows = sqlx::query(RUNNABLE_SESSIONS)
@@ -33,6 +34,18 @@ impl PgStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        rows.iter().map(|row| get::<String>(row, "session").map(|key| split_session_key(&key).1.to_owned())).collect()
+        let limit = params.limit.clamp(1, a2_store::MAX_PAGE) as usize;
+        let mut page = RunnablePage::default();
+        for row in &rows {
+            let id = split_session_key(&get::<String>(row, "session")?).1.to_owned();
+            if get::<bool>(row, "runnable")? {
+                page.sessions.push(id.clone());
+            }
+            page.scanned_through = Some(id);
+        }
+        if rows.len() < limit {
+            page.scanned_through = None;
+        }
+        Ok(page)
     }
 }

@@ -338,7 +338,7 @@ impl Store for SqliteStore {
             .map_err(db_error)?;
         rows.iter().map(summary).collect()
     }
-    async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<Vec<String>, StoreError> {
+    async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<RunnablePage, StoreError> {
         self.runnable_sessions(params).await
     }
     async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
@@ -416,9 +416,21 @@ impl SqliteStore {
                     Int(500),
                 ],
             ),
-            ("consumer totals, recomputed", CONSUMER_TOTALS, vec![Text(lo), Text(hi)]),
+            ("consumer totals, recomputed", CONSUMER_TOTALS, vec![Text(lo.clone()), Text(hi.clone())]),
             ("consumer totals", crate::totals::KEPT_TOTALS, vec![Text(split_session_key(session).0.to_owned())]),
             ("snapshots of a session", SNAPSHOTS_OF_SESSION, vec![key()]),
+            (
+                "sessions with runnable work (the rescuer)",
+                crate::runnable::RUNNABLE_SESSIONS,
+                vec![
+                    Text(lo.clone()),
+                    Text(hi.clone()),
+                    Text(String::new()),
+                    Text(r#"["ordered","parallel"]"#.into()),
+                    Int(self.clock.now_ms()),
+                    Int(500),
+                ],
+            ),
             ("snapshot lookup", SNAPSHOT_GET, vec![key(), Text("count".into()), Int(i64::MAX)]),
         ];
         let mut plans = Vec::new();

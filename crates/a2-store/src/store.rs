@@ -58,10 +58,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn snapshot_put(&self, params: SnapshotPut) -> Result<(), StoreError>;
     async fn snapshot_get(&self, params: SnapshotGet) -> Result<Option<Snapshot>, StoreError>;
 
-    /// Ids of a contract's sessions with work no live claim holds (lapsed
-    /// leases, due retries, cursors behind the head, pending per-event heads),
-    /// in id order: a rescuer drains them so a crash strands nothing.
-    async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<Vec<String>, StoreError>;
+    /// Walk a contract's sessions by id, a bounded page at a time, for work no
+    /// live claim holds (lapsed leases, due retries, cursors behind the head,
+    /// pending per-event heads): a rescuer drains them so a crash strands nothing.
+    async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<RunnablePage, StoreError>;
 
     // ── reads (engine and Studio) ────────────────────────────────────
 

@@ -391,15 +391,25 @@ pub struct SessionsByActivity {
     pub limit: u32,
 }
 
-/// Sessions of a contract where a head of one of these consumers could run
-/// now and no live claim holds it: what a crashed process left behind.
+/// Look through the next `limit` sessions of a contract (by id) for those
+/// where a head of one of these consumers could run now and no live claim
+/// holds it: what a crashed process left behind.
 #[derive(Debug, Clone)]
 pub struct SessionsRunnable {
     pub contract: String,
     pub consumers: Vec<String>,
     /// Keyset: session ids strictly after this one.
     pub after: Option<String>,
+    /// Sessions looked at (not found) per call, so each call is bounded.
     pub limit: u32,
+}
+
+/// One page of the walk: the runnable sessions among those looked at, and
+/// where the walk goes on from (`None` when it reached the contract's end).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunnablePage {
+    pub sessions: Vec<String>,
+    pub scanned_through: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -322,7 +322,7 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<Vec<String>, StoreError> {
+    async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<RunnablePage, StoreError> {
         let now = self.now();
         let prefix = crate::session_key(&params.contract, "");
         let start = match &params.after {
@@ -330,13 +330,22 @@ impl Store for MemoryStore {
             None => std::ops::Bound::Included(prefix.clone()),
         };
         let sessions = self.lock();
-        Ok(sessions
+        let looked: Vec<(&String, &SessionRow)> = sessions
             .range((start, std::ops::Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(&prefix))
-            .filter(|(_, row)| row.runnable(&params.consumers, now))
             .take(page_size(params.limit))
-            .map(|(key, _)| crate::split_session_key(key).1.to_owned())
-            .collect())
+            .collect();
+        let id = |key: &str| crate::split_session_key(key).1.to_owned();
+        Ok(RunnablePage {
+            sessions: looked
+                .iter()
+                .filter(|(_, row)| row.runnable(&params.consumers, now))
+                .map(|(k, _)| id(k))
+                .collect(),
+            scanned_through: (looked.len() >= page_size(params.limit))
+                .then(|| looked.last().map(|(k, _)| id(k)))
+                .flatten(),
+        })
     }
 
     async fn session_list_by_activity(&self, params: SessionsByActivity) -> Result<Vec<SessionSummary>, StoreError> {
