@@ -2,6 +2,8 @@
 //! `chaos` contract and its consumers that the worker process runs, and the
 //! checks that every event was handled exactly once.
 
+pub mod cluster;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -70,3 +70,22 @@ pub async fn log_consumer_never_runs_an_untaken_type(factory: &dyn StoreFactory)
     let woken = store.cursor_wake(CursorWake { session: key("s"), consumer: ordered }).await.expect("wake");
     assert_eq!((woken.next, woken.failure_count), (None, 0), "caught up, with no failure charged: {woken:?}");
 }
+
+/// A head that threw, then lapsed on its retry: the takeover counts the
+/// lapse but keeps the error the consumer threw.
+pub async fn lapse_keeps_last_error(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    let consumers = [StoreConsumer::targeted("par")];
+    append(&*store, "s", vec![targeted("a", "tick", &[("par", None)])], &consumers).await;
+    let first = claim(&*store, "s", "h1", &consumers).await;
+    let head = first.heads[0].head.clone();
+    store.head_fail(fail_params("s", &head, first.heads[0].attempt)).await.expect("fail");
+    clock.advance(BACKOFF.max_ms);
+    let second = claim(&*store, "s", "h2", &consumers).await;
+    assert_eq!(second.heads[0].attempt, 2);
+    clock.advance(TTL + 1);
+    let third = claim(&*store, "s", "h3", &consumers).await;
+    assert_eq!((third.heads[0].attempt, third.heads[0].failure_count), (3, 2), "the lapse was counted");
+    let heads = store.head_list(&key("s")).await.expect("heads");
+    assert_eq!(heads[0].last_error.as_deref(), Some("boom at attempt 1"), "the thrown error is kept: {heads:#?}");
+}

@@ -13,10 +13,12 @@ use std::sync::Arc;
 use a2_store::{Clock, Store};
 
 pub mod engine;
+mod faulty;
 mod fidelity;
 mod healing;
 mod inspection;
 pub mod property;
+mod semantics;
 pub mod store;
 mod support;
 
@@ -88,6 +90,7 @@ macro_rules! conformance_suite {
                     audit_log_keeps_actions_newest_first,
                     redrive_and_clear_record_their_audit_entry_with_the_outcome,
                     log_consumer_never_runs_an_untaken_type,
+                    lapse_keeps_last_error,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;
@@ -112,6 +115,12 @@ macro_rules! conformance_suite {
                     stranded_work_heals_without_append,
                     due_retry_runs_after_restart,
                     duplicate_append_heals_pending_work,
+                    lane_fn_none_runs_concurrently,
+                    cleared_trigger_cannot_append,
+                    run_clearing_its_session_ends_its_attempt,
+                    consume_cycle_is_refused,
+                    claim_error_lets_running_heads_finish,
+                    fencing_holds_when_store_hangs,
                 );
             }
         }

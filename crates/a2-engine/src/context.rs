@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use a2_store::{Cause, Event, HeadRef};
+use a2_store::{Cause, Cleared, Event, HeadRef, SessionClear};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +29,8 @@ pub struct ConsumerSession {
     pub(crate) trigger_id: String,
     pub(crate) head: HeadRef,
     pub(crate) attempt: u32,
+    /// The run's own token: clearing the session from the run ends the attempt.
+    pub(crate) cancel: CancellationToken,
 }
 
 impl ConsumerSession {
@@ -52,6 +54,7 @@ impl ConsumerSession {
         if name.is_empty() {
             return Err(A2Error::InvalidArgument { message: "consumer append name must be a non-empty string".into() });
         }
+        self.check_trigger_not_cleared().await?;
         let events = events
             .into_iter()
             .enumerate()
@@ -68,9 +71,33 @@ impl ConsumerSession {
     /// The reducer's state through `through` (default: the trigger's index).
     /// Reading exactly the trigger's index pins that snapshot while this head runs.
     pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<Value, A2Error> {
+        self.check_trigger_not_cleared().await?;
         let through = through.unwrap_or(self.head.index);
         let pin = (through == self.head.index).then(|| self.head.clone());
         self.inner.state(&self.session_id, reducer, Some(through), pin).await
+    }
+
+    /// Clear the session (see `Session::clear`). Clearing through its own
+    /// trigger ends this attempt: its token is cancelled, later appends and
+    /// reads fail with `SESSION_CLEARED`, and what it returns is not appended.
+    pub async fn clear(&self, if_last_index: Option<u64>) -> Result<Cleared, A2Error> {
+        let key = self.inner.key(&self.session_id);
+        let cleared = self.inner.store.session_clear(SessionClear { session: key, if_last_index, audit: None }).await?;
+        if cleared.cleared && cleared.index >= self.head.index {
+            self.cancel.cancel();
+        }
+        Ok(cleared)
+    }
+
+    /// A run whose trigger lies at or below the clear boundary works on
+    /// events that are gone: it may neither append nor read state.
+    async fn check_trigger_not_cleared(&self) -> Result<(), A2Error> {
+        let key = self.inner.key(&self.session_id);
+        let clear_index = self.inner.store.session_bounds(&key).await?.clear_index;
+        if clear_index >= self.head.index {
+            return Err(A2Error::SessionCleared { session: self.session_id.clone(), index: clear_index });
+        }
+        Ok(())
     }
 
     /// Run another log consumer through an index (see `Session::consume`).
@@ -81,6 +108,6 @@ impl ConsumerSession {
                 consumer.name()
             )));
         }
-        self.inner.consume(&self.session_id, consumer, through).await
+        self.inner.consume(&self.session_id, consumer, through, Some(&self.head.consumer), None).await
     }
 }

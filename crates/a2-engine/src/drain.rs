@@ -87,6 +87,9 @@ pub(crate) struct DrainOptions {
     pub only: Option<Consumer>,
     /// With `only`: claim no head past this index.
     pub through: Option<u64>,
+    /// Started by a run (`ctx.session.consume`): its heads run without taking
+    /// a run permit, since the run waiting on them already holds one.
+    pub nested: bool,
 }
 
 /// How one run of a head ended.
@@ -176,6 +179,16 @@ pub(crate) async fn run_drain(
     session_id: &str,
     options: DrainOptions,
 ) -> Result<DrainResult, A2Error> {
+    join_drain(spawn_drain(inner, session_id, options)).await
+}
+
+/// Start a drain in a task of its own: dropping the caller's future (a
+/// cancelled `drain()` or `consume()`) must not kill the heads it runs.
+pub(crate) fn spawn_drain(
+    inner: &Arc<Inner>,
+    session_id: &str,
+    options: DrainOptions,
+) -> tokio::task::JoinHandle<Result<DrainResult, A2Error>> {
     let holder = uuid::Uuid::new_v4().to_string();
     let span = tracing::info_span!(
         "a2.drain",
@@ -186,43 +199,57 @@ pub(crate) async fn run_drain(
         a2.drain.processed = tracing::field::Empty,
         a2.drain.outcome = tracing::field::Empty,
     );
-    async {
-        let result = Drain::new(inner, session_id, holder, options).run().await;
-        if let Ok(result) = &result {
-            let span = tracing::Span::current();
-            span.record("a2.drain.processed", result.processed);
-            span.record("a2.drain.outcome", format!("{:?}", result.outcome).to_lowercase());
+    let drain = Drain::new(inner.clone(), session_id.to_owned(), holder, options);
+    tokio::spawn(
+        async move {
+            let result = drain.run().await;
+            if let Ok(result) = &result {
+                let span = tracing::Span::current();
+                span.record("a2.drain.processed", result.processed);
+                span.record("a2.drain.outcome", format!("{:?}", result.outcome).to_lowercase());
+            }
+            result
         }
-        result
-    }
-    .instrument(span)
-    .await
+        .instrument(span),
+    )
 }
 
-struct Drain<'a> {
-    inner: &'a Arc<Inner>,
-    session_id: &'a str,
+pub(crate) async fn join_drain(
+    handle: tokio::task::JoinHandle<Result<DrainResult, A2Error>>,
+) -> Result<DrainResult, A2Error> {
+    handle.await.unwrap_or_else(|join| {
+        Err(A2Error::StoreUnavailable { message: format!("the drain's task ended before it finished: {join}") })
+    })
+}
+
+struct Drain {
+    inner: Arc<Inner>,
+    session_id: String,
     key: String,
     holder: String,
     consumers: Vec<Consumer>,
     through: Option<u64>,
     background_after: bool,
+    nested: bool,
     active: HashMap<HeadRef, Active>,
     tasks: JoinSet<(HeadRef, u32, HeadOutcome)>,
     excluded: Vec<HeadRef>,
     processed: u64,
     failure_retry_at: Option<Millis>,
     store_error: Option<StoreError>,
+    /// A claim failed: claim no more, let the running heads settle, then report it.
+    claim_error: Option<A2Error>,
     /// The last claim took as many heads as it could: more may be waiting.
     saturated: bool,
     settle: SettleQueue,
     _settler: AbortOnDropUnit,
 }
 
-impl<'a> Drain<'a> {
-    fn new(inner: &'a Arc<Inner>, session_id: &'a str, holder: String, options: DrainOptions) -> Self {
+impl Drain {
+    fn new(inner: Arc<Inner>, session_id: String, holder: String, options: DrainOptions) -> Self {
         let background_after = options.only.is_some();
-        let (settle, settler) = spawn_settler(inner, inner.key(session_id));
+        let key = inner.key(&session_id);
+        let (settle, settler) = spawn_settler(&inner, key.clone());
         let consumers = match options.only {
             Some(only) => vec![only],
             None => inner.consumers.clone(),
@@ -230,17 +257,19 @@ impl<'a> Drain<'a> {
         Self {
             inner,
             session_id,
-            key: inner.key(session_id),
+            key,
             holder,
             consumers,
             through: options.through,
             background_after,
+            nested: options.nested,
             active: HashMap::new(),
             tasks: JoinSet::new(),
             excluded: Vec::new(),
             processed: 0,
             failure_retry_at: None,
             store_error: None,
+            claim_error: None,
             saturated: false,
             settle,
             _settler: settler,
@@ -259,12 +288,21 @@ impl<'a> Drain<'a> {
         let mut completed_since_claim = false;
         let mut last = Claimed::default();
         loop {
-            if claim_again {
+            if claim_again && self.claim_error.is_none() {
                 claim_again = false;
                 completed_since_claim = false;
-                last = self.claim().await?;
+                match self.claim().await {
+                    Ok(claimed) => last = claimed,
+                    Err(error) => {
+                        tracing::warn!(code = error.code(), %error, "a claim failed; the running heads finish first");
+                        self.claim_error = Some(error);
+                    }
+                }
             }
             if self.active.is_empty() {
+                if let Some(error) = self.claim_error.take() {
+                    return Err(error);
+                }
                 // One more look before settling: work may have arrived since the last claim.
                 if completed_since_claim {
                     claim_again = true;
@@ -272,9 +310,7 @@ impl<'a> Drain<'a> {
                 }
                 return self.finish(&last);
             }
-            let now = self.inner.clock.now_ms();
-            let next_lapse = self.active.values().map(|a| a.expires_at).min().unwrap_or(now);
-            let lapse_in = Duration::from_millis(u64::try_from(next_lapse - now).unwrap_or(0));
+            let lapse_in = self.next_lapse_in();
             tokio::select! {
                 joined = self.tasks.join_next() => {
                     let Some(joined) = joined else { continue };
@@ -291,8 +327,38 @@ impl<'a> Drain<'a> {
                         Err(error) => tracing::error!(%error, "a head's task failed; its lease will lapse"),
                     }
                 }
-                _ = heartbeat.tick() => self.renew().await,
+                _ = heartbeat.tick() => {
+                    if !self.renew().await {
+                        // Try again soon, spread out so holders that lost the store together do not return together.
+                        heartbeat.reset_after(jitter(timings.claim_heartbeat / 4));
+                    }
+                }
                 () = tokio::time::sleep(lapse_in) => self.fence_lapsed(),
+            }
+        }
+    }
+
+    /// Time until the earliest local lease estimate of a running head lapses.
+    fn next_lapse_in(&self) -> Duration {
+        let now = self.inner.clock.now_ms();
+        let Some(next) = self.active.values().map(|a| a.expires_at).min() else {
+            return self.inner.timings.claim_ttl;
+        };
+        Duration::from_millis(u64::try_from(next - now).unwrap_or(0))
+    }
+
+    /// Await a store call while still fencing: a head whose lease lapses is
+    /// abandoned on time however long the call hangs, and the call itself
+    /// gives up after a lease's length (`None`), when its answer is moot.
+    async fn fenced_call<T>(&mut self, call: impl std::future::Future<Output = T>) -> Option<T> {
+        let deadline = tokio::time::Instant::now() + self.inner.timings.claim_ttl;
+        tokio::pin!(call);
+        loop {
+            let lapse_in = self.next_lapse_in();
+            tokio::select! {
+                out = &mut call => return Some(out),
+                () = tokio::time::sleep(lapse_in), if !self.active.is_empty() => self.fence_lapsed(),
+                () = tokio::time::sleep_until(deadline) => return None,
             }
         }
     }
@@ -323,7 +389,7 @@ impl<'a> Drain<'a> {
         }
         let processed = self.processed;
         if self.background_after && processed > 0 {
-            self.inner.schedule_drain(self.session_id);
+            self.inner.schedule_drain(&self.session_id);
         }
         let (outcome, retry_at) = if let Some(at) = last.busy_until {
             (DrainOutcome::Busy, Some(at))
@@ -336,7 +402,7 @@ impl<'a> Drain<'a> {
     }
 
     async fn claim(&mut self) -> Result<Claimed, A2Error> {
-        let timings = &self.inner.timings;
+        let timings = self.inner.timings.clone();
         let span = tracing::info_span!(
             "a2.claim",
             a2.contract = %self.inner.contract.name(),
@@ -361,7 +427,18 @@ impl<'a> Drain<'a> {
                 .max(1),
         };
         let limit = params.limit as usize;
-        let claimed = self.inner.store.head_claim(params).instrument(span.clone()).await?;
+        let store = self.inner.store.clone();
+        let claimed = match self.fenced_call(store.head_claim(params).instrument(span.clone())).await {
+            Some(claimed) => claimed?,
+            None => {
+                return Err(A2Error::StoreUnavailable {
+                    message: format!(
+                        "a claim in session '{}' took longer than a lease; gave up on it",
+                        self.session_id
+                    ),
+                })
+            }
+        };
         self.saturated = claimed.heads.len() >= limit;
         span.record("a2.claim.count", claimed.heads.len());
         span.record("a2.claim.exhausted", claimed.exhausted.len());
@@ -386,7 +463,7 @@ impl<'a> Drain<'a> {
     }
 
     fn report_exhausted(&self, head: &ClaimedHead, session_head: u64) {
-        let span = event_span(self.inner, self.session_id, head, session_head);
+        let span = event_span(&self.inner, &self.session_id, head, session_head);
         span.record("a2.event.outcome", "dead_lettered");
         tracing::warn!(parent: &span, consumer = %head.head.consumer, index = head.head.index, "dead-lettered on takeover: its lapsed attempts used up the budget");
     }
@@ -403,7 +480,12 @@ impl<'a> Drain<'a> {
         let cancel = CancellationToken::new();
         let completing = Arc::new(AtomicBool::new(false));
         let attempt = claimed.attempt;
-        let fence = Fence { cancel: cancel.clone(), completing: completing.clone(), settle: self.settle.clone() };
+        let fence = Fence {
+            cancel: cancel.clone(),
+            completing: completing.clone(),
+            settle: self.settle.clone(),
+            nested: self.nested,
+        };
         let task = run_head(self.inner.clone(), consumer, claimed, self.session_id.to_owned(), fence, session_head);
         let task_head = head.clone();
         let abort = self.tasks.spawn(async move { (task_head, attempt, task.await) });
@@ -438,9 +520,10 @@ impl<'a> Drain<'a> {
         }
     }
 
-    async fn renew(&mut self) {
+    /// Renew the leases of running heads; `false` when the store did not answer in time.
+    async fn renew(&mut self) -> bool {
         if self.active.is_empty() {
-            return;
+            return true;
         }
         let requested_at = self.inner.clock.now_ms();
         let ttl_ms = millis(self.inner.timings.claim_ttl);
@@ -451,31 +534,45 @@ impl<'a> Drain<'a> {
             .map(|(head, a)| HeldHead { head: head.clone(), attempt: a.attempt })
             .collect();
         let params = HeadRenew { session: self.key.clone(), holder: self.holder.clone(), ttl_ms, heads };
-        match self.inner.store.head_renew(params).await {
-            Ok(renewed) => {
-                for head in renewed.renewed {
-                    if let Some(active) = self.active.get_mut(&head) {
-                        active.expires_at = requested_at + ttl_ms;
-                    }
-                }
-                for head in renewed.superseded {
-                    // A head that is writing its outcome may already have moved on: that is its own completion.
-                    if self.active.get(&head).is_some_and(|a| a.completing.load(Ordering::SeqCst)) {
-                        continue;
-                    }
-                    tracing::info!(
-                        code = "SUPERSEDED_ATTEMPT",
-                        "a newer attempt owns event {} for consumer '{}' in session '{}'",
-                        head.index,
-                        head.consumer,
-                        self.session_id
-                    );
-                    self.give_up(&head);
-                }
+        let store = self.inner.store.clone();
+        let renewed = match self.fenced_call(store.head_renew(params)).await {
+            Some(Ok(renewed)) => renewed,
+            Some(Err(error)) => {
+                tracing::warn!(%error, "lease renewal failed; heads self-fence if it keeps failing");
+                return false;
             }
-            Err(error) => tracing::warn!(%error, "lease renewal failed; heads self-fence if it keeps failing"),
+            None => {
+                tracing::warn!("lease renewal took longer than a lease; heads self-fence if it keeps failing");
+                return false;
+            }
+        };
+        for head in renewed.renewed {
+            if let Some(active) = self.active.get_mut(&head) {
+                active.expires_at = requested_at + ttl_ms;
+            }
         }
+        for head in renewed.superseded {
+            // A head that is writing its outcome may already have moved on: that is its own completion.
+            if self.active.get(&head).is_some_and(|a| a.completing.load(Ordering::SeqCst)) {
+                continue;
+            }
+            tracing::info!(
+                code = "SUPERSEDED_ATTEMPT",
+                "a newer attempt owns event {} for consumer '{}' in session '{}'",
+                head.index,
+                head.consumer,
+                self.session_id
+            );
+            self.give_up(&head);
+        }
+        true
     }
+}
+
+/// A random pause of up to `max`.
+fn jitter(max: Duration) -> Duration {
+    let spread = u64::try_from(max.as_millis()).unwrap_or(u64::MAX).max(1);
+    Duration::from_millis((uuid::Uuid::new_v4().as_u128() % u128::from(spread)) as u64)
 }
 
 fn min_opt(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
@@ -509,6 +606,8 @@ struct Fence {
     cancel: CancellationToken,
     completing: Arc<AtomicBool>,
     settle: SettleQueue,
+    /// Run without a permit: a run waiting in `consume` holds one for it.
+    nested: bool,
 }
 
 type SettleReply = tokio::sync::oneshot::Sender<Result<bool, StoreError>>;
@@ -581,8 +680,15 @@ async fn run_and_settle(
     fence: Fence,
 ) -> HeadOutcome {
     // Waits while the server runs as many heads as it may; the lease is renewed meanwhile.
-    let Ok(_running) = inner.running.clone().acquire_owned().await else {
-        return HeadOutcome::Superseded;
+    // A nested consume's heads skip the queue: the runs waiting on them hold permits already,
+    // and enough of those would leave none for the heads they wait on.
+    let _running = if fence.nested {
+        None
+    } else {
+        match inner.running.clone().acquire_owned().await {
+            Ok(permit) => Some(permit),
+            Err(_) => return HeadOutcome::Superseded,
+        }
     };
     let run_token = fence.cancel.child_token();
     let _abort_watch = abort_watch(inner, consumer, claimed, run_token.clone());
@@ -597,6 +703,7 @@ async fn run_and_settle(
             trigger_id: claimed.event.id.clone(),
             head: claimed.head.clone(),
             attempt: claimed.attempt,
+            cancel: run_token.clone(),
         },
         cancel: run_token,
     };

@@ -38,6 +38,10 @@ pub enum A2Error {
     ConsumerDeadLettered { consumer: String, session: String, index: u64, last_error: String },
     #[error("session '{session}' was cleared through {index}")]
     SessionCleared { session: String, index: u64 },
+    #[error("consumer '{waiter}' can't consume '{consumer}' through {through}: '{consumer}' is waiting on it in session '{session}'")]
+    ConsumeCycle { waiter: String, consumer: String, session: String, through: u64 },
+    #[error("cancelled: {message}")]
+    Cancelled { message: String },
     #[error("{0}")]
     Store(StoreError),
 }
@@ -61,6 +65,8 @@ impl A2Error {
             Self::ClaimExpired { .. } => "CLAIM_EXPIRED",
             Self::ConsumerDeadLettered { .. } => "CONSUMER_DEAD_LETTERED",
             Self::SessionCleared { .. } => "SESSION_CLEARED",
+            Self::ConsumeCycle { .. } => "CONSUME_CYCLE",
+            Self::Cancelled { .. } => "CANCELLED",
             Self::Store(e) => e.code(),
         }
     }

@@ -48,6 +48,52 @@ pub(crate) struct Inner {
     pub refresher: std::sync::atomic::AtomicBool,
     /// The rescuer runs from the first moment a background server has a runtime.
     pub rescuer: std::sync::atomic::AtomicBool,
+    /// Per session, which consumer's running head waits in `consume` on which:
+    /// a cycle there would wait forever.
+    pub consume_waits: Mutex<HashMap<String, HashMap<String, String>>>,
+}
+
+/// A run's wait in `consume`, recorded while it lasts. One that would close
+/// a cycle is not recorded: it may only return what is already done.
+pub(crate) struct ConsumeWait {
+    inner: Arc<Inner>,
+    session: String,
+    recorded: Option<String>,
+    /// The waiter, when waiting would close a cycle.
+    pub cycle: Option<String>,
+}
+
+impl ConsumeWait {
+    fn record(inner: &Arc<Inner>, session_id: &str, waiter: Option<&str>, target: &str) -> Self {
+        let mut wait = Self { inner: inner.clone(), session: session_id.to_owned(), recorded: None, cycle: None };
+        let Some(waiter) = waiter else { return wait };
+        let mut all = inner.consume_waits.lock().unwrap_or_else(|p| p.into_inner());
+        let waits = all.entry(session_id.to_owned()).or_default();
+        let mut next = Some(target.to_owned());
+        while let Some(name) = next {
+            if name == waiter {
+                wait.cycle = Some(waiter.to_owned());
+                return wait;
+            }
+            next = waits.get(&name).cloned();
+        }
+        waits.insert(waiter.to_owned(), target.to_owned());
+        wait.recorded = Some(waiter.to_owned());
+        wait
+    }
+}
+
+impl Drop for ConsumeWait {
+    fn drop(&mut self) {
+        let Some(waiter) = self.recorded.take() else { return };
+        let mut all = self.inner.consume_waits.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(waits) = all.get_mut(&self.session) {
+            waits.remove(&waiter);
+            if waits.is_empty() {
+                all.remove(&self.session);
+            }
+        }
+    }
 }
 
 /// Builds a [`Server`].
@@ -115,6 +161,7 @@ impl ServerBuilder {
                 running: Arc::new(tokio::sync::Semaphore::new(self.max_running)),
                 refresher: std::sync::atomic::AtomicBool::new(false),
                 rescuer: std::sync::atomic::AtomicBool::new(false),
+                consume_waits: Mutex::new(HashMap::new()),
             }),
         };
         // Built inside a runtime: look for work left by dead processes from the start.
@@ -239,7 +286,18 @@ impl Session {
 
     /// Run a log consumer until its cursor passes `through` (default: the head now).
     pub async fn consume(&self, consumer: &Consumer, through: Option<u64>) -> Result<u64, A2Error> {
-        self.inner.consume(&self.id, consumer, through).await
+        self.inner.consume(&self.id, consumer, through, None, None).await
+    }
+
+    /// `consume`, whose wait `cancel` stops with `CANCELLED`; a run already
+    /// in progress carries on, and so does what it starts.
+    pub async fn consume_until_cancelled(
+        &self,
+        consumer: &Consumer,
+        through: Option<u64>,
+        cancel: CancellationToken,
+    ) -> Result<u64, A2Error> {
+        self.inner.consume(&self.id, consumer, through, None, Some(cancel)).await
     }
 
     pub async fn dead_letters(&self) -> Result<Vec<DeadLetter>, A2Error> {
@@ -326,18 +384,27 @@ impl Inner {
             .into_iter()
             .map(|input| {
                 self.contract.validate(&input.event_type, &input.payload)?;
-                let targets = self
-                    .consumers
-                    .iter()
-                    .filter(|c| c.takes(&input.event_type))
-                    .filter_map(|c| match &c.def.lane {
-                        Lane::Log(_) => None,
-                        Lane::Concurrent => Some(Target { consumer: c.name().to_owned(), lane: None }),
-                        Lane::Function(lane_of) => lane_of(session_id, &input)
-                            .filter(|lane| !lane.is_empty())
-                            .map(|lane| Target { consumer: c.name().to_owned(), lane: Some(lane) }),
-                    })
-                    .collect();
+                let mut targets = Vec::new();
+                for consumer in self.consumers.iter().filter(|c| c.takes(&input.event_type)) {
+                    let consumer_name = consumer.name().to_owned();
+                    match &consumer.def.lane {
+                        Lane::Log(_) => {}
+                        Lane::Concurrent => targets.push(Target { consumer: consumer_name, lane: None }),
+                        // No lane means: run it concurrently, not: drop it.
+                        Lane::Function(lane_of) => match lane_of(session_id, &input) {
+                            Some(lane) if lane.is_empty() => {
+                                return Err(A2Error::InvalidArgument {
+                                    message: format!(
+                                        "the lane function of consumer '{consumer_name}' returned an empty lane for a \
+                                         '{}' event in session '{session_id}': return a non-empty lane, or none to run it concurrently",
+                                        input.event_type
+                                    ),
+                                })
+                            }
+                            lane => targets.push(Target { consumer: consumer_name, lane }),
+                        },
+                    }
+                }
                 Ok(NewEvent {
                     id: input.id.unwrap_or_else(ids::random_event_id),
                     event_type: input.event_type,
@@ -528,6 +595,8 @@ impl Inner {
         session_id: &str,
         consumer: &Consumer,
         through: Option<u64>,
+        waiter: Option<&str>,
+        cancel: Option<CancellationToken>,
     ) -> Result<u64, A2Error> {
         if !consumer.is_log() {
             return Err(A2Error::invalid_consumer(format!(
@@ -544,6 +613,8 @@ impl Inner {
                 )));
             }
         }
+        // Checked and recorded before any await, so two runs cannot both pass.
+        let wait = ConsumeWait::record(self, session_id, waiter, consumer.name());
         let span = tracing::info_span!(
             "a2.consume",
             a2.contract = %self.contract.name(),
@@ -553,51 +624,100 @@ impl Inner {
             a2.consume.index = tracing::field::Empty,
             a2.consume.drains = tracing::field::Empty,
         );
-        async {
-            let wake = CursorWake { session: self.key(session_id), consumer: consumer.store_consumer() };
-            let mut woken = self.store.cursor_wake(wake.clone()).await?;
-            let through = through.unwrap_or(woken.session_head).min(woken.session_head);
-            tracing::Span::current().record("a2.consume.through", through);
-            let done = |next: Option<u64>| next.is_none_or(|n| n > through);
-            let mut drains = 0u32;
-            let mut wait = self.timings.consume_wait_min;
-            while !done(woken.next) {
-                if woken.failed_at.is_some() {
-                    return Err(A2Error::ConsumerDeadLettered {
-                        consumer: consumer.name().to_owned(),
-                        session: session_id.to_owned(),
-                        index: woken.next.unwrap_or(0),
-                        last_error: woken
-                            .last_error
-                            .clone()
-                            .unwrap_or_else(|| "every attempt ended before it finished".into()),
-                    });
-                }
-                drains += 1;
-                let options = DrainOptions { only: Some(consumer.clone()), through: Some(through) };
-                crate::drain::run_drain(self, session_id, options).await?;
-                let before = woken;
-                woken = self.store.cursor_wake(wake.clone()).await?;
-                let moved = woken.next != before.next || woken.attempt_count != before.attempt_count;
-                if done(woken.next) || moved {
-                    wait = self.timings.consume_wait_min;
-                    continue;
-                }
-                // Another invocation holds the head, or it waits out a failure.
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(self.timings.consume_wait_max);
+        let nested = waiter.is_some();
+        let result = self.consume_loop(session_id, consumer, through, &wait, nested, cancel).instrument(span).await;
+        drop(wait);
+        result
+    }
+
+    async fn consume_loop(
+        self: &Arc<Self>,
+        session_id: &str,
+        consumer: &Consumer,
+        through: Option<u64>,
+        wait_record: &ConsumeWait,
+        nested: bool,
+        cancel: Option<CancellationToken>,
+    ) -> Result<u64, A2Error> {
+        let cancelled = || async {
+            match &cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
             }
-            if drains > 0 {
-                self.schedule_drain(session_id);
+        };
+        let wake = CursorWake { session: self.key(session_id), consumer: consumer.store_consumer() };
+        let mut woken = self.store.cursor_wake(wake.clone()).await?;
+        let through = through.unwrap_or(woken.session_head).min(woken.session_head);
+        tracing::Span::current().record("a2.consume.through", through);
+        let done = |next: Option<u64>| next.is_none_or(|n| n > through);
+        if let Some(waiter) = wait_record.cycle.as_deref() {
+            if !done(woken.next) {
+                return Err(A2Error::ConsumeCycle {
+                    waiter: waiter.to_owned(),
+                    consumer: consumer.name().to_owned(),
+                    session: session_id.to_owned(),
+                    through,
+                });
             }
-            let index = woken.next.map_or(woken.session_head, |n| n - 1);
-            let span = tracing::Span::current();
-            span.record("a2.consume.index", index);
-            span.record("a2.consume.drains", drains);
-            Ok(index)
         }
-        .instrument(span)
-        .await
+        let mut drains = 0u32;
+        let mut wait = self.timings.consume_wait_min;
+        while !done(woken.next) {
+            if cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
+                return Err(A2Error::Cancelled { message: format!("consume of '{}' was cancelled", consumer.name()) });
+            }
+            if woken.failed_at.is_some() {
+                return Err(A2Error::ConsumerDeadLettered {
+                    consumer: consumer.name().to_owned(),
+                    session: session_id.to_owned(),
+                    index: woken.next.unwrap_or(0),
+                    last_error: woken
+                        .last_error
+                        .clone()
+                        .unwrap_or_else(|| "every attempt ended before it finished".into()),
+                });
+            }
+            drains += 1;
+            let options = DrainOptions { only: Some(consumer.clone()), through: Some(through), nested };
+            let mut drain = crate::drain::spawn_drain(self, session_id, options);
+            tokio::select! {
+                joined = &mut drain => {
+                    joined.unwrap_or_else(|join| Err(A2Error::StoreUnavailable { message: format!("the drain's task ended: {join}") }))?;
+                }
+                () = cancelled() => {
+                    // The wait stops; the drain and its running heads carry on, and what they
+                    // append still reaches the server's consumers.
+                    let inner = self.clone();
+                    let id = session_id.to_owned();
+                    tokio::spawn(async move {
+                        let _ = drain.await;
+                        inner.schedule_drain(&id);
+                    });
+                    return Err(A2Error::Cancelled { message: format!("consume of '{}' was cancelled", consumer.name()) });
+                }
+            }
+            let before = woken;
+            woken = self.store.cursor_wake(wake.clone()).await?;
+            let moved = woken.next != before.next || woken.attempt_count != before.attempt_count;
+            if done(woken.next) || moved {
+                wait = self.timings.consume_wait_min;
+                continue;
+            }
+            // Another invocation holds the head, or it waits out a failure.
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = cancelled() => {}
+            }
+            wait = (wait * 2).min(self.timings.consume_wait_max);
+        }
+        if drains > 0 {
+            self.schedule_drain(session_id);
+        }
+        let index = woken.next.map_or(woken.session_head, |n| n - 1);
+        let span = tracing::Span::current();
+        span.record("a2.consume.index", index);
+        span.record("a2.consume.drains", drains);
+        Ok(index)
     }
 
     /// Keep the store's consumer totals fresh while this server works in the background.

@@ -347,6 +347,11 @@ impl Store for PgStore {
     async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<RunnablePage, StoreError> {
         self.runnable_sessions(params).await
     }
+    async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        let bounds = crate::writes::session_row(&mut conn, session).await?;
+        Ok(bounds.map_or_else(SessionBounds::default, |(head, clear_index)| SessionBounds { head, clear_index }))
+    }
     async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
         self.get_session(session).await
     }

@@ -15,7 +15,7 @@ fn json_list<T: serde::Serialize>(items: &[T]) -> Result<String, StoreError> {
 }
 
 /// `(head, clear_index)` of a session, if it exists.
-async fn session_row(conn: &mut SqliteConnection, key: &str) -> Result<Option<(u64, u64)>, StoreError> {
+pub(crate) async fn session_row(conn: &mut SqliteConnection, key: &str) -> Result<Option<(u64, u64)>, StoreError> {
     let row = sqlx::query("SELECT head, clear_index FROM a2_sessions WHERE session = ?")
         .bind(key)
         .fetch_optional(conn)

@@ -61,8 +61,11 @@ impl HeadState {
         if let Some(holder) = self.lease_holder.take() {
             self.lease_expires_at = None;
             self.failure_count += 1;
-            self.last_error =
-                Some(format!("attempt {} by holder {holder} lapsed without completing", self.attempt_count));
+            // The lapse is counted; the error the consumer last threw is what an operator needs.
+            if self.last_error.is_none() {
+                self.last_error =
+                    Some(format!("attempt {} by holder {holder} lapsed without completing", self.attempt_count));
+            }
             if self.failure_count >= max_failures {
                 self.failed_at = Some(now);
                 self.next_attempt_at = None;

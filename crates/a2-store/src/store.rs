@@ -52,6 +52,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Make sure a log consumer has its cursor in the session and report it.
     async fn cursor_wake(&self, params: CursorWake) -> Result<CursorState, StoreError>;
 
+    /// A session's head and clear boundary (zeros when it does not exist): a
+    /// primary-key read on the engine's connections, cheap enough for every
+    /// append a run makes, which must not outlive its cleared trigger.
+    async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError>;
+
     /// Set the clear boundary at the head (guarded by `if_last_index`).
     async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError>;
 

@@ -316,6 +316,13 @@ pub struct CursorState {
     pub next_attempt_at: Option<Millis>,
 }
 
+/// Where a session's log ends and where its clear boundary lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SessionBounds {
+    pub head: u64,
+    pub clear_index: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct SessionClear {
     pub session: String,

@@ -239,6 +239,13 @@ impl Store for MemoryStore {
         Ok(crate::rules::cursor_state(head, cursor.next, cursor.state.clone()))
     }
 
+    async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
+        let sessions = self.lock();
+        Ok(sessions
+            .get(session)
+            .map_or_else(SessionBounds::default, |row| SessionBounds { head: row.head, clear_index: row.clear_index }))
+    }
+
     async fn snapshot_put(&self, params: SnapshotPut) -> Result<(), StoreError> {
         let now = self.now();
         let mut sessions = self.lock();

@@ -1,0 +1,130 @@
+//! A store wrapper that hangs or fails chosen calls, for scenarios about
+//! what the engine does when its store misbehaves.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use a2_store::*;
+
+/// Delegates to `inner`, except the calls switched to hang (never answer)
+/// or to fail (`STORE_UNAVAILABLE`).
+#[derive(Debug)]
+pub struct Faulty {
+    pub inner: Arc<dyn Store>,
+    pub hang_renew: AtomicBool,
+    pub hang_claim: AtomicBool,
+    pub fail_claim: AtomicBool,
+}
+
+impl Faulty {
+    pub fn new(inner: Arc<dyn Store>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            hang_renew: AtomicBool::new(false),
+            hang_claim: AtomicBool::new(false),
+            fail_claim: AtomicBool::new(false),
+        })
+    }
+}
+
+async fn hang_if(switch: &AtomicBool) {
+    if switch.load(Ordering::SeqCst) {
+        std::future::pending::<()>().await;
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for Faulty {
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.inner.clock()
+    }
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        self.inner.changes()
+    }
+    async fn event_append(&self, params: EventAppend) -> Result<Appended, StoreError> {
+        self.inner.event_append(params).await
+    }
+    async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
+        hang_if(&self.hang_claim).await;
+        if self.fail_claim.load(Ordering::SeqCst) {
+            return Err(StoreError::unavailable("claims are switched to fail"));
+        }
+        self.inner.head_claim(params).await
+    }
+    async fn head_renew(&self, params: HeadRenew) -> Result<Renewed, StoreError> {
+        hang_if(&self.hang_renew).await;
+        self.inner.head_renew(params).await
+    }
+    async fn head_complete(&self, params: HeadComplete) -> Result<CompleteOutcome, StoreError> {
+        self.inner.head_complete(params).await
+    }
+    async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
+        self.inner.head_complete_many(params).await
+    }
+    async fn head_fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError> {
+        self.inner.head_fail(params).await
+    }
+    async fn dead_letter_redrive(&self, params: DeadLetterRedrive) -> Result<bool, StoreError> {
+        self.inner.dead_letter_redrive(params).await
+    }
+    async fn cursor_wake(&self, params: CursorWake) -> Result<CursorState, StoreError> {
+        self.inner.cursor_wake(params).await
+    }
+    async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
+        self.inner.session_bounds(session).await
+    }
+    async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
+        self.inner.session_clear(params).await
+    }
+    async fn snapshot_put(&self, params: SnapshotPut) -> Result<(), StoreError> {
+        self.inner.snapshot_put(params).await
+    }
+    async fn snapshot_get(&self, params: SnapshotGet) -> Result<Option<Snapshot>, StoreError> {
+        self.inner.snapshot_get(params).await
+    }
+    async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<RunnablePage, StoreError> {
+        self.inner.session_list_runnable(params).await
+    }
+    async fn event_list(&self, params: EventList) -> Result<Vec<Event>, StoreError> {
+        self.inner.event_list(params).await
+    }
+    async fn contract_list(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.contract_list().await
+    }
+    async fn session_list(&self, params: SessionList) -> Result<Vec<SessionSummary>, StoreError> {
+        self.inner.session_list(params).await
+    }
+    async fn session_list_by_activity(&self, params: SessionsByActivity) -> Result<Vec<SessionSummary>, StoreError> {
+        self.inner.session_list_by_activity(params).await
+    }
+    async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
+        self.inner.session_get(session).await
+    }
+    async fn head_list(&self, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
+        self.inner.head_list(session).await
+    }
+    async fn head_scan(&self, params: HeadScan) -> Result<Vec<HeadInfo>, StoreError> {
+        self.inner.head_scan(params).await
+    }
+    async fn dead_letter_list(&self, params: DeadLetterList) -> Result<Vec<DeadLetter>, StoreError> {
+        self.inner.dead_letter_list(params).await
+    }
+    async fn consumer_totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>, StoreError> {
+        self.inner.consumer_totals(contract).await
+    }
+    async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError> {
+        self.inner.consumer_totals_refresh().await
+    }
+    async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError> {
+        self.inner.consumer_totals_snapshot(contract).await
+    }
+    async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
+        self.inner.snapshot_list(session).await
+    }
+    async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {
+        self.inner.audit_append(entry).await
+    }
+    async fn audit_list(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError> {
+        self.inner.audit_list(params).await
+    }
+}
