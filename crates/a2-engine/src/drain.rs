@@ -239,6 +239,8 @@ struct Drain {
     store_error: Option<StoreError>,
     /// A claim failed: claim no more, let the running heads settle, then report it.
     claim_error: Option<A2Error>,
+    /// A head this drain gave up when its lease lapsed is still to be done after this.
+    lapsed_until: Option<Millis>,
     /// The last claim took as many heads as it could: more may be waiting.
     saturated: bool,
     settle: SettleQueue,
@@ -270,6 +272,7 @@ impl Drain {
             failure_retry_at: None,
             store_error: None,
             claim_error: None,
+            lapsed_until: None,
             saturated: false,
             settle,
             _settler: settler,
@@ -391,7 +394,7 @@ impl Drain {
         if self.background_after && processed > 0 {
             self.inner.schedule_drain(&self.session_id);
         }
-        let (outcome, retry_at) = if let Some(at) = last.busy_until {
+        let (outcome, retry_at) = if let Some(at) = min_opt(last.busy_until, self.lapsed_until) {
             (DrainOutcome::Busy, Some(at))
         } else if let Some(at) = min_opt(last.retry_at, self.failure_retry_at) {
             (DrainOutcome::Stalled, Some(at))
@@ -498,6 +501,8 @@ impl Drain {
         let lapsed: Vec<HeadRef> =
             self.active.iter().filter(|(_, a)| a.expires_at <= now).map(|(h, _)| h.clone()).collect();
         for head in lapsed {
+            // Its store lease ends about now: the head is another holder's (or a later drain's) to take.
+            self.lapsed_until = Some(self.lapsed_until.map_or(now, |at| at.max(now)));
             tracing::warn!(
                 code = "CLAIM_EXPIRED",
                 "the claim on event {} for consumer '{}' in session '{}' lapsed without renewal",
