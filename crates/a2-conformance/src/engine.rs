@@ -14,6 +14,7 @@ use tokio::sync::{Barrier, Notify};
 use crate::StoreFactory;
 
 pub use crate::healing::*;
+pub use crate::reads::*;
 pub use crate::semantics::*;
 
 #[derive(Deserialize)]
@@ -141,7 +142,8 @@ pub(crate) async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
 }
 
 pub(crate) async fn dead_letters(session: &Session) -> Vec<a2_store::DeadLetter> {
-    session.dead_letters().await.unwrap_or_else(|e| panic!("dead letters: {e}"))
+    let heads = session.dead_letters().await.unwrap_or_else(|e| panic!("dead letters: {e}"));
+    heads.into_iter().map(|h| h.letter).collect()
 }
 
 pub async fn engine_runs_each_consumer_kind(factory: &dyn StoreFactory, pace: Pace) {
@@ -188,7 +190,10 @@ pub async fn engine_rejects_unknown_types_and_invalid_payloads(factory: &dyn Sto
     );
     let v5 = ids::appended_event_id("t", "n", 0, "c");
     assert_eq!(code(session.append(vec![tick(1).with_id(v5)]).await), Err("INVALID_EVENT_ID"));
-    assert!(session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}")).is_empty(), "a refused batch wrote nothing");
+    assert!(
+        session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}")).is_empty(),
+        "a refused batch wrote nothing"
+    );
     assert_eq!(server.session("a\u{1f}b").map(|_| ()).map_err(|e| e.code()), Err("INVALID_SESSION_ID"));
     assert_eq!(server.session("").map(|_| ()).map_err(|e| e.code()), Err("INVALID_SESSION_ID"));
     let build = |b: ConsumerBuilder| b.run(|_| async { Ok::<(), BoxError>(()) }).map(|_| ()).map_err(|e| e.code());
@@ -463,13 +468,13 @@ pub async fn engine_deterministic_ids_survive_a_rerun(factory: &dyn StoreFactory
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let trigger = session.append(vec![order("ann", 1)]).await.unwrap_or_else(|e| panic!("{e}")).remove(0);
     for _ in 0..4_000 {
-        if session.history(0, 100).await.unwrap_or_else(|e| panic!("{e}")).len() >= 4 {
+        if session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}")).len() >= 4 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(pace.settle()).await;
-    let history = session.history(0, 100).await.unwrap_or_else(|e| panic!("{e}"));
+    let history = session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(history.len(), 4, "trigger, two notes once, one returned event: {history:#?}");
     assert_eq!(history[1].id, ids::appended_event_id(&trigger.id, "notes", 0, "notifier"));
     assert_eq!(history[2].id, ids::appended_event_id(&trigger.id, "notes", 1, "notifier"));
@@ -492,19 +497,25 @@ pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory, pace: 
             async move {
                 let state = ctx.session.state("count", None).await?;
                 if let Ok(mut o) = observed.lock() {
-                    o.push(state);
+                    o.push(state.state);
                 }
                 gate.notified().await;
                 Ok::<(), BoxError>(())
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server(pace, store.clone(), vec![reader]);
+    // A snapshot on every read that folds anything, so each step below leaves one to look at.
+    let server = Server::builder(contract(), store.clone())
+        .consumer(reader)
+        .timings(pace.timings())
+        .snapshot_every(1)
+        .build()
+        .unwrap_or_else(|e| panic!("server: {e}"));
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append((1..=5).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
     let state = |through| {
         let session = session.clone();
-        async move { session.state("count", through).await.unwrap_or_else(|e| panic!("{e}")) }
+        async move { session.state("count", through).await.unwrap_or_else(|e| panic!("{e}")).state }
     };
     assert_eq!(state(None).await, json!(5));
     assert_eq!(state(Some(3)).await, json!(3));
@@ -567,14 +578,14 @@ pub async fn engine_clear_supersedes_running_attempts(factory: &dyn StoreFactory
     gate.notify_one();
     tokio::time::sleep(pace.settle()).await;
     assert!(
-        session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}")).is_empty(),
+        session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}")).is_empty(),
         "the superseded run appended nothing"
     );
     let appended = session.append(vec![tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(appended[0].index, 2, "indexes continue after the boundary");
     eventually("the echo of 2", || started.load(Ordering::SeqCst) == 2).await;
     tokio::time::sleep(pace.settle()).await;
-    let history = session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}"));
+    let history = session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         history.iter().map(|e| (e.index, e.event_type.as_str())).collect::<Vec<_>>(),
         vec![(2, "tick"), (3, "tock")]
@@ -631,7 +642,7 @@ pub async fn engine_abort_on_cancels_a_running_attempt(factory: &dyn StoreFactor
     session.append(vec![AppendInput::new("stop", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("the stop event cancelled it", || saw_cancel.load(Ordering::SeqCst)).await;
     tokio::time::sleep(pace.settle()).await;
-    let history = session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}"));
+    let history = session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}"));
     let returned: Vec<_> = history.iter().filter(|e| e.event_type == "tock").collect();
     assert_eq!(returned.len(), 2, "a run returning a batch appends all of it: {history:#?}");
     assert!(returned.iter().all(|e| e.cause.as_ref().is_some_and(|c| c.consumer == "watcher" && c.index == 1)));

@@ -18,6 +18,7 @@ mod fidelity;
 mod healing;
 mod inspection;
 pub mod property;
+mod reads;
 mod semantics;
 pub mod store;
 mod support;
@@ -121,6 +122,9 @@ macro_rules! conformance_suite {
                     consume_cycle_is_refused,
                     claim_error_lets_running_heads_finish,
                     fencing_holds_when_store_hangs,
+                    abort_on_sees_other_process,
+                    engine_state_snapshots_every_n_and_reports_its_index,
+                    engine_history_reads_any_range_of_any_length,
                 );
             }
         }

@@ -75,7 +75,7 @@ pub async fn lane_fn_none_runs_concurrently(factory: &dyn StoreFactory, pace: Pa
     let empty = session.append(vec![AppendInput::new("tick", json!({ "n": 4, "lane": "" }))]).await;
     assert_eq!(empty.map(|_| ()).map_err(|e| e.code()), Err("INVALID_ARGUMENT"));
     assert_eq!(
-        session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}")).len(),
+        session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}")).len(),
         3,
         "the refused event was not written"
     );
@@ -113,7 +113,10 @@ pub async fn cleared_trigger_cannot_append(factory: &dyn StoreFactory, pace: Pac
     eventually("the run tried both", || taken(&codes).len() == 2).await;
     assert_eq!(taken(&codes), vec!["SESSION_CLEARED", "SESSION_CLEARED"]);
     tokio::time::sleep(pace.settle()).await;
-    assert!(session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}")).is_empty(), "nothing was appended");
+    assert!(
+        session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}")).is_empty(),
+        "nothing was appended"
+    );
 }
 
 /// `ctx.session.clear()` through the run's own trigger ends the attempt:
@@ -146,7 +149,10 @@ pub async fn run_clearing_its_session_ends_its_attempt(factory: &dyn StoreFactor
     tokio::time::sleep(pace.settle()).await;
     assert_eq!(taken(&codes), vec!["cleared", "cancelled", "SESSION_CLEARED"]);
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the ended attempt is not retried");
-    assert!(session.history(0, 10).await.unwrap_or_else(|e| panic!("{e}")).is_empty(), "what it returned was dropped");
+    assert!(
+        session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}")).is_empty(),
+        "what it returned was dropped"
+    );
 }
 
 /// `a` consumes `b` from its run while `b`'s run consumes `a`: the second
@@ -322,4 +328,40 @@ pub async fn fencing_holds_when_store_hangs(factory: &dyn StoreFactory, pace: Pa
     let hung = session.drain().await;
     assert_eq!(hung.map(|_| ()).map_err(|e| e.code()), Err("STORE_UNAVAILABLE"), "a hanging claim gives up");
     assert!(began.elapsed() <= timings.claim_ttl * 2);
+}
+
+/// An `abort_on` event appended by another process (here: another server,
+/// whose in-process notices this one never hears) cancels a running attempt,
+/// and a predicate decides which events of that type count.
+pub async fn abort_on_sees_other_process(factory: &dyn StoreFactory, pace: Pace) {
+    let store = open(factory).await;
+    let codes = codes();
+    let started = Arc::new(AtomicU32::new(0));
+    let (c, s) = (codes.clone(), started.clone());
+    let watcher = Consumer::builder("watcher")
+        .lane("main")
+        .types(["tick"])
+        .abort_on_when("stop", |event, trigger, attempt| attempt >= 1 && event.payload["of"] == trigger.payload["n"])
+        .run(move |ctx| {
+            let (codes, started) = (c.clone(), s.clone());
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                tokio::select! {
+                    () = ctx.cancel.cancelled() => push(&codes, "cancelled"),
+                    () = tokio::time::sleep(Duration::from_secs(3_600)) => push(&codes, "ran out"),
+                }
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let here = crate::engine::server(pace, store.clone(), vec![watcher]);
+    let elsewhere = quiet_server(pace, store.clone(), vec![]);
+    here.session("s").unwrap_or_else(|e| panic!("{e}")).append(vec![tick(7)]).await.unwrap_or_else(|e| panic!("{e}"));
+    eventually("the attempt runs", || started.load(Ordering::SeqCst) == 1).await;
+    let other = elsewhere.session("s").unwrap_or_else(|e| panic!("{e}"));
+    other.append(vec![AppendInput::new("stop", json!({ "of": 8 }))]).await.unwrap_or_else(|e| panic!("{e}"));
+    tokio::time::sleep(pace.settle()).await;
+    assert!(taken(&codes).is_empty(), "a stop for another event does not cancel it");
+    other.append(vec![AppendInput::new("stop", json!({ "of": 7 }))]).await.unwrap_or_else(|e| panic!("{e}"));
+    eventually("the other process's stop cancelled it", || taken(&codes) == vec!["cancelled".to_owned()]).await;
 }

@@ -5,9 +5,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use a2_store::{LogSpec, StoreConsumer};
+use a2_store::{Event, LogSpec, StoreConsumer};
 use serde_json::Value;
 
+use crate::abort::AbortRule;
 use crate::context::ConsumerContext;
 use crate::{A2Error, Contract};
 
@@ -76,7 +77,7 @@ pub(crate) struct ConsumerDef {
     pub types: Option<Vec<String>>,
     pub lane: Lane,
     pub backfill: bool,
-    pub abort_on: Vec<String>,
+    pub abort_on: Vec<AbortRule>,
     pub run: RunFn,
 }
 
@@ -113,7 +114,7 @@ pub struct ConsumerBuilder {
     types: Option<Vec<String>>,
     lane: Lane,
     backfill: bool,
-    abort_on: Vec<String>,
+    abort_on: Vec<AbortRule>,
 }
 
 impl Consumer {
@@ -152,7 +153,8 @@ impl Consumer {
 
     /// Its types must exist in the contract the server implements.
     pub(crate) fn check_against(&self, contract: &Contract) -> Result<(), A2Error> {
-        for event_type in self.def.types.iter().flatten().chain(&self.def.abort_on) {
+        let abort_types = self.def.abort_on.iter().map(|rule| &rule.event_type);
+        for event_type in self.def.types.iter().flatten().chain(abort_types) {
             if !contract.has_event_type(event_type) {
                 return Err(A2Error::invalid_consumer(format!(
                     "consumer '{}': contract '{}' has no event type '{event_type}'",
@@ -200,7 +202,20 @@ impl ConsumerBuilder {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.abort_on = types.into_iter().map(Into::into).collect();
+        let rules = types.into_iter().map(|t| AbortRule { event_type: t.into(), matches: None });
+        self.abort_on.extend(rules);
+        self
+    }
+
+    /// Cancel a running attempt when an event of `event_type` lands after
+    /// its trigger and `matches(event, trigger, attempt)` holds: targeted
+    /// cancellation, e.g. only a `cancel` whose payload names the trigger.
+    pub fn abort_on_when(
+        mut self,
+        event_type: impl Into<String>,
+        matches: impl Fn(&Event, &Event, u32) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.abort_on.push(AbortRule { event_type: event_type.into(), matches: Some(Arc::new(matches)) });
         self
     }
 

@@ -3,10 +3,9 @@
 use std::sync::Arc;
 
 use a2_store::{Cause, Cleared, Event, HeadRef, SessionClear};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::Inner;
+use crate::server::{Inner, StateAt};
 use crate::{ids, A2Error, AppendInput, Consumer};
 
 /// The triggering event, the attempt number, a consumer-scoped session and
@@ -69,12 +68,12 @@ impl ConsumerSession {
     }
 
     /// The reducer's state through `through` (default: the trigger's index).
-    /// Reading exactly the trigger's index pins that snapshot while this head runs.
-    pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<Value, A2Error> {
+    /// The snapshot at the index read is pinned while this head runs, so a
+    /// retry reads the same state without refolding.
+    pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<StateAt, A2Error> {
         self.check_trigger_not_cleared().await?;
         let through = through.unwrap_or(self.head.index);
-        let pin = (through == self.head.index).then(|| self.head.clone());
-        self.inner.state(&self.session_id, reducer, Some(through), pin).await
+        self.inner.state(&self.session_id, reducer, Some(through), Some(self.head.clone())).await
     }
 
     /// Clear the session (see `Session::clear`). Clearing through its own

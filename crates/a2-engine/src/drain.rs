@@ -696,7 +696,14 @@ async fn run_and_settle(
         }
     };
     let run_token = fence.cancel.child_token();
-    let _abort_watch = abort_watch(inner, consumer, claimed, run_token.clone());
+    let _abort_watch = crate::abort::watch(
+        inner,
+        &consumer.def.abort_on,
+        &claimed.event,
+        claimed.event.session.clone(),
+        claimed.attempt,
+        run_token.clone(),
+    );
     let mut event = claimed.event.clone();
     event.session = session_id.to_owned();
     let ctx = ConsumerContext {
@@ -778,7 +785,7 @@ async fn complete(
         CompleteOutcome::Completed { appended, .. } => {
             span.record("a2.commit.outcome", "completed");
             if !appended.is_empty() {
-                inner.notify(&key, &appended);
+                inner.notify(&key);
                 if work {
                     inner.schedule_drain(a2_store::split_session_key(&key).1);
                 }
@@ -840,45 +847,6 @@ async fn fail(inner: &Arc<Inner>, claimed: &ClaimedHead, error: String) -> HeadO
         }
         Err(error) => HeadOutcome::StoreFailed(error),
     }
-}
-
-/// Cancel `token` when an `abort_on` event lands after the trigger while the head runs.
-fn abort_watch(
-    inner: &Arc<Inner>,
-    consumer: &Consumer,
-    claimed: &ClaimedHead,
-    token: CancellationToken,
-) -> Option<AbortOnDropUnit> {
-    if consumer.def.abort_on.is_empty() {
-        return None;
-    }
-    let types = consumer.def.abort_on.clone();
-    let key = claimed.event.session.clone();
-    let after = claimed.event.index;
-    let mut notices = inner.notices.subscribe();
-    let store = inner.store.clone();
-    let handle = tokio::spawn(async move {
-        let params = a2_store::EventList {
-            session: key.clone(),
-            after: Some(after),
-            before: None,
-            limit: a2_store::MAX_PAGE,
-            newest_first: false,
-        };
-        if let Ok(events) = store.event_list(params).await {
-            if events.iter().any(|e| types.contains(&e.event_type)) {
-                token.cancel();
-                return;
-            }
-        }
-        while let Ok(notice) = notices.recv().await {
-            if notice.session == key && notice.events.iter().any(|(i, t)| *i > after && types.contains(t)) {
-                token.cancel();
-                return;
-            }
-        }
-    });
-    Some(AbortOnDropUnit(handle))
 }
 
 struct AbortOnDropUnit(tokio::task::JoinHandle<()>);

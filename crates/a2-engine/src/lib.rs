@@ -3,19 +3,23 @@
 //! that runs them with leases, fencing, backoff and dead letters over any
 //! [`a2_store::Store`].
 
+mod abort;
 mod consumer;
 mod context;
 mod contract;
 mod drain;
 mod environment;
 mod error;
+mod history;
 pub mod ids;
 mod server;
 
+pub use abort::AbortPredicate;
 pub use consumer::{validate_consumer_name, AppendInput, BoxError, Consumer, ConsumerBuilder, Lane, Returned};
 pub use context::{ConsumerContext, ConsumerSession};
 pub use contract::{Contract, Reducer};
 pub use drain::{DrainOutcome, DrainResult, DrainTimings, MAX_FAILURES};
 pub use environment::{resolve_store, Environment};
 pub use error::A2Error;
-pub use server::{EventStream, Server, ServerBuilder, Session};
+pub use history::{DeadHead, EventRange, History};
+pub use server::{EventStream, Server, ServerBuilder, Session, StateAt};

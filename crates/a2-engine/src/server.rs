@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2_store::{
-    session_key, Cause, Cleared, Clock, CursorWake, DeadLetter, DeadLetterList, Event, EventAppend, EventList, HeadRef,
-    NewEvent, RedriveAction, SessionClear, SnapshotGet, SnapshotPut, Store, StoreConsumer, Target,
+    session_key, Cause, Cleared, Clock, CursorWake, Event, EventAppend, EventList, HeadRef, NewEvent, RedriveAction,
+    SessionClear, SnapshotGet, SnapshotPut, Store, StoreConsumer, Target,
 };
 use serde_json::Value;
 use tokio::sync::{broadcast, Notify};
@@ -17,11 +17,17 @@ use tracing::Instrument;
 use crate::drain::{DrainOptions, DrainResult, DrainTimings};
 use crate::{ids, A2Error, AppendInput, Consumer, Contract, Lane};
 
+/// A reducer's state and the index of the last event folded into it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateAt {
+    pub state: Value,
+    pub index: u64,
+}
+
 /// Sent to every listener when a session's log grows.
 #[derive(Debug, Clone)]
 pub(crate) struct AppendNotice {
     pub session: String,
-    pub events: Vec<(u64, String)>,
 }
 
 /// One background drain per session at a time; appends while it runs ask it to go again.
@@ -51,6 +57,7 @@ pub(crate) struct Inner {
     /// Per session, which consumer's running head waits in `consume` on which:
     /// a cycle there would wait forever.
     pub consume_waits: Mutex<HashMap<String, HashMap<String, String>>>,
+    pub snapshot_every: u64,
 }
 
 /// A run's wait in `consume`, recorded while it lasts. One that would close
@@ -104,9 +111,18 @@ pub struct ServerBuilder {
     timings: DrainTimings,
     background: bool,
     max_running: usize,
+    snapshot_every: u64,
 }
 
 impl ServerBuilder {
+    /// Write a reducer's snapshot once a read folded this many events past
+    /// the last one (default 100), not on every read; reads a running head
+    /// pins are written whatever the count.
+    pub fn snapshot_every(mut self, events: u64) -> Self {
+        self.snapshot_every = events.max(1);
+        self
+    }
+
     /// At most this many heads run at once across every session (default 256):
     /// more would only queue on the store's connections.
     pub fn max_running(mut self, max_running: usize) -> Self {
@@ -162,6 +178,7 @@ impl ServerBuilder {
                 refresher: std::sync::atomic::AtomicBool::new(false),
                 rescuer: std::sync::atomic::AtomicBool::new(false),
                 consume_waits: Mutex::new(HashMap::new()),
+                snapshot_every: self.snapshot_every,
             }),
         };
         // Built inside a runtime: look for work left by dead processes from the start.
@@ -193,6 +210,7 @@ impl Server {
             timings: DrainTimings::default(),
             background: true,
             max_running: 256,
+            snapshot_every: 100,
         }
     }
 
@@ -230,8 +248,8 @@ impl Drop for Inner {
 /// One session of the server's contract.
 #[derive(Clone)]
 pub struct Session {
-    inner: Arc<Inner>,
-    id: String,
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) id: String,
 }
 
 impl Session {
@@ -256,11 +274,6 @@ impl Session {
         self.inner.append(&self.id, events, None, false).await
     }
 
-    /// Events above the clear boundary, after `after`, oldest first.
-    pub async fn history(&self, after: u64, limit: u32) -> Result<Vec<Event>, A2Error> {
-        self.inner.history(&self.id, after, limit).await
-    }
-
     /// A reader that yields every event after `after`, waiting for new ones.
     pub fn stream(&self, after: u64) -> EventStream {
         EventStream {
@@ -273,8 +286,8 @@ impl Session {
         }
     }
 
-    /// A reducer's state through `through` (default: the head).
-    pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<Value, A2Error> {
+    /// A reducer's state through `through` (default: the head), with the index it reflects.
+    pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<StateAt, A2Error> {
         self.inner.state(&self.id, reducer, through, None).await
     }
 
@@ -298,12 +311,6 @@ impl Session {
         cancel: CancellationToken,
     ) -> Result<u64, A2Error> {
         self.inner.consume(&self.id, consumer, through, None, Some(cancel)).await
-    }
-
-    pub async fn dead_letters(&self) -> Result<Vec<DeadLetter>, A2Error> {
-        let session = Some(self.inner.key(&self.id));
-        let page = DeadLetterList { session, limit: a2_store::MAX_PAGE, ..DeadLetterList::default() };
-        Ok(self.inner.store.dead_letter_list(page).await?)
     }
 
     /// Retry or skip a dead head; `false` when it is not dead.
@@ -452,7 +459,7 @@ impl Inner {
                 .await?;
             tracing::Span::current().record("a2.append.head", appended.head);
             if !appended.duplicate && !appended.events.is_empty() {
-                self.notify(&key, &appended.events);
+                self.notify(&key);
             }
             // An external append heals the session, a re-sent duplicate included: work a
             // dead process left there runs now. A run's own appends only start what they add.
@@ -465,10 +472,9 @@ impl Inner {
         .await
     }
 
-    pub(crate) fn notify(&self, key: &str, events: &[Event]) {
-        let events = events.iter().map(|e| (e.index, e.event_type.clone())).collect();
+    pub(crate) fn notify(&self, key: &str) {
         // No receiver is fine: nobody is streaming.
-        let _ = self.notices.send(AppendNotice { session: key.to_owned(), events });
+        let _ = self.notices.send(AppendNotice { session: key.to_owned() });
     }
 
     pub(crate) async fn history(&self, session_id: &str, after: u64, limit: u32) -> Result<Vec<Event>, A2Error> {
@@ -487,7 +493,7 @@ impl Inner {
         reducer: &str,
         through: Option<u64>,
         pin: Option<HeadRef>,
-    ) -> Result<Value, A2Error> {
+    ) -> Result<StateAt, A2Error> {
         let reducer = self.contract.reducer_named(reducer)?;
         let span = tracing::info_span!(
             "a2.state",
@@ -505,7 +511,7 @@ impl Inner {
             let through = through.unwrap_or(head).min(head);
             tracing::Span::current().record("a2.state.through", through);
             if through <= clear_index {
-                return Ok(reducer.initial.clone());
+                return Ok(StateAt { state: reducer.initial.clone(), index: clear_index });
             }
             let snapshot = self
                 .store
@@ -516,6 +522,7 @@ impl Inner {
                 Some(s) => (s.state, s.index),
                 None => (reducer.initial.clone(), clear_index),
             };
+            let base = at;
             tracing::Span::current().record("a2.state.snapshot_index", at);
             let mut folded = 0u64;
             while at < through {
@@ -535,7 +542,8 @@ impl Inner {
                 at = last;
             }
             tracing::Span::current().record("a2.state.folded", folded);
-            if folded > 0 || pin.is_some() {
+            // A snapshot is a cache: worth a write once enough was folded, or when a running head pins it.
+            if (folded > 0 && at - base >= self.snapshot_every) || pin.is_some() {
                 self.store
                     .snapshot_put(SnapshotPut {
                         session: key,
@@ -546,7 +554,7 @@ impl Inner {
                     })
                     .await?;
             }
-            Ok(state)
+            Ok(StateAt { state, index: at })
         }
         .instrument(span)
         .await

@@ -1,0 +1,137 @@
+//! `abort_on`: cancel a running attempt's token when a matching event lands
+//! after its trigger — appended by this process or any other.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2_store::{Event, EventList, Store};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::server::{AppendNotice, Inner};
+
+/// Decides whether an event of the rule's type aborts a run: `(event, trigger, attempt)`.
+pub type AbortPredicate = Arc<dyn Fn(&Event, &Event, u32) -> bool + Send + Sync>;
+
+/// One `abort_on` entry: an event type, and optionally a predicate that
+/// must hold too (targeted cancellation, e.g. `event.payload.of == trigger.id`).
+#[derive(Clone)]
+pub(crate) struct AbortRule {
+    pub event_type: String,
+    pub matches: Option<AbortPredicate>,
+}
+
+impl AbortRule {
+    fn fires(&self, event: &Event, trigger: &Event, attempt: u32) -> bool {
+        event.index > trigger.index
+            && event.event_type == self.event_type
+            && self.matches.as_ref().is_none_or(|m| m(event, trigger, attempt))
+    }
+}
+
+/// Aborts its watch task when dropped, with the run it watches.
+pub(crate) struct AbortWatch(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortWatch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Watch the session while a head runs. Any sign that it grew (an append
+/// here, the store's change feed from other processes, a lagged feed, or the
+/// poll interval where there is no feed) re-reads the events after the last
+/// one seen, so no notice needs to carry the event itself and none lost matters.
+pub(crate) fn watch(
+    inner: &Arc<Inner>,
+    rules: &[AbortRule],
+    trigger: &Event,
+    key: String,
+    attempt: u32,
+    token: CancellationToken,
+) -> Option<AbortWatch> {
+    if rules.is_empty() {
+        return None;
+    }
+    let rules = rules.to_vec();
+    let trigger = trigger.clone();
+    let notices = inner.notices.subscribe();
+    let changes = inner.store.changes();
+    let store = inner.store.clone();
+    let poll = inner.timings.stream_poll;
+    let handle = tokio::spawn(async move {
+        let mut seen = trigger.index;
+        let mut signals = Signals { notices, changes, key: key.clone(), poll };
+        loop {
+            match newer(&*store, &key, seen).await {
+                Ok(events) => {
+                    if events.iter().any(|e| rules.iter().any(|r| r.fires(e, &trigger, attempt))) {
+                        token.cancel();
+                        return;
+                    }
+                    seen = events.last().map_or(seen, |e| e.index);
+                }
+                Err(error) => tracing::debug!(%error, "abort_on could not read the session; looking again"),
+            }
+            signals.next().await;
+        }
+    });
+    Some(AbortWatch(handle))
+}
+
+/// Every event after `after`, page by page.
+async fn newer(store: &dyn Store, key: &str, mut after: u64) -> Result<Vec<Event>, a2_store::StoreError> {
+    let mut events = Vec::new();
+    loop {
+        let params = EventList {
+            session: key.to_owned(),
+            after: Some(after),
+            before: None,
+            limit: a2_store::MAX_PAGE,
+            newest_first: false,
+        };
+        let page = store.event_list(params).await?;
+        let full = page.len() >= a2_store::MAX_PAGE as usize;
+        after = page.last().map_or(after, |e| e.index);
+        events.extend(page);
+        if !full {
+            return Ok(events);
+        }
+    }
+}
+
+struct Signals {
+    notices: broadcast::Receiver<AppendNotice>,
+    changes: Option<broadcast::Receiver<String>>,
+    key: String,
+    poll: Duration,
+}
+
+impl Signals {
+    /// Wait until the session may have grown.
+    async fn next(&mut self) {
+        let poll = tokio::time::sleep(self.poll);
+        tokio::pin!(poll);
+        loop {
+            let change = async {
+                match self.changes.as_mut() {
+                    Some(changes) => changes.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                notice = self.notices.recv() => match notice {
+                    Ok(n) if n.session != self.key => continue,
+                    Err(broadcast::error::RecvError::Closed) => return poll.await,
+                    _ => return,
+                },
+                change = change => match change {
+                    Ok(changed) if changed != self.key => continue,
+                    Err(broadcast::error::RecvError::Closed) => self.changes = None,
+                    _ => return,
+                },
+                () = &mut poll => return,
+            }
+        }
+    }
+}

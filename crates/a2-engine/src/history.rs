@@ -1,0 +1,119 @@
+//! Reading a session's past: its events in any index range, however many,
+//! and its dead letters with the events they hold up.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use a2_store::{DeadLetter, DeadLetterList, Event, EventList, Millis};
+use serde_json::Value;
+
+use crate::server::{Inner, Session};
+use crate::A2Error;
+
+/// Which events to read: indexes from `gte` through `lte`, both inclusive
+/// and both optional (events at or below the clear boundary are gone).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EventRange {
+    pub gte: Option<u64>,
+    pub lte: Option<u64>,
+}
+
+impl EventRange {
+    /// Every event the session still has.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// Every event after `index`.
+    pub fn after(index: u64) -> Self {
+        Self { gte: Some(index + 1), lte: None }
+    }
+}
+
+/// A session's events in a range, oldest first, read a page at a time as
+/// they are asked for, so any length can be walked in bounded memory.
+pub struct History {
+    inner: Arc<Inner>,
+    session_id: String,
+    after: u64,
+    lte: Option<u64>,
+    buffer: VecDeque<Event>,
+    done: bool,
+}
+
+impl History {
+    /// The next event, or `None` past the range's end.
+    pub async fn next(&mut self) -> Result<Option<Event>, A2Error> {
+        if self.buffer.is_empty() && !self.done {
+            let params = EventList {
+                session: self.inner.key(&self.session_id),
+                after: Some(self.after),
+                before: self.lte.map(|lte| lte.saturating_add(1)),
+                limit: a2_store::MAX_PAGE,
+                newest_first: false,
+            };
+            let page = self.inner.store.event_list(params).await?;
+            self.done = page.len() < a2_store::MAX_PAGE as usize;
+            self.after = page.last().map_or(self.after, |e| e.index);
+            self.buffer.extend(page.into_iter().map(|mut e| {
+                e.session = self.session_id.clone();
+                e
+            }));
+        }
+        Ok(self.buffer.pop_front())
+    }
+
+    /// The whole range at once (mind its length).
+    pub async fn collect(mut self) -> Result<Vec<Event>, A2Error> {
+        let mut events = Vec::new();
+        while let Some(event) = self.next().await? {
+            events.push(event);
+        }
+        Ok(events)
+    }
+}
+
+/// A dead head with the event it is stuck on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeadHead {
+    pub letter: DeadLetter,
+    pub payload: Value,
+    /// When the event it is stuck on was appended.
+    pub created_at: Millis,
+}
+
+impl Session {
+    /// The session's events in `range`, oldest first, read as they are asked for.
+    pub fn history(&self, range: EventRange) -> History {
+        History {
+            inner: self.inner.clone(),
+            session_id: self.id.clone(),
+            after: range.gte.unwrap_or(1).saturating_sub(1),
+            lte: range.lte,
+            buffer: VecDeque::new(),
+            done: range.lte.is_some_and(|lte| lte < range.gte.unwrap_or(1)),
+        }
+    }
+
+    /// Every dead head of the session, with the payload and time of its event.
+    pub async fn dead_letters(&self) -> Result<Vec<DeadHead>, A2Error> {
+        let key = self.inner.key(&self.id);
+        let page =
+            DeadLetterList { session: Some(key.clone()), limit: a2_store::MAX_PAGE, ..DeadLetterList::default() };
+        let letters = self.inner.store.dead_letter_list(page).await?;
+        let mut heads = Vec::with_capacity(letters.len());
+        for letter in letters {
+            let params = EventList {
+                session: key.clone(),
+                after: Some(letter.index - 1),
+                before: Some(letter.index + 1),
+                limit: 1,
+                newest_first: false,
+            };
+            // A letter's event is above the clear boundary (clearing drops dead letters below it).
+            let Some(event) = self.inner.store.event_list(params).await?.pop() else { continue };
+            heads.push(DeadHead { letter, payload: event.payload, created_at: event.created_at });
+        }
+        Ok(heads)
+    }
+}
