@@ -603,6 +603,7 @@ fn event_span(inner: &Inner, session_id: &str, head: &ClaimedHead, session_head:
         a2.event.lag = session_head.saturating_sub(head.event.index),
         a2.event.age_ms = age_ms,
         a2.event.outcome = tracing::field::Empty,
+        a2.event.aborted = tracing::field::Empty,
     )
 }
 
@@ -717,7 +718,7 @@ async fn run_and_settle(
             attempt: claimed.attempt,
             cancel: run_token.clone(),
         },
-        cancel: run_token,
+        cancel: run_token.clone(),
     };
     // Run in its own task so a panic is a failed attempt, not a lost drain.
     let mut task = AbortOnDrop(tokio::spawn((consumer.def.run)(ctx)));
@@ -725,6 +726,9 @@ async fn run_and_settle(
         Ok(result) => result.map_err(|e| e.to_string()),
         Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name())),
     };
+    if run_token.is_cancelled() {
+        tracing::Span::current().record("a2.event.aborted", true);
+    }
     let returned = result.and_then(|returned| returned_events(inner, consumer, claimed, session_id, returned));
     fence.completing.store(true, Ordering::SeqCst);
     match returned {
@@ -770,7 +774,7 @@ async fn complete(
     claimed: &ClaimedHead,
     events: Vec<a2_store::NewEvent>,
 ) -> Result<HeadOutcome, StoreError> {
-    let span = tracing::info_span!("a2.commit", a2.commit.kind = "complete", a2.commit.outcome = tracing::field::Empty);
+    let span = commit_span(claimed, "complete");
     let work = inner.has_work(&events);
     let key = claimed.event.session.clone();
     let params = HeadComplete {
@@ -799,9 +803,21 @@ async fn complete(
     })
 }
 
+/// The `a2.commit` span of a head's outcome, named by its contract and session.
+fn commit_span(claimed: &ClaimedHead, kind: &'static str) -> tracing::Span {
+    let (contract, session_id) = a2_store::split_session_key(&claimed.event.session);
+    tracing::info_span!(
+        "a2.commit",
+        a2.contract = %contract,
+        a2.session_id = %session_id,
+        a2.commit.kind = kind,
+        a2.commit.outcome = tracing::field::Empty,
+    )
+}
+
 /// Complete a head that returned nothing through the drain's settler.
 async fn settle(claimed: &ClaimedHead, queue: &SettleQueue) -> HeadOutcome {
-    let span = tracing::info_span!("a2.commit", a2.commit.kind = "complete", a2.commit.outcome = tracing::field::Empty);
+    let span = commit_span(claimed, "complete");
     let (reply, answer) = tokio::sync::oneshot::channel();
     let held = HeldHead { head: claimed.head.clone(), attempt: claimed.attempt };
     if queue.send((held, reply)).is_err() {
@@ -823,7 +839,7 @@ async fn settle(claimed: &ClaimedHead, queue: &SettleQueue) -> HeadOutcome {
 }
 
 async fn fail(inner: &Arc<Inner>, claimed: &ClaimedHead, error: String) -> HeadOutcome {
-    let span = tracing::info_span!("a2.commit", a2.commit.kind = "fail", a2.commit.outcome = tracing::field::Empty);
+    let span = commit_span(claimed, "fail");
     let params = HeadFail {
         session: claimed.event.session.clone(),
         head: claimed.head.clone(),

@@ -1,10 +1,12 @@
 //! Which store a server gets when none is named: tests use memory,
 //! development the SQLite dev file, production must name one.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use a2_store::memory::MemoryStore;
-use a2_store::Store;
+use a2_store::{Store, SystemClock};
+use a2_store_sqlite::{Access, SqliteStore};
 
 use crate::A2Error;
 
@@ -37,26 +39,28 @@ impl Environment {
     }
 }
 
-/// The store to use: the one named, else memory for tests, else the dev
-/// default for development; production without one is refused rather than
-/// writing somewhere ephemeral.
-pub fn resolve_store(
+/// Where the development default store lives: `$A2_DEV_STORE`, else `.a2/dev.sqlite`.
+pub fn dev_store_path() -> PathBuf {
+    std::env::var_os("A2_DEV_STORE").map_or_else(|| PathBuf::from(a2_store_sqlite::DEV_STORE_PATH), PathBuf::from)
+}
+
+/// The store to use: the one named, else memory for tests, else the SQLite
+/// dev file at `dev_path` for development; production without one is
+/// refused rather than writing somewhere ephemeral.
+pub async fn resolve_store(
     environment: Environment,
     named: Option<Arc<dyn Store>>,
-    dev_default: Option<&dyn Fn() -> Result<Arc<dyn Store>, A2Error>>,
+    dev_path: &Path,
 ) -> Result<Arc<dyn Store>, A2Error> {
     if let Some(store) = named {
         return Ok(store);
     }
     match environment {
         Environment::Test => Ok(Arc::new(MemoryStore::default())),
-        Environment::Development => match dev_default {
-            Some(open) => open(),
-            None => Err(A2Error::StoreNotConfigured {
-                environment: environment.name().into(),
-                message: "no store was named and no dev default store is available".into(),
-            }),
-        },
+        Environment::Development => {
+            let store = SqliteStore::open(dev_path, Access::ReadWrite, Arc::new(SystemClock)).await?;
+            Ok(Arc::new(store))
+        }
         Environment::Production => Err(A2Error::StoreNotConfigured {
             environment: environment.name().into(),
             message: "production must name its store explicitly (a Postgres URL)".into(),

@@ -19,7 +19,7 @@ pub use consumer::{validate_consumer_name, AppendInput, BoxError, Consumer, Cons
 pub use context::{ConsumerContext, ConsumerSession};
 pub use contract::{Contract, Reducer};
 pub use drain::{DrainOutcome, DrainResult, DrainTimings, MAX_FAILURES};
-pub use environment::{resolve_store, Environment};
+pub use environment::{dev_store_path, resolve_store, Environment};
 pub use error::A2Error;
 pub use history::{DeadHead, EventRange, History};
 pub use server::{EventStream, Server, ServerBuilder, Session, StateAt};

@@ -214,6 +214,14 @@ impl Server {
         }
     }
 
+    /// A builder on the store this environment defaults to (`A2_ENV`): the
+    /// SQLite dev file in development, memory in tests; production must
+    /// name its store, so there this is `STORE_NOT_CONFIGURED`.
+    pub async fn builder_from_env(contract: Contract) -> Result<ServerBuilder, A2Error> {
+        let store = crate::resolve_store(crate::Environment::from_env()?, None, &crate::dev_store_path()).await?;
+        Ok(Self::builder(contract, store))
+    }
+
     pub fn contract(&self) -> &Contract {
         &self.inner.contract
     }
@@ -442,6 +450,9 @@ impl Inner {
             a2.contract = %self.contract.name(),
             a2.session_id = %session_id,
             a2.append.count = events.len(),
+            a2.append.types = %events.iter().map(|e| e.event_type.as_str()).collect::<Vec<_>>().join(","),
+            // The seeds also dispatch through a scheduler; this engine appends inline only.
+            a2.append.mode = "inline",
             a2.append.source = if from_consumer { "consumer" } else { "external" },
             a2.append.head = tracing::field::Empty,
         );
@@ -501,8 +512,10 @@ impl Inner {
             a2.session_id = %session_id,
             a2.state.reducer = %reducer.name,
             a2.state.through = tracing::field::Empty,
+            a2.state.snapshot = tracing::field::Empty,
             a2.state.snapshot_index = tracing::field::Empty,
             a2.state.folded = tracing::field::Empty,
+            a2.state.index = tracing::field::Empty,
         );
         async {
             let key = self.key(session_id);
@@ -513,11 +526,17 @@ impl Inner {
             if through <= clear_index {
                 return Ok(StateAt { state: reducer.initial.clone(), index: clear_index });
             }
-            let snapshot = self
+            let found = self
                 .store
                 .snapshot_get(SnapshotGet { session: key.clone(), reducer: reducer.name.clone(), at_most: through })
-                .await?
-                .filter(|s| reducer.state_check.as_ref().is_none_or(|check| check(&s.state)));
+                .await?;
+            let outcome = match &found {
+                None => "miss",
+                Some(s) if reducer.state_check.as_ref().is_some_and(|check| !check(&s.state)) => "rejected",
+                Some(_) => "hit",
+            };
+            tracing::Span::current().record("a2.state.snapshot", outcome);
+            let snapshot = found.filter(|_| outcome == "hit");
             let (mut state, mut at) = match snapshot {
                 Some(s) => (s.state, s.index),
                 None => (reducer.initial.clone(), clear_index),
@@ -542,6 +561,7 @@ impl Inner {
                 at = last;
             }
             tracing::Span::current().record("a2.state.folded", folded);
+            tracing::Span::current().record("a2.state.index", at);
             // A snapshot is a cache: worth a write once enough was folded, or when a running head pins it.
             if (folded > 0 && at - base >= self.snapshot_every) || pin.is_some() {
                 self.store

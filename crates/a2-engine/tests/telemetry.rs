@@ -88,6 +88,8 @@ async fn spans_of_append_drain_dead_letter_and_redrive() {
     assert_eq!(get(&appends[0], "a2.append.count"), "1");
     assert_eq!(get(&appends[0], "a2.append.source"), "external");
     assert_eq!(get(&appends[0], "a2.append.head"), "1");
+    assert_eq!(get(&appends[0], "a2.append.types"), "order.placed");
+    assert_eq!(get(&appends[0], "a2.append.mode"), "inline");
 
     let drains = named("a2.drain");
     assert!(drains.len() >= 10, "a drain per retry: {}", drains.len());
@@ -112,6 +114,7 @@ async fn spans_of_append_drain_dead_letter_and_redrive() {
     let commits = named("a2.commit");
     assert_eq!(commits.iter().filter(|c| get(c, "a2.commit.outcome") == "failed").count(), 9);
     assert_eq!(commits.iter().filter(|c| get(c, "a2.commit.outcome") == "dead_lettered").count(), 1);
+    assert!(commits.iter().all(|c| get(c, "a2.contract") == "shop" && get(c, "a2.session_id") == "o-1"));
 
     let redrives = named("a2.redrive");
     assert_eq!(redrives.len(), 1);
@@ -119,4 +122,31 @@ async fn spans_of_append_drain_dead_letter_and_redrive() {
     assert_eq!(get(&redrives[0], "a2.redrive.index"), "1");
     assert_eq!(get(&redrives[0], "a2.redrive.action"), "Skip");
     assert_eq!(get(&redrives[0], "a2.redrive.redriven"), "true");
+}
+
+#[tokio::test(start_paused = true)]
+async fn state_spans_say_whether_a_snapshot_served_them() {
+    let captured = Captured::default();
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(captured.clone()));
+    let count = a2_engine::Reducer::new("count", json!(0), |state, _| json!(state.as_u64().unwrap_or(0) + 1));
+    let contract = Contract::new("shop")
+        .and_then(|c| c.event_with("tick", |_| Ok(())))
+        .and_then(|c| c.reducer(count))
+        .expect("contract");
+    let store = Arc::new(MemoryStore::new(Arc::new(TokioClock::new())));
+    let server = Server::builder(contract, store).snapshot_every(2).build().expect("server");
+    let session = server.session("s").expect("session");
+    session.append((0..3).map(|n| AppendInput::new("tick", json!({ "n": n }))).collect()).await.expect("append");
+    assert_eq!(session.state("count", None).await.expect("state").index, 3);
+    assert_eq!(session.state("count", None).await.expect("state").state, json!(3));
+    let spans = captured.spans.lock().map(|s| s.clone()).expect("spans");
+    let states: Vec<&Fields> = spans.iter().filter(|(n, _)| n == "a2.state").map(|(_, f)| f).collect();
+    let seen: Vec<(&str, &str, &str)> = states
+        .iter()
+        .map(|f| {
+            let get = |k: &str| f.get(k).map(String::as_str).unwrap_or("missing");
+            (get("a2.state.snapshot"), get("a2.state.folded"), get("a2.state.index"))
+        })
+        .collect();
+    assert_eq!(seen, vec![("miss", "3", "3"), ("hit", "0", "3")]);
 }

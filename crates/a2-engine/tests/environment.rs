@@ -1,0 +1,24 @@
+//! The store a server gets when none is named, by environment.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use a2_engine::{dev_store_path, resolve_store, AppendInput, Contract, Environment, Server};
+use serde_json::json;
+
+#[tokio::test]
+async fn development_gets_the_sqlite_dev_file_production_must_name_its_store() {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("a2-dev-default-{}-{nanos}", std::process::id()));
+    let file = dir.join("dev.sqlite");
+    let production = resolve_store(Environment::Production, None, &file).await;
+    assert_eq!(production.map(|_| ()).map_err(|e| e.code()), Err("STORE_NOT_CONFIGURED"));
+    assert!(resolve_store(Environment::Test, None, &file).await.is_ok());
+    assert!(!file.exists(), "neither production nor test touched the dev file");
+    let store = resolve_store(Environment::Development, None, &file).await.expect("the dev default opens");
+    let contract = Contract::new("shop").and_then(|c| c.event_with("tick", |_| Ok(()))).expect("contract");
+    let server = Server::builder(contract, store).build().expect("server");
+    server.session("s").expect("session").append(vec![AppendInput::new("tick", json!({}))]).await.expect("append");
+    assert!(file.exists(), "development wrote the SQLite dev file");
+    assert!(dev_store_path().ends_with("dev.sqlite"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
