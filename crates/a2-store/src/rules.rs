@@ -1,6 +1,8 @@
 //! The transitions of a head's running state, shared by every backend so
 //! that memory, SQLite and Postgres cannot drift apart: a backend loads the
 //! rows, applies these, and writes them back in the same transaction.
+//! The states, who may move a head and what fences whom are drawn in
+//! `docs/head-lifecycle.md`.
 
 use crate::types::{Backoff, FailOutcome, Millis};
 
