@@ -89,3 +89,58 @@ pub async fn lapse_keeps_last_error(factory: &dyn StoreFactory) {
     let heads = store.head_list(&key("s")).await.expect("heads");
     assert_eq!(heads[0].last_error.as_deref(), Some("boom at attempt 1"), "the thrown error is kept: {heads:#?}");
 }
+
+/// Walk every session of the contract with `session_list_runnable`, `limit` at a time.
+async fn runnable(store: &dyn Store, consumers: &[&str], limit: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut after = None;
+    loop {
+        let params = SessionsRunnable {
+            contract: CONTRACT.into(),
+            consumers: consumers.iter().map(|c| (*c).to_owned()).collect(),
+            after,
+            limit,
+        };
+        let page = store.session_list_runnable(params).await.expect("runnable sessions");
+        found.extend(page.sessions);
+        match page.scanned_through {
+            Some(through) => after = Some(through),
+            None => return found,
+        }
+    }
+}
+
+/// The rescuer's walk finds exactly the sessions with work no live claim
+/// holds: a cursor behind the head, a pending per-event head, a lapsed
+/// lease, a due retry; not a caught-up cursor, a live lease, a retry still
+/// waiting, a dead head, or a lane head behind a dead one.
+pub async fn session_list_runnable_finds_work_no_live_claim_holds(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    let cursor = [log("cursor")];
+    let par = [StoreConsumer::targeted("par")];
+    let laned = [StoreConsumer::targeted("laned")];
+    // First, since failing ten times takes ten backoffs of time.
+    append(&*store, "dead", vec![targeted("d1", "tick", &[("laned", Some("x"))])], &laned).await;
+    append(&*store, "dead", vec![targeted("d2", "tick", &[("laned", Some("x"))])], &laned).await;
+    crate::store::fail_until_dead(&*store, &clock, "dead", &laned, "laned").await;
+    append(&*store, "behind", vec![event("b1", "tick")], &cursor).await;
+    append(&*store, "caught-up", vec![event("c1", "tick")], &cursor).await;
+    let caught = claim(&*store, "caught-up", "h", &cursor).await;
+    crate::store::complete_ok(&*store, "caught-up", &caught.heads[0], &cursor).await;
+    append(&*store, "pending", vec![targeted("p1", "tick", &[("par", None)])], &par).await;
+    append(&*store, "leased", vec![targeted("l1", "tick", &[("par", None)])], &par).await;
+    claim(&*store, "leased", "h", &par).await;
+    append(&*store, "waiting", vec![targeted("w1", "tick", &[("par", None)])], &par).await;
+    let waiting = claim(&*store, "waiting", "h", &par).await;
+    store.head_fail(fail_params("waiting", &waiting.heads[0].head, 1)).await.expect("fail");
+    append(&*store, "other", vec![targeted("o1", "tick", &[("someone-else", None)])], &[]).await;
+    let consumers = ["cursor", "par", "laned"];
+    for limit in [1, 2, 500] {
+        assert_eq!(runnable(&*store, &consumers, limit).await, vec!["behind", "pending"], "pages of {limit}");
+    }
+    clock.advance(TTL + 1);
+    let later = runnable(&*store, &consumers, 3).await;
+    assert_eq!(later, vec!["behind", "leased", "pending", "waiting"], "the lease lapsed and the retry fell due");
+    assert_eq!(store.session_bounds(&key("dead")).await.expect("bounds"), SessionBounds { head: 2, clear_index: 0 });
+    assert_eq!(store.session_bounds(&key("nowhere")).await.expect("bounds"), SessionBounds::default());
+}

@@ -92,6 +92,7 @@ macro_rules! conformance_suite {
                     redrive_and_clear_record_their_audit_entry_with_the_outcome,
                     log_consumer_never_runs_an_untaken_type,
                     lapse_keeps_last_error,
+                    session_list_runnable_finds_work_no_live_claim_holds,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;

@@ -156,7 +156,8 @@ pub async fn run_clearing_its_session_ends_its_attempt(factory: &dyn StoreFactor
 }
 
 /// `a` consumes `b` from its run while `b`'s run consumes `a`: the second
-/// wait would never end, so it is refused with `CONSUME_CYCLE`, and both finish.
+/// wait would never end, so it is refused with `CONSUME_CYCLE`, and both
+/// finish, on a server that may run one head at a time.
 pub async fn consume_cycle_is_refused(factory: &dyn StoreFactory, pace: Pace) {
     let codes = codes();
     let slot_a: Arc<OnceLock<Consumer>> = Arc::new(OnceLock::new());
@@ -192,7 +193,13 @@ pub async fn consume_cycle_is_refused(factory: &dyn StoreFactory, pace: Pace) {
         .unwrap_or_else(|e| panic!("{e}"));
     let _ = slot_a.set(a.clone());
     let _ = slot_b.set(b);
-    let server = crate::engine::server(pace, open(factory).await, vec![a]);
+    // One run permit, held by a's run while it waits: b's nested heads must run without one.
+    let server = Server::builder(contract(), open(factory).await)
+        .consumer(a)
+        .timings(pace.timings())
+        .max_running(1)
+        .build()
+        .unwrap_or_else(|e| panic!("server: {e}"));
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("both runs ended", || taken(&codes).len() == 2).await;
