@@ -2,13 +2,13 @@
 //! after its trigger — appended by this process or any other.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use a2_store::{Event, EventList, Store};
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::{AppendNotice, Inner};
+use crate::guard::AbortOnDrop;
+use crate::inner::Inner;
+use crate::signals::SessionSignals;
 
 /// Decides whether an event of the rule's type aborts a run: `(event, trigger, attempt)`.
 pub type AbortPredicate = Arc<dyn Fn(&Event, &Event, u32) -> bool + Send + Sync>;
@@ -29,15 +29,6 @@ impl AbortRule {
     }
 }
 
-/// Aborts its watch task when dropped, with the run it watches.
-pub(crate) struct AbortWatch(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortWatch {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Watch the session while a head runs. Any sign that it grew (an append
 /// here, the store's change feed from other processes, a lagged feed, or the
 /// poll interval where there is no feed) re-reads the events after the last
@@ -49,19 +40,16 @@ pub(crate) fn watch(
     key: String,
     attempt: u32,
     token: CancellationToken,
-) -> Option<AbortWatch> {
+) -> Option<AbortOnDrop<()>> {
     if rules.is_empty() {
         return None;
     }
     let rules = rules.to_vec();
     let trigger = trigger.clone();
-    let notices = inner.notices.subscribe();
-    let changes = inner.store.changes();
+    let mut signals = SessionSignals::new(inner, key.clone());
     let store = inner.store.clone();
-    let poll = inner.timings.stream_poll;
     let handle = tokio::spawn(async move {
         let mut seen = trigger.index;
-        let mut signals = Signals { notices, changes, key: key.clone(), poll };
         loop {
             match newer(&*store, &key, seen).await {
                 Ok(events) => {
@@ -76,7 +64,7 @@ pub(crate) fn watch(
             signals.next().await;
         }
     });
-    Some(AbortWatch(handle))
+    Some(AbortOnDrop(handle))
 }
 
 /// Every event after `after`, page by page.
@@ -96,42 +84,6 @@ async fn newer(store: &dyn Store, key: &str, mut after: u64) -> Result<Vec<Event
         events.extend(page);
         if !full {
             return Ok(events);
-        }
-    }
-}
-
-struct Signals {
-    notices: broadcast::Receiver<AppendNotice>,
-    changes: Option<broadcast::Receiver<String>>,
-    key: String,
-    poll: Duration,
-}
-
-impl Signals {
-    /// Wait until the session may have grown.
-    async fn next(&mut self) {
-        let poll = tokio::time::sleep(self.poll);
-        tokio::pin!(poll);
-        loop {
-            let change = async {
-                match self.changes.as_mut() {
-                    Some(changes) => changes.recv().await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                notice = self.notices.recv() => match notice {
-                    Ok(n) if n.session != self.key => continue,
-                    Err(broadcast::error::RecvError::Closed) => return poll.await,
-                    _ => return,
-                },
-                change = change => match change {
-                    Ok(changed) if changed != self.key => continue,
-                    Err(broadcast::error::RecvError::Closed) => self.changes = None,
-                    _ => return,
-                },
-                () = &mut poll => return,
-            }
         }
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use a2_store::{Cause, Cleared, Event, HeadRef, SessionClear};
 use tokio_util::sync::CancellationToken;
 
-use crate::server::{Inner, StateAt};
+use crate::inner::{Inner, StateAt};
 use crate::{ids, A2Error, AppendInput, Consumer};
 
 /// The triggering event, the attempt number, a consumer-scoped session and

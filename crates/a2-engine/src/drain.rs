@@ -6,17 +6,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use a2_store::{
-    Backoff, Cause, Claimed, ClaimedHead, CompleteOutcome, FailOutcome, HeadClaim, HeadComplete, HeadCompleteMany,
-    HeadFail, HeadRef, HeadRenew, HeldHead, Millis, StoreError,
-};
+use a2_store::{Backoff, Claimed, ClaimedHead, HeadClaim, HeadRef, HeadRenew, HeldHead, Millis, StoreError};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::context::{ConsumerContext, ConsumerSession};
-use crate::server::{DrainSlot, Inner, DRAIN_ERROR_PAUSE};
-use crate::{ids, A2Error, Consumer};
+use crate::guard::AbortOnDrop;
+use crate::inner::{DrainSlot, Inner, DRAIN_ERROR_PAUSE};
+use crate::run::{event_span, run_head, spawn_settler, Fence, HeadOutcome, SettleQueue};
+use crate::{A2Error, Consumer};
 
 /// Failed attempts after which a head is dead-lettered.
 pub const MAX_FAILURES: u32 = 10;
@@ -90,23 +88,6 @@ pub(crate) struct DrainOptions {
     /// Started by a run (`ctx.session.consume`): its heads run without taking
     /// a run permit, since the run waiting on them already holds one.
     pub nested: bool,
-}
-
-/// How one run of a head ended.
-#[derive(Debug)]
-enum HeadOutcome {
-    /// `opens`: it may have made another head runnable (a cursor moved, a
-    /// lane's next head, or events it appended).
-    Processed {
-        opens: bool,
-    },
-    Failed {
-        retry_at: Millis,
-    },
-    DeadLettered,
-    Superseded,
-    /// The store could not record the outcome; the lease lapses and the next claim counts it.
-    StoreFailed(StoreError),
 }
 
 struct Active {
@@ -244,7 +225,7 @@ struct Drain {
     /// The last claim took as many heads as it could: more may be waiting.
     saturated: bool,
     settle: SettleQueue,
-    _settler: AbortOnDropUnit,
+    _settler: AbortOnDrop<()>,
 }
 
 impl Drain {
@@ -584,291 +565,5 @@ fn min_opt(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    }
-}
-
-fn event_span(inner: &Inner, session_id: &str, head: &ClaimedHead, session_head: u64) -> tracing::Span {
-    let age_ms = (inner.clock.now_ms() - head.event.created_at).max(0);
-    tracing::info_span!(
-        "a2.event",
-        a2.contract = %inner.contract.name(),
-        a2.session_id = %session_id,
-        a2.event.type = %head.event.event_type,
-        a2.event.index = head.event.index,
-        a2.event.id = %head.event.id,
-        a2.event.consumer = %head.head.consumer,
-        a2.event.lane = head.head.lane.clone(),
-        a2.event.attempt = head.attempt,
-        a2.event.handled = true,
-        a2.event.lag = session_head.saturating_sub(head.event.index),
-        a2.event.age_ms = age_ms,
-        a2.event.outcome = tracing::field::Empty,
-        a2.event.aborted = tracing::field::Empty,
-    )
-}
-
-/// What a running head's task shares with its drain.
-struct Fence {
-    cancel: CancellationToken,
-    completing: Arc<AtomicBool>,
-    settle: SettleQueue,
-    /// Run without a permit: a run waiting in `consume` holds one for it.
-    nested: bool,
-}
-
-type SettleReply = tokio::sync::oneshot::Sender<Result<bool, StoreError>>;
-type SettleQueue = tokio::sync::mpsc::UnboundedSender<(HeldHead, SettleReply)>;
-
-/// Settles a drain's heads that returned nothing: whatever queued while one
-/// write was in flight goes in the next, so under load many heads share a
-/// transaction and at rest none waits.
-fn spawn_settler(inner: &Arc<Inner>, key: String) -> (SettleQueue, AbortOnDropUnit) {
-    let (queue, mut incoming) = tokio::sync::mpsc::unbounded_channel::<(HeldHead, SettleReply)>();
-    let store = inner.store.clone();
-    let task = tokio::spawn(async move {
-        while let Some(first) = incoming.recv().await {
-            let mut batch = vec![first];
-            while batch.len() < 512 {
-                match incoming.try_recv() {
-                    Ok(next) => batch.push(next),
-                    Err(_) => break,
-                }
-            }
-            let heads = batch.iter().map(|(held, _)| held.clone()).collect();
-            let settled = store.head_complete_many(HeadCompleteMany { session: key.clone(), heads }).await;
-            for (held, reply) in batch {
-                let _ = reply.send(settled.as_ref().map(|done| done.contains(&held.head)).map_err(Clone::clone));
-            }
-        }
-    });
-    (queue, AbortOnDropUnit(task))
-}
-
-/// Aborts a spawned task when dropped, so an abandoned head leaves no zombie run.
-struct AbortOnDrop(tokio::task::JoinHandle<Result<crate::Returned, crate::BoxError>>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-async fn run_head(
-    inner: Arc<Inner>,
-    consumer: Consumer,
-    claimed: ClaimedHead,
-    session_id: String,
-    fence: Fence,
-    session_head: u64,
-) -> HeadOutcome {
-    let span = event_span(&inner, &session_id, &claimed, session_head);
-    async {
-        let outcome = run_and_settle(&inner, &consumer, &claimed, &session_id, fence).await;
-        let name = match &outcome {
-            HeadOutcome::Processed { .. } => "processed",
-            HeadOutcome::Failed { .. } => "failed",
-            HeadOutcome::DeadLettered => "dead_lettered",
-            HeadOutcome::Superseded => "superseded",
-            HeadOutcome::StoreFailed(_) => "store_failed",
-        };
-        tracing::Span::current().record("a2.event.outcome", name);
-        outcome
-    }
-    .instrument(span)
-    .await
-}
-
-async fn run_and_settle(
-    inner: &Arc<Inner>,
-    consumer: &Consumer,
-    claimed: &ClaimedHead,
-    session_id: &str,
-    fence: Fence,
-) -> HeadOutcome {
-    // Waits while the server runs as many heads as it may; the lease is renewed meanwhile.
-    // A nested consume's heads skip the queue: the runs waiting on them hold permits already,
-    // and enough of those would leave none for the heads they wait on.
-    let _running = if fence.nested {
-        None
-    } else {
-        match inner.running.clone().acquire_owned().await {
-            Ok(permit) => Some(permit),
-            Err(_) => return HeadOutcome::Superseded,
-        }
-    };
-    let run_token = fence.cancel.child_token();
-    let _abort_watch = crate::abort::watch(
-        inner,
-        &consumer.def.abort_on,
-        &claimed.event,
-        claimed.event.session.clone(),
-        claimed.attempt,
-        run_token.clone(),
-    );
-    let mut event = claimed.event.clone();
-    event.session = session_id.to_owned();
-    let ctx = ConsumerContext {
-        event,
-        attempt: claimed.attempt,
-        session: ConsumerSession {
-            inner: inner.clone(),
-            session_id: session_id.to_owned(),
-            trigger_id: claimed.event.id.clone(),
-            head: claimed.head.clone(),
-            attempt: claimed.attempt,
-            cancel: run_token.clone(),
-        },
-        cancel: run_token.clone(),
-    };
-    // Run in its own task so a panic is a failed attempt, not a lost drain.
-    let mut task = AbortOnDrop(tokio::spawn((consumer.def.run)(ctx)));
-    let result = match (&mut task.0).await {
-        Ok(result) => result.map_err(|e| e.to_string()),
-        Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name())),
-    };
-    if run_token.is_cancelled() {
-        tracing::Span::current().record("a2.event.aborted", true);
-    }
-    let returned = result.and_then(|returned| returned_events(inner, consumer, claimed, session_id, returned));
-    fence.completing.store(true, Ordering::SeqCst);
-    match returned {
-        Ok(events) if events.is_empty() => settle(claimed, &fence.settle).await,
-        Ok(events) => match complete(inner, claimed, events).await {
-            Err(StoreError::PartialDuplicateBatch { session, ids }) => {
-                let message = StoreError::PartialDuplicateBatch { session, ids }.to_string();
-                fail(inner, claimed, message).await
-            }
-            Err(error) => HeadOutcome::StoreFailed(error),
-            Ok(outcome) => outcome,
-        },
-        Err(message) => fail(inner, claimed, message).await,
-    }
-}
-
-/// Give ids and causes to what a run returned, validated like any append.
-fn returned_events(
-    inner: &Inner,
-    consumer: &Consumer,
-    claimed: &ClaimedHead,
-    session_id: &str,
-    returned: crate::Returned,
-) -> Result<Vec<a2_store::NewEvent>, String> {
-    let cause = Cause {
-        consumer: claimed.head.consumer.clone(),
-        lane: claimed.head.lane.clone(),
-        index: claimed.head.index,
-        attempt: claimed.attempt,
-    };
-    let mut inputs = returned.0;
-    for (ordinal, input) in inputs.iter_mut().enumerate() {
-        match &input.id {
-            Some(id) => ids::validate_external_id(id).map_err(|e| e.to_string())?,
-            None => input.id = Some(ids::returned_event_id(&claimed.event.id, ordinal, consumer.name())),
-        }
-    }
-    inner.new_events(session_id, inputs, Some(&cause)).map_err(|e| format!("{} ({})", e, e.code()))
-}
-
-async fn complete(
-    inner: &Arc<Inner>,
-    claimed: &ClaimedHead,
-    events: Vec<a2_store::NewEvent>,
-) -> Result<HeadOutcome, StoreError> {
-    let span = commit_span(claimed, "complete");
-    let work = inner.has_work(&events);
-    let key = claimed.event.session.clone();
-    let params = HeadComplete {
-        session: key.clone(),
-        head: claimed.head.clone(),
-        attempt: claimed.attempt,
-        events,
-        consumers: inner.store_consumers.clone(),
-    };
-    let outcome = inner.store.head_complete(params).instrument(span.clone()).await?;
-    Ok(match outcome {
-        CompleteOutcome::Completed { appended, .. } => {
-            span.record("a2.commit.outcome", "completed");
-            if !appended.is_empty() {
-                inner.notify(&key);
-                if work {
-                    inner.schedule_drain(a2_store::split_session_key(&key).1);
-                }
-            }
-            HeadOutcome::Processed { opens: true }
-        }
-        CompleteOutcome::Superseded => {
-            span.record("a2.commit.outcome", "superseded");
-            HeadOutcome::Superseded
-        }
-    })
-}
-
-/// The `a2.commit` span of a head's outcome, named by its contract and session.
-fn commit_span(claimed: &ClaimedHead, kind: &'static str) -> tracing::Span {
-    let (contract, session_id) = a2_store::split_session_key(&claimed.event.session);
-    tracing::info_span!(
-        "a2.commit",
-        a2.contract = %contract,
-        a2.session_id = %session_id,
-        a2.commit.kind = kind,
-        a2.commit.outcome = tracing::field::Empty,
-    )
-}
-
-/// Complete a head that returned nothing through the drain's settler.
-async fn settle(claimed: &ClaimedHead, queue: &SettleQueue) -> HeadOutcome {
-    let span = commit_span(claimed, "complete");
-    let (reply, answer) = tokio::sync::oneshot::channel();
-    let held = HeldHead { head: claimed.head.clone(), attempt: claimed.attempt };
-    if queue.send((held, reply)).is_err() {
-        return HeadOutcome::StoreFailed(StoreError::unavailable("the drain ended before the completion was written"));
-    }
-    let outcome = match answer.instrument(span.clone()).await {
-        Ok(Ok(true)) => HeadOutcome::Processed { opens: claimed.head.lane.is_some() },
-        Ok(Ok(false)) => HeadOutcome::Superseded,
-        Ok(Err(error)) => HeadOutcome::StoreFailed(error),
-        Err(_) => {
-            HeadOutcome::StoreFailed(StoreError::unavailable("the drain ended before the completion was written"))
-        }
-    };
-    span.record(
-        "a2.commit.outcome",
-        if matches!(outcome, HeadOutcome::Processed { .. }) { "completed" } else { "superseded" },
-    );
-    outcome
-}
-
-async fn fail(inner: &Arc<Inner>, claimed: &ClaimedHead, error: String) -> HeadOutcome {
-    let span = commit_span(claimed, "fail");
-    let params = HeadFail {
-        session: claimed.event.session.clone(),
-        head: claimed.head.clone(),
-        attempt: claimed.attempt,
-        error,
-        max_failures: MAX_FAILURES,
-        backoff: inner.timings.backoff,
-    };
-    match inner.store.head_fail(params).instrument(span.clone()).await {
-        Ok(FailOutcome::Failed { retry_at, .. }) => {
-            span.record("a2.commit.outcome", "failed");
-            HeadOutcome::Failed { retry_at }
-        }
-        Ok(FailOutcome::DeadLettered { .. }) => {
-            span.record("a2.commit.outcome", "dead_lettered");
-            HeadOutcome::DeadLettered
-        }
-        Ok(FailOutcome::Superseded) => {
-            span.record("a2.commit.outcome", "superseded");
-            HeadOutcome::Superseded
-        }
-        Err(error) => HeadOutcome::StoreFailed(error),
-    }
-}
-
-struct AbortOnDropUnit(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDropUnit {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use a2_store::{DeadLetter, DeadLetterList, Event, EventList, Millis};
 use serde_json::Value;
 
-use crate::server::{Inner, Session};
+use crate::inner::Inner;
+use crate::server::Session;
+use crate::signals::SessionSignals;
 use crate::A2Error;
 
 /// Which events to read: indexes from `gte` through `lte`, both inclusive
@@ -73,6 +75,26 @@ impl History {
     }
 }
 
+/// Every event of a session after a point, in order, waiting for new ones.
+pub struct EventStream {
+    history: History,
+    signals: SessionSignals,
+}
+
+impl EventStream {
+    /// The next event; waits for an append here or (by the store's feed or a poll) elsewhere.
+    pub async fn next(&mut self) -> Result<Event, A2Error> {
+        loop {
+            if let Some(event) = self.history.next().await? {
+                return Ok(event);
+            }
+            // Past the end for now: the next page starts where this one stopped.
+            self.history.done = false;
+            self.signals.next().await;
+        }
+    }
+}
+
 /// A dead head with the event it is stuck on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeadHead {
@@ -93,6 +115,12 @@ impl Session {
             buffer: VecDeque::new(),
             done: range.lte.is_some_and(|lte| lte < range.gte.unwrap_or(1)),
         }
+    }
+
+    /// A reader that yields every event after `after`, waiting for new ones.
+    pub fn stream(&self, after: u64) -> EventStream {
+        let signals = SessionSignals::new(&self.inner, self.inner.key(&self.id));
+        EventStream { history: self.history(EventRange::after(after)), signals }
     }
 
     /// Every dead head of the session, with the payload and time of its event.

@@ -4,15 +4,20 @@
 //! [`a2_store::Store`].
 
 mod abort;
+mod consume;
 mod consumer;
 mod context;
 mod contract;
 mod drain;
 mod environment;
 mod error;
+mod guard;
 mod history;
 pub mod ids;
+mod inner;
+mod run;
 mod server;
+mod signals;
 
 pub use abort::AbortPredicate;
 pub use consumer::{validate_consumer_name, AppendInput, BoxError, Consumer, ConsumerBuilder, Lane, Returned};
@@ -21,5 +26,6 @@ pub use contract::{Contract, Reducer};
 pub use drain::{DrainOutcome, DrainResult, DrainTimings, MAX_FAILURES};
 pub use environment::{dev_store_path, resolve_store, Environment};
 pub use error::A2Error;
-pub use history::{DeadHead, EventRange, History};
-pub use server::{EventStream, Server, ServerBuilder, Session, StateAt};
+pub use history::{DeadHead, EventRange, EventStream, History};
+pub use inner::StateAt;
+pub use server::{Server, ServerBuilder, Session};
