@@ -4,7 +4,7 @@
 //! (initdb refuses to run as root).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -23,11 +23,13 @@ fn pg_bin() -> Option<PathBuf> {
     versions.into_iter().rev().find(|bin| bin.join("pg_ctl").exists())
 }
 
-fn is_root() -> bool {
+/// Whether this process runs as root (then clusters belong to `postgres`).
+pub fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
-fn reachable(port: u16) -> bool {
+/// Whether something accepts TCP connections on 127.0.0.1:`port`.
+pub fn reachable(port: u16) -> bool {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok()
 }
@@ -110,10 +112,6 @@ impl Cluster {
             Ok(s) if s.success() => Ok(()),
             other => Err(format!("pg_ctl stop: {other:?}")),
         }
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 }
 

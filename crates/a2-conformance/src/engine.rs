@@ -85,11 +85,25 @@ impl Pace {
 }
 
 pub(crate) fn server(pace: Pace, store: Arc<dyn Store>, consumers: Vec<Consumer>) -> Server {
-    Server::builder(contract(), store)
-        .consumers(consumers)
-        .timings(pace.timings())
+    server_with(pace, store, consumers, |b| b)
+}
+
+/// A server of the test contract on the pace's timings, built the way `configure` says.
+pub(crate) fn server_with(
+    pace: Pace,
+    store: Arc<dyn Store>,
+    consumers: Vec<Consumer>,
+    configure: impl FnOnce(ServerBuilder) -> ServerBuilder,
+) -> Server {
+    configure(Server::builder(contract(), store).consumers(consumers).timings(pace.timings()))
         .build()
         .unwrap_or_else(|e| panic!("server: {e}"))
+}
+
+/// A server that appends but never drains: a process that dies before it
+/// does, or one that only moves consumers by hand.
+pub(crate) fn quiet_server(pace: Pace, store: Arc<dyn Store>, consumers: Vec<Consumer>) -> Server {
+    server_with(pace, store, consumers, |b| b.run_in_background(false))
 }
 
 pub(crate) fn tick(n: u64) -> AppendInput {
@@ -507,12 +521,7 @@ pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory, pace: 
         })
         .unwrap_or_else(|e| panic!("{e}"));
     // A snapshot on every read that folds anything, so each step below leaves one to look at.
-    let server = Server::builder(contract(), store.clone())
-        .consumer(reader)
-        .timings(pace.timings())
-        .snapshot_every(1)
-        .build()
-        .unwrap_or_else(|e| panic!("server: {e}"));
+    let server = server_with(pace, store.clone(), vec![reader], |b| b.snapshot_every(1));
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append((1..=5).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
     let state = |through| {

@@ -6,23 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2_engine::*;
-use a2_store::{HeadClaim, Store};
+use a2_store::HeadClaim;
 
-use crate::engine::{contract, eventually, open, recorder, seen, server, snapshot, tick, Pace};
+use crate::engine::{eventually, open, quiet_server, recorder, seen, server, server_with, snapshot, tick, Pace};
 use crate::StoreFactory;
 
 fn log_recorder(seen: &crate::engine::Seen) -> Consumer {
     recorder(Consumer::builder("rec").lane("main").types(["tick"]).backfill(), "rec", seen)
-}
-
-/// A server that appends but never drains: a process that dies before it does.
-fn silent(pace: Pace, store: Arc<dyn Store>, consumers: Vec<Consumer>) -> Server {
-    Server::builder(contract(), store)
-        .consumers(consumers)
-        .timings(pace.timings())
-        .run_in_background(false)
-        .build()
-        .unwrap_or_else(|e| panic!("server: {e}"))
 }
 
 async fn append(server: &Server, session: &str, events: Vec<AppendInput>) {
@@ -36,7 +26,7 @@ async fn append(server: &Server, session: &str, events: Vec<AppendInput>) {
 pub async fn stranded_work_heals_without_append(factory: &dyn StoreFactory, pace: Pace) {
     let store = open(factory).await;
     let seen = seen();
-    let dead = silent(pace, store.clone(), vec![log_recorder(&seen)]);
+    let dead = quiet_server(pace, store.clone(), vec![log_recorder(&seen)]);
     append(&dead, "held", vec![tick(1), tick(2)]).await;
     append(&dead, "unclaimed", vec![tick(1)]).await;
     let consumer = dead.consumer("rec").map(|c| vec![store_consumer(&c)]).unwrap_or_default();
@@ -90,7 +80,7 @@ pub async fn due_retry_runs_after_restart(factory: &dyn StoreFactory, pace: Pace
             })
             .unwrap_or_else(|e| panic!("{e}"))
     };
-    let first = silent(pace, store.clone(), vec![flaky(attempts.clone())]);
+    let first = quiet_server(pace, store.clone(), vec![flaky(attempts.clone())]);
     append(&first, "s", vec![tick(1)]).await;
     let session = first.session("s").unwrap_or_else(|e| panic!("{e}"));
     let drained = session.drain().await.unwrap_or_else(|e| panic!("drain: {e}"));
@@ -113,13 +103,9 @@ pub async fn duplicate_append_heals_pending_work(factory: &dyn StoreFactory, pac
     let mut timings = pace.timings();
     // Only the append may heal here: the rescuer looks once, at start, on an empty store.
     timings.rescue_every = Duration::from_secs(3_600);
-    let live = Server::builder(contract(), store.clone())
-        .consumer(log_recorder(&seen))
-        .timings(timings)
-        .build()
-        .unwrap_or_else(|e| panic!("server: {e}"));
+    let live = server_with(pace, store.clone(), vec![log_recorder(&seen)], |b| b.timings(timings));
     tokio::time::sleep(pace.settle()).await;
-    let dead = silent(pace, store.clone(), vec![log_recorder(&seen)]);
+    let dead = quiet_server(pace, store.clone(), vec![log_recorder(&seen)]);
     append(&dead, "s", vec![tick(1).with_id("order-1")]).await;
     drop(dead);
     tokio::time::sleep(pace.settle()).await;

@@ -8,23 +8,18 @@ use a2_engine::*;
 use a2_store::Store;
 use serde_json::json;
 
-use crate::engine::{contract, open, tick, Pace};
+use crate::engine::{open, server_with, tick, Pace};
 use crate::StoreFactory;
 
-fn server_with(pace: Pace, store: Arc<dyn Store>, every: u64, consumers: Vec<Consumer>) -> Server {
-    Server::builder(contract(), store)
-        .consumers(consumers)
-        .timings(pace.timings())
-        .snapshot_every(every)
-        .build()
-        .unwrap_or_else(|e| panic!("server: {e}"))
+fn snapshotting(pace: Pace, store: Arc<dyn Store>, every: u64, consumers: Vec<Consumer>) -> Server {
+    server_with(pace, store, consumers, |b| b.snapshot_every(every))
 }
 
 /// `state` answers `{state, index}`; a snapshot is written once a read
 /// folded `snapshot_every` events past the last one, not on every read.
 pub async fn engine_state_snapshots_every_n_and_reports_its_index(factory: &dyn StoreFactory, pace: Pace) {
     let store = open(factory).await;
-    let server = server_with(pace, store.clone(), 4, vec![]);
+    let server = snapshotting(pace, store.clone(), 4, vec![]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let key = a2_store::session_key("shop", "s");
     session.append((1..=3).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
@@ -54,7 +49,7 @@ pub async fn engine_history_reads_any_range_of_any_length(factory: &dyn StoreFac
         .run(|_| async { Err::<(), BoxError>("always".into()) })
         .unwrap_or_else(|e| panic!("{e}"));
     let store = open(factory).await;
-    let server = server_with(pace, store, 100, vec![failing]);
+    let server = snapshotting(pace, store, 100, vec![failing]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let total = a2_store::MAX_PAGE as u64 + 120;
     session.append((1..=total).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));

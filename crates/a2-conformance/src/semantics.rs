@@ -11,18 +11,9 @@ use a2_store::Store;
 use serde_json::json;
 use tokio::sync::{Barrier, Notify};
 
-use crate::engine::{contract, eventually, open, record, seen, snapshot, tick, Pace, Seen};
+use crate::engine::{eventually, open, quiet_server, record, seen, server_with, snapshot, tick, Pace, Seen};
 use crate::faulty::Faulty;
 use crate::StoreFactory;
-
-fn quiet_server(pace: Pace, store: Arc<dyn Store>, consumers: Vec<Consumer>) -> Server {
-    Server::builder(contract(), store)
-        .consumers(consumers)
-        .timings(pace.timings())
-        .run_in_background(false)
-        .build()
-        .unwrap_or_else(|e| panic!("server: {e}"))
-}
 
 fn codes() -> Arc<Mutex<Vec<String>>> {
     Arc::new(Mutex::new(Vec::new()))
@@ -194,12 +185,7 @@ pub async fn consume_cycle_is_refused(factory: &dyn StoreFactory, pace: Pace) {
     let _ = slot_a.set(a.clone());
     let _ = slot_b.set(b);
     // One run permit, held by a's run while it waits: b's nested heads must run without one.
-    let server = Server::builder(contract(), open(factory).await)
-        .consumer(a)
-        .timings(pace.timings())
-        .max_running(1)
-        .build()
-        .unwrap_or_else(|e| panic!("server: {e}"));
+    let server = server_with(pace, open(factory).await, vec![a], |b| b.max_running(1));
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("both runs ended", || taken(&codes).len() == 2).await;

@@ -1,7 +1,7 @@
 //! The rescuer's scan: sessions with work no live claim holds.
 
 use a2_store::codec::prefix_range;
-use a2_store::{session_key, split_session_key, RunnablePage, SessionsRunnable, StoreError};
+use a2_store::{session_key, RunnablePage, SessionsRunnable, StoreError};
 
 use crate::rows::get;
 use crate::{db_error, PgStore};
@@ -34,18 +34,10 @@ impl PgStore {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error)?;
-        let limit = params.limit.clamp(1, a2_store::MAX_PAGE) as usize;
-        let mut page = RunnablePage::default();
-        for row in &rows {
-            let id = split_session_key(&get::<String>(row, "session")?).1.to_owned();
-            if get::<bool>(row, "runnable")? {
-                page.sessions.push(id.clone());
-            }
-            page.scanned_through = Some(id);
-        }
-        if rows.len() < limit {
-            page.scanned_through = None;
-        }
-        Ok(page)
+        let scanned = rows
+            .iter()
+            .map(|row| Ok((get::<String>(row, "session")?, get::<bool>(row, "runnable")?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(RunnablePage::from_scan(scanned, params.limit))
     }
 }

@@ -279,3 +279,37 @@ pub fn plan_batch(session: &str, events: &[crate::NewEvent], present: &[&str]) -
     let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).filter(|id| present.contains(id)).collect();
     Err(crate::StoreError::PartialDuplicateBatch { session: session.to_owned(), ids: ids.join(", ") })
 }
+
+/// One page of a store-wide head scan: `sessions` in key order, each with its
+/// heads as [`head_infos`] gives them; stops as soon as the page is full, so a
+/// lazy iterator reads no further than it must.
+pub fn scan_heads(
+    sessions: impl IntoIterator<Item = (String, Vec<crate::HeadInfo>)>,
+    params: &crate::HeadScan,
+    limit: usize,
+) -> Vec<crate::HeadInfo> {
+    let mut page = Vec::new();
+    for (session, infos) in sessions {
+        if params.after.as_ref().is_some_and(|a| session < a.session) {
+            continue;
+        }
+        for info in infos {
+            let key = crate::HeadKey {
+                session: session.clone(),
+                consumer: info.consumer.clone(),
+                lane: info.lane.clone(),
+                index: info.next_index,
+            };
+            if params.after.as_ref().is_some_and(|a| &key <= a)
+                || params.consumer.as_ref().is_some_and(|c| c != &info.consumer)
+            {
+                continue;
+            }
+            page.push(info);
+            if page.len() == limit {
+                return page;
+            }
+        }
+    }
+    page
+}

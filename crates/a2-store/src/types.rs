@@ -419,6 +419,19 @@ pub struct RunnablePage {
     pub scanned_through: Option<String>,
 }
 
+impl RunnablePage {
+    /// The page from the sessions looked at, in key order, each with whether
+    /// it has runnable work; a page shorter than `limit` ended the walk.
+    pub fn from_scan(scanned: Vec<(String, bool)>, limit: u32) -> Self {
+        let full = scanned.len() >= crate::page_size(limit);
+        let id = |key: &str| crate::split_session_key(key).1.to_owned();
+        Self {
+            scanned_through: scanned.last().filter(|_| full).map(|(key, _)| id(key)),
+            sessions: scanned.iter().filter(|(_, runnable)| *runnable).map(|(key, _)| id(key)).collect(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SessionSummary {

@@ -337,22 +337,13 @@ impl Store for MemoryStore {
             None => std::ops::Bound::Included(prefix.clone()),
         };
         let sessions = self.lock();
-        let looked: Vec<(&String, &SessionRow)> = sessions
+        let scanned = sessions
             .range((start, std::ops::Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(&prefix))
             .take(page_size(params.limit))
+            .map(|(key, row)| (key.clone(), row.runnable(&params.consumers, now)))
             .collect();
-        let id = |key: &str| crate::split_session_key(key).1.to_owned();
-        Ok(RunnablePage {
-            sessions: looked
-                .iter()
-                .filter(|(_, row)| row.runnable(&params.consumers, now))
-                .map(|(k, _)| id(k))
-                .collect(),
-            scanned_through: (looked.len() >= page_size(params.limit))
-                .then(|| looked.last().map(|(k, _)| id(k)))
-                .flatten(),
-        })
+        Ok(RunnablePage::from_scan(scanned, params.limit))
     }
 
     async fn session_list_by_activity(&self, params: SessionsByActivity) -> Result<Vec<SessionSummary>, StoreError> {
@@ -380,31 +371,9 @@ impl Store for MemoryStore {
 
     async fn head_scan(&self, params: HeadScan) -> Result<Vec<HeadInfo>, StoreError> {
         let sessions = self.lock();
-        let limit = page_size(params.limit);
-        let mut page = Vec::new();
-        for (key, row) in sessions.iter() {
-            if params.after.as_ref().is_some_and(|a| key < &a.session) {
-                continue;
-            }
-            for info in row.head_infos() {
-                let head_key = HeadKey {
-                    session: key.clone(),
-                    consumer: info.consumer.clone(),
-                    lane: info.lane.clone(),
-                    index: info.next_index,
-                };
-                if params.after.as_ref().is_some_and(|a| &head_key <= a)
-                    || params.consumer.as_ref().is_some_and(|c| c != &info.consumer)
-                {
-                    continue;
-                }
-                page.push(info);
-                if page.len() == limit {
-                    return Ok(page);
-                }
-            }
-        }
-        Ok(page)
+        let from = params.after.as_ref().map(|a| a.session.as_str()).unwrap_or_default();
+        let infos = sessions.range(from.to_owned()..).map(|(key, row)| (key.clone(), row.head_infos()));
+        Ok(crate::rules::scan_heads(infos, &params, page_size(params.limit)))
     }
 
     async fn dead_letter_list(&self, params: DeadLetterList) -> Result<Vec<DeadLetter>, StoreError> {
