@@ -11,8 +11,8 @@ use std::time::Duration;
 use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainOutcome, DrainTimings, Server};
 use a2_store::memory::MemoryStore;
 use a2_store::{session_key, Backoff, Event, EventList, Store, StoreError, SystemClock};
-use a2_store_postgres::{PgOptions, PgStore};
-use a2_store_sqlite::{Access, SqliteStore};
+use a2_store_postgres::{PgOptions, Postgres};
+use a2_store_sqlite::{Access, Sqlite};
 use serde_json::json;
 
 pub const CONTRACT: &str = "chaos";
@@ -23,11 +23,11 @@ pub const CONSUMERS: [&str; 2] = ["ordered", "parallel"];
 pub async fn open_store(url: &str, schema: Option<&str>) -> Result<Arc<dyn Store>, StoreError> {
     let clock = Arc::new(SystemClock);
     if url.starts_with("sqlite:") {
-        return Ok(Arc::new(SqliteStore::open_url(url, Access::ReadWrite, clock).await?));
+        return Ok(Arc::new(Sqlite::open_url(url, Access::ReadWrite, clock).await?));
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         let options = PgOptions { schema: schema.map(str::to_owned), ..PgOptions::default() };
-        return Ok(Arc::new(PgStore::connect(url, options, clock).await?));
+        return Ok(Arc::new(Postgres::connect(url, options, clock).await?));
     }
     if url == "memory:" {
         return Ok(Arc::new(MemoryStore::new(clock)));

@@ -11,8 +11,8 @@ mod common;
 use std::sync::Arc;
 
 use a2_store::{session_key, EventAppend, HeadClaim, HeadFail, NewEvent, Store, StoreConsumer, Target};
-use a2_store_postgres::{PgOptions, PgStore};
-use a2_store_sqlite::{Access, SqliteStore};
+use a2_store_postgres::{PgOptions, Postgres};
+use a2_store_sqlite::{Access, Sqlite};
 use common::Shared;
 use serde_json::json;
 
@@ -91,16 +91,14 @@ fn check(plans: &[(&'static str, Vec<String>)], seq_scan: impl Fn(&str) -> bool)
 async fn sqlite_inspection_reads_use_indexes() {
     let shared = Shared::sqlite("explain");
     let path = shared.url.trim_start_matches("sqlite:").to_owned();
-    let store = SqliteStore::open(&path, Access::ReadWrite, Arc::new(a2_store::SystemClock))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let store =
+        Sqlite::open(&path, Access::ReadWrite, Arc::new(a2_store::SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
     seed(&store).await;
     let pool = sqlx::SqlitePool::connect(&shared.url).await.unwrap_or_else(|e| panic!("{e}"));
     sqlx::query("ANALYZE").execute(&pool).await.unwrap_or_else(|e| panic!("{e}"));
     pool.close().await;
-    let reopened = SqliteStore::open(&path, Access::ReadOnly, Arc::new(a2_store::SystemClock))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let reopened =
+        Sqlite::open(&path, Access::ReadOnly, Arc::new(a2_store::SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
     let plans = reopened.explain_reads(&session_key("bench", "order-01000")).await.unwrap_or_else(|e| panic!("{e}"));
     let scan = regex_free_scan;
     check(&plans, scan);
@@ -117,8 +115,9 @@ fn regex_free_scan(line: &str) -> bool {
 async fn postgres_inspection_reads_use_indexes() {
     let shared = Shared::postgres("explain");
     let options = PgOptions { schema: shared.schema.clone(), ..PgOptions::default() };
-    let store =
-        PgStore::connect(&shared.url, options, Arc::new(a2_store::SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
+    let store = Postgres::connect(&shared.url, options, Arc::new(a2_store::SystemClock))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     seed(&store).await;
     let pool = sqlx::PgPool::connect(&shared.url).await.unwrap_or_else(|e| panic!("{e}"));
     let schema = shared.schema.clone().unwrap_or_default();

@@ -19,10 +19,9 @@ fn store_path(name: &str) -> PathBuf {
 async fn store_url(kind: &str) -> (String, Arc<dyn Store>) {
     if kind == "sqlite" {
         let path = store_path("main");
-        let store =
-            a2_store_sqlite::SqliteStore::open(&path, a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
+        let store = a2_store_sqlite::Sqlite::open(&path, a2_store_sqlite::Access::ReadWrite, Arc::new(SystemClock))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         return (format!("sqlite:{}", path.display()), Arc::new(store));
     }
     let base =
@@ -36,7 +35,7 @@ async fn store_url(kind: &str) -> (String, Arc<dyn Store>) {
     sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
     let separator = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
-    let store = a2_store_postgres::PgStore::connect(&url, Default::default(), Arc::new(SystemClock))
+    let store = a2_store_postgres::Postgres::connect(&url, Default::default(), Arc::new(SystemClock))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     (url, Arc::new(store))

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use a2_store::memory::MemoryStore;
 use a2_store::{Store, SystemClock};
-use a2_store_sqlite::{Access, SqliteStore};
+use a2_store_sqlite::{Access, Sqlite};
 
 use crate::A2Error;
 
@@ -58,7 +58,7 @@ pub async fn resolve_store(
     match environment {
         Environment::Test => Ok(Arc::new(MemoryStore::default())),
         Environment::Development => {
-            let store = SqliteStore::open(dev_path, Access::ReadWrite, Arc::new(SystemClock)).await?;
+            let store = Sqlite::open(dev_path, Access::ReadWrite, Arc::new(SystemClock)).await?;
             Ok(Arc::new(store))
         }
         Environment::Production => Err(A2Error::StoreNotConfigured {

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use a2_store::memory::MemoryStore;
 use a2_store::{Store, SystemClock};
-use a2_store_postgres::{PgOptions, PgStore};
-use a2_store_sqlite::SqliteStore;
+use a2_store_postgres::{PgOptions, PgStore, Postgres};
+use a2_store_sqlite::Sqlite;
 use serde::{Deserialize, Serialize};
 
 use crate::OperatorError;
@@ -74,7 +74,7 @@ pub async fn attach(connect: &Connect) -> Result<Attached, OperatorError> {
         });
     }
     if url.starts_with("sqlite:") {
-        let store = SqliteStore::open_url(url, connect.mode.unwrap_or(Mode::ReadWrite), clock).await?;
+        let store = Sqlite::open_url(url, connect.mode.unwrap_or(Mode::ReadWrite), clock).await?;
         let mode = if store.is_read_only() { Mode::ReadOnly } else { Mode::ReadWrite };
         let store = Arc::new(store);
         return Ok(Attached { store, kind: StoreKind::Sqlite, mode, role_can_write: None, postgres: None });
@@ -91,7 +91,7 @@ pub async fn attach(connect: &Connect) -> Result<Attached, OperatorError> {
             statement_timeout: connect.statement_timeout,
             ..PgOptions::default()
         };
-        let store = PgStore::connect(url, options, clock).await?;
+        let store = Postgres::connect(url, options, clock).await?;
         let role_can_write = store.role_can_write().await.ok();
         let postgres = Some(store.clone());
         return Ok(Attached { store: Arc::new(store), kind: StoreKind::Postgres, mode, role_can_write, postgres });

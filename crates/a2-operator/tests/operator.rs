@@ -21,7 +21,7 @@ async fn store_of(kind: StoreKind) -> Arc<dyn Store> {
     match kind {
         StoreKind::Memory => Arc::new(memory::MemoryStore::new(clock)),
         StoreKind::Sqlite => Arc::new(
-            a2_store_sqlite::SqliteStore::open(scratch("store.sqlite"), a2_store_sqlite::Access::ReadWrite, clock)
+            a2_store_sqlite::Sqlite::open(scratch("store.sqlite"), a2_store_sqlite::Access::ReadWrite, clock)
                 .await
                 .unwrap_or_else(|e| panic!("{e}")),
         ),
@@ -30,7 +30,7 @@ async fn store_of(kind: StoreKind) -> Arc<dyn Store> {
                 .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
             let schema = format!("a2_conf_{}_op{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
             let options = a2_store_postgres::PgOptions { schema: Some(schema), ..Default::default() };
-            Arc::new(a2_store_postgres::PgStore::connect(&url, options, clock).await.unwrap_or_else(|e| panic!("{e}")))
+            Arc::new(a2_store_postgres::Postgres::connect(&url, options, clock).await.unwrap_or_else(|e| panic!("{e}")))
         }
     }
 }

@@ -1,118 +1,12 @@
-//! Appends: one statement in the common case, a transaction when an id is already present.
+//! Appends as one statement in the common case; the shared transaction
+//! takes over when an id is already present.
 
-use a2_store::codec::{kind_code, lane_column, target_kind, to_i64, to_u64};
-use a2_store::rules::{check_batch, plan_batch, BatchPlan};
+use a2_store::codec::{kind_code, lane_column, target_kind, to_u64};
 use a2_store::*;
 use sqlx::types::Json;
-use sqlx::PgConnection;
+use sqlx::Row;
 
 use crate::db_error;
-use crate::rows::{event, get};
-use crate::writes::ensure_cursors;
-
-pub(crate) async fn append_core(
-    conn: &mut PgConnection,
-    key: &str,
-    events: Vec<NewEvent>,
-    consumers: &[StoreConsumer],
-    now: Millis,
-) -> Result<(Vec<Event>, bool), StoreError> {
-    check_batch(key, &events)?;
-    if events.is_empty() {
-        return Ok((Vec::new(), false));
-    }
-    // Lock (creating if need be) the session row: appends to one session serialize here.
-    let row = sqlx::query(
-        "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) VALUES ($1, 0, 0, $2, $2) \
-         ON CONFLICT (session) DO UPDATE SET session = EXCLUDED.session RETURNING head, clear_index",
-    )
-    .bind(key)
-    .bind(now)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    let (head, clear) = (to_u64(get(&row, "head")?), to_u64(get(&row, "clear_index")?));
-    let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
-    let present = sqlx::query(
-        "SELECT id, idx, type, payload, created_at, cause FROM a2_events WHERE session = $1 AND id = ANY($2)",
-    )
-    .bind(key)
-    .bind(&ids)
-    .fetch_all(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    let present: Vec<Event> = present.iter().map(|r| event(r, key, "")).collect::<Result<_, _>>()?;
-    let present_ids: Vec<&str> = present.iter().map(|e| e.id.as_str()).collect();
-    if plan_batch(key, &events, &present_ids)? == BatchPlan::AllPresent {
-        let stored = ids.iter().filter_map(|id| present.iter().find(|e| e.id == *id).cloned()).collect();
-        return Ok((stored, true));
-    }
-    ensure_cursors(conn, key, head, clear, consumers).await?;
-    let mut stored = Vec::with_capacity(events.len());
-    let (mut idxs, mut event_ids, mut types, mut payloads, mut causes) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut t_consumers, mut t_lanes, mut t_idxs, mut t_kinds) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (offset, new) in events.into_iter().enumerate() {
-        let index = head + 1 + offset as u64;
-        for target in &new.targets {
-            t_consumers.push(target.consumer.clone());
-            t_lanes.push(lane_column(target.lane.as_deref()).to_owned());
-            t_idxs.push(to_i64(index));
-            t_kinds.push(kind_code(target_kind(target.lane.as_deref())));
-        }
-        idxs.push(to_i64(index));
-        event_ids.push(new.id.clone());
-        types.push(new.event_type.clone());
-        payloads.push(Json(new.payload.clone()));
-        causes.push(new.cause.clone().map(Json));
-        stored.push(Event {
-            id: new.id,
-            event_type: new.event_type,
-            payload: new.payload,
-            index,
-            session: key.to_owned(),
-            created_at: now,
-            cause: new.cause,
-        });
-    }
-    sqlx::query(
-        "INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
-         SELECT $1, i, d, t, p, $6, c FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::jsonb[], $7::jsonb[]) AS x(i, d, t, p, c)",
-    )
-    .bind(key)
-    .bind(&idxs)
-    .bind(&event_ids)
-    .bind(&types)
-    .bind(&payloads)
-    .bind(now)
-    .bind(&causes)
-    .execute(&mut *conn)
-    .await
-    .map_err(db_error)?;
-    if !t_consumers.is_empty() {
-        sqlx::query(
-            "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
-             SELECT $1, c, l, i, k FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::smallint[]) AS t(c, l, i, k) ON CONFLICT DO NOTHING",
-        )
-        .bind(key)
-        .bind(&t_consumers)
-        .bind(&t_lanes)
-        .bind(&t_idxs)
-        .bind(&t_kinds)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-    }
-    let new_head = head + stored.len() as u64;
-    sqlx::query("UPDATE a2_sessions SET head = $1, updated_at = $2 WHERE session = $3")
-        .bind(to_i64(new_head))
-        .bind(now)
-        .bind(key)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_error)?;
-    Ok((stored, false))
-}
 
 pub(crate) enum FastAppend {
     IdTaken,
@@ -195,7 +89,7 @@ pub(crate) async fn fast_append(
         }
         Err(error) => return Err(FastAppend::Failed(db_error(error))),
     };
-    let base = to_u64(get::<i64>(&row, "base").map_err(FastAppend::Failed)?);
+    let base = to_u64(row.try_get::<i64, _>("base").map_err(|e| FastAppend::Failed(db_error(e)))?);
     let events = params
         .events
         .iter()

@@ -7,20 +7,17 @@
 //! `default_transaction_read_only` on every connection and never migrates.
 
 mod append;
-mod audit;
+mod conn;
 mod error;
-mod reads;
-mod rows;
-mod runnable;
-mod totals;
-mod writes;
+mod sql;
 
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use a2_store::Access;
-use a2_store::{Clock, StoreError};
+use a2_store::{Appended, Clock, EventAppend, StoreError};
+use a2_store_sql::{Conn, SqlBackend, SqlStore, Transaction};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 
@@ -59,8 +56,12 @@ impl Default for PgOptions {
     }
 }
 
+/// The Postgres store: the shared SQL layer over this backend.
+pub type PgStore = SqlStore<Postgres>;
+
+/// A Postgres database's pools and change feed: what the shared SQL layer runs on.
 #[derive(Debug, Clone)]
-pub struct PgStore {
+pub struct Postgres {
     clock: Arc<dyn Clock>,
     pool: PgPool,
     reader: PgPool,
@@ -105,8 +106,8 @@ fn valid_schema(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
-impl PgStore {
-    pub async fn connect(url: &str, options: PgOptions, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+impl Postgres {
+    pub async fn connect(url: &str, options: PgOptions, clock: Arc<dyn Clock>) -> Result<PgStore, StoreError> {
         let connect = connect_options(url, &options)?;
         let reader_connect =
             connect.clone().options([("statement_timeout", options.statement_timeout.as_millis().to_string())]);
@@ -137,9 +138,9 @@ impl PgStore {
         check_schema(&reader).await?;
         let (changes, _) = broadcast::channel(1024);
         let announce = announcer(pool.clone());
-        let store = Self { clock, pool, reader, access: options.access, changes, announce };
+        let store = Self { clock: clock.clone(), pool, reader, access: options.access, changes, announce };
         store.listen();
-        Ok(store)
+        Ok(SqlStore::new(store, &sql::SQL, clock))
     }
 
     pub fn is_read_only(&self) -> bool {
@@ -226,6 +227,40 @@ impl PgStore {
                 Err(StoreError::ReadOnly { message: "this Postgres store was attached read-only".into() })
             }
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl SqlBackend for Postgres {
+    async fn read(&self) -> Result<Box<dyn Conn>, StoreError> {
+        Ok(Box::new(conn::Link(self.reader.acquire().await.map_err(db_error)?)))
+    }
+
+    async fn work(&self) -> Result<Box<dyn Conn>, StoreError> {
+        Ok(Box::new(conn::Link(self.pool.acquire().await.map_err(db_error)?)))
+    }
+
+    async fn begin(&self) -> Result<Box<dyn Transaction>, StoreError> {
+        self.writable()?;
+        Ok(Box::new(conn::Link(self.pool.begin().await.map_err(db_error)?)))
+    }
+
+    async fn append_fast(&self, params: &EventAppend) -> Result<Option<Appended>, StoreError> {
+        self.writable()?;
+        match append::fast_append(&self.pool, params, self.clock.now_ms()).await {
+            Ok(appended) => Ok(Some(appended)),
+            // An id already in the session: the shared path tells an idempotent re-append from a partial duplicate.
+            Err(append::FastAppend::IdTaken) => Ok(None),
+            Err(append::FastAppend::Failed(error)) => Err(error),
+        }
+    }
+
+    fn announce(&self, key: &str) {
+        self.notify(key);
+    }
+
+    fn changes(&self) -> Option<broadcast::Receiver<String>> {
+        Some(self.subscribe())
     }
 }
 

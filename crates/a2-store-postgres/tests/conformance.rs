@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use a2_store::{Clock, Store};
-use a2_store_postgres::{PgOptions, PgStore};
+use a2_store_postgres::{PgOptions, Postgres};
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
@@ -43,7 +43,7 @@ async fn postgres(clock: Arc<dyn Clock>) -> Arc<dyn Store> {
     sweep().await;
     let schema = format!("a2_conf_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
     let options = PgOptions { schema: Some(schema.clone()), max_connections: 4, ..PgOptions::default() };
-    match PgStore::connect(&url(), options, clock).await {
+    match Postgres::connect(&url(), options, clock).await {
         Ok(store) => Arc::new(store),
         Err(error) => panic!("connecting to Postgres at {} (schema {schema}): {error}", url()),
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use a2_engine::{AppendInput, Contract, DrainTimings, Server};
 use a2_store::{session_key, EventAppend, NewEvent, Store, StoreError, SystemClock};
-use a2_store_postgres::{Access, PgOptions, PgStore};
+use a2_store_postgres::{Access, PgOptions, PgStore, Postgres};
 use serde_json::json;
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -22,7 +22,7 @@ fn fresh_schema() -> String {
 
 async fn connect(schema: &str, access: Access) -> Result<PgStore, StoreError> {
     let options = PgOptions { schema: Some(schema.to_owned()), access, max_connections: 4, ..PgOptions::default() };
-    PgStore::connect(&url(), options, Arc::new(SystemClock)).await
+    Postgres::connect(&url(), options, Arc::new(SystemClock)).await
 }
 
 async fn admin() -> sqlx::PgPool {
@@ -126,7 +126,7 @@ async fn a_read_that_runs_past_the_statement_timeout_is_cancelled() {
         statement_timeout: Duration::from_millis(200),
         ..PgOptions::default()
     };
-    let store = PgStore::connect(&url(), options, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
+    let store = Postgres::connect(&url(), options, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
     let pool = admin().await;
     let mut locker = pool.begin().await.unwrap_or_else(|e| panic!("{e}"));
     sqlx::query(&format!("LOCK TABLE {schema}.a2_sessions IN ACCESS EXCLUSIVE MODE"))
@@ -146,17 +146,17 @@ async fn a_read_that_runs_past_the_statement_timeout_is_cancelled() {
 async fn bad_urls_and_unreachable_servers_are_typed_errors() {
     let clock = Arc::new(SystemClock);
     let quick = || PgOptions { connect_timeout: Duration::from_secs(3), ..PgOptions::default() };
-    let malformed = PgStore::connect("postgres://user@host:notaport/db", quick(), clock.clone()).await;
+    let malformed = Postgres::connect("postgres://user@host:notaport/db", quick(), clock.clone()).await;
     assert_eq!(malformed.expect_err("malformed").code(), "INVALID_INPUT");
-    let refused = PgStore::connect("postgres://postgres@127.0.0.1:1/postgres", quick(), clock.clone()).await;
+    let refused = Postgres::connect("postgres://postgres@127.0.0.1:1/postgres", quick(), clock.clone()).await;
     let refused = refused.expect_err("nothing listens on port 1");
     assert_eq!(refused.code(), "STORE_UNAVAILABLE", "{refused}");
-    let no_role = PgStore::connect(&url().replacen("postgres@", "no_such_role_a2@", 1), quick(), clock.clone()).await;
+    let no_role = Postgres::connect(&url().replacen("postgres@", "no_such_role_a2@", 1), quick(), clock.clone()).await;
     let no_role = no_role.expect_err("no such role");
     assert_eq!(no_role.code(), "STORE_UNAVAILABLE", "{no_role}");
     assert!(no_role.to_string().contains("authentication failed") && !no_role.is_retryable(), "{no_role}");
     let no_db = url().rsplit_once('/').map(|(base, _)| format!("{base}/no_such_database_a2")).unwrap_or_default();
-    let no_db = PgStore::connect(&no_db, quick(), clock).await.expect_err("no such database");
+    let no_db = Postgres::connect(&no_db, quick(), clock).await.expect_err("no such database");
     assert!(no_db.to_string().contains("no such database"), "{no_db}");
 }
 
@@ -228,7 +228,7 @@ async fn a_read_only_attach_with_a_reader_role_is_refused_every_write_by_the_dat
 
 async fn connect_as(url: &str, schema: &str) -> PgStore {
     let options = PgOptions { schema: Some(schema.to_owned()), access: Access::ReadOnly, ..PgOptions::default() };
-    PgStore::connect(url, options, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{url}: {e}"))
+    Postgres::connect(url, options, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{url}: {e}"))
 }
 
 #[tokio::test]

@@ -4,13 +4,9 @@
 //! and `BEGIN IMMEDIATE` so writers in other processes wait on the busy
 //! timeout instead of failing; read-only opens use `mode=ro` and never migrate.
 
-mod audit;
+mod conn;
 mod error;
-mod reads;
-mod rows;
-mod runnable;
-mod totals;
-mod writes;
+mod sql;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -19,6 +15,7 @@ use std::time::Duration;
 
 pub use a2_store::Access;
 use a2_store::{Clock, StoreError};
+use a2_store_sql::{Conn, SqlBackend, SqlStore, Transaction};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 pub use error::db_error;
@@ -29,9 +26,12 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// The dev default store file, relative to the working directory.
 pub const DEV_STORE_PATH: &str = ".a2/dev.sqlite";
 
+/// The SQLite store: the shared SQL layer over this backend.
+pub type SqliteStore = SqlStore<Sqlite>;
+
+/// A SQLite file's connections: what the shared SQL layer runs on.
 #[derive(Debug, Clone)]
-pub struct SqliteStore {
-    clock: Arc<dyn Clock>,
+pub struct Sqlite {
     path: PathBuf,
     /// Absent on a read-only store.
     writer: Option<SqlitePool>,
@@ -49,9 +49,13 @@ fn options(path: &Path, access: Access) -> SqliteConnectOptions {
     }
 }
 
-impl SqliteStore {
+impl Sqlite {
     /// Open (and, read-write, create and migrate) the store at `path`.
-    pub async fn open(path: impl AsRef<Path>, access: Access, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+    pub async fn open(
+        path: impl AsRef<Path>,
+        access: Access,
+        clock: Arc<dyn Clock>,
+    ) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref().to_path_buf();
         if access == Access::ReadWrite {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -84,11 +88,11 @@ impl SqliteStore {
             .await
             .map_err(|e| open_error(&path, e))?;
         check_schema(&reader, &path).await?;
-        Ok(Self { clock, path, writer, reader })
+        Ok(SqlStore::new(Self { path, writer, reader }, &sql::SQL, clock))
     }
 
     /// Open by URL: `sqlite:PATH` or `sqlite://PATH` (`?mode=ro` for read-only).
-    pub async fn open_url(url: &str, access: Access, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+    pub async fn open_url(url: &str, access: Access, clock: Arc<dyn Clock>) -> Result<SqliteStore, StoreError> {
         let rest = url
             .strip_prefix("sqlite://")
             .or_else(|| url.strip_prefix("sqlite:"))
@@ -121,6 +125,18 @@ impl SqliteStore {
             writer.close().await;
         }
         self.reader.close().await;
+    }
+}
+
+#[async_trait::async_trait]
+impl SqlBackend for Sqlite {
+    async fn read(&self) -> Result<Box<dyn Conn>, StoreError> {
+        Ok(Box::new(conn::Link(self.reader.acquire().await.map_err(db_error)?)))
+    }
+
+    async fn begin(&self) -> Result<Box<dyn Transaction>, StoreError> {
+        let tx = self.writer()?.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)?;
+        Ok(Box::new(conn::Link(tx)))
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use a2_store::{Clock, Store};
-use a2_store_sqlite::{Access, SqliteStore};
+use a2_store_sqlite::{Access, Sqlite};
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
@@ -21,7 +21,7 @@ fn scratch() -> &'static PathBuf {
 
 async fn sqlite(clock: Arc<dyn Clock>) -> Arc<dyn Store> {
     let path = scratch().join(format!("store-{}.sqlite", NEXT.fetch_add(1, Ordering::SeqCst)));
-    match SqliteStore::open(&path, Access::ReadWrite, clock).await {
+    match Sqlite::open(&path, Access::ReadWrite, clock).await {
         Ok(store) => Arc::new(store),
         Err(error) => panic!("opening {}: {error}", path.display()),
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use a2_store::{session_key, EventAppend, NewEvent, SessionList, Store, SystemClock};
-use a2_store_sqlite::{Access, SqliteStore};
+use a2_store_sqlite::{Access, Sqlite, SqliteStore};
 use serde_json::json;
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -18,7 +18,7 @@ fn fresh_path() -> PathBuf {
 }
 
 async fn open(path: &PathBuf, access: Access) -> Result<SqliteStore, a2_store::StoreError> {
-    SqliteStore::open(path, access, Arc::new(SystemClock)).await
+    Sqlite::open(path, access, Arc::new(SystemClock)).await
 }
 
 fn event(id: &str) -> NewEvent {
@@ -91,18 +91,14 @@ async fn a_newer_schema_is_refused_and_garbage_is_a_typed_error() {
 #[tokio::test]
 async fn urls_name_the_file_and_the_mode() {
     let path = fresh_path();
-    let store =
-        SqliteStore::open_url(&format!("sqlite:{}", path.display()), Access::ReadWrite, Arc::new(SystemClock)).await;
+    let store = Sqlite::open_url(&format!("sqlite:{}", path.display()), Access::ReadWrite, Arc::new(SystemClock)).await;
     assert!(store.is_ok_and(|s| !s.is_read_only()));
-    let ro = SqliteStore::open_url(
-        &format!("sqlite://{}?mode=ro", path.display()),
-        Access::ReadWrite,
-        Arc::new(SystemClock),
-    )
-    .await;
+    let ro =
+        Sqlite::open_url(&format!("sqlite://{}?mode=ro", path.display()), Access::ReadWrite, Arc::new(SystemClock))
+            .await;
     assert!(ro.is_ok_and(|s| s.is_read_only()));
     for bad in ["postgres://x", "sqlite:", "sqlite:?mode=ro"] {
-        let error = SqliteStore::open_url(bad, Access::ReadWrite, Arc::new(SystemClock)).await.expect_err(bad);
+        let error = Sqlite::open_url(bad, Access::ReadWrite, Arc::new(SystemClock)).await.expect_err(bad);
         assert_eq!(error.code(), "INVALID_INPUT", "{bad}: {error}");
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, Server};
 use a2_store::{Store, SystemClock};
-use a2_store_postgres::{PgOptions, PgStore};
+use a2_store_postgres::{PgOptions, Postgres};
 use serde_json::json;
 
 const WRITERS: usize = 16;
@@ -288,7 +288,7 @@ async fn run() -> Result<(), String> {
     let schema = format!("a2_bench_{}", std::process::id());
     let options = PgOptions { schema: Some(schema.clone()), max_connections: 32, ..PgOptions::default() };
     let pg: Arc<dyn Store> =
-        Arc::new(PgStore::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
+        Arc::new(Postgres::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
     let raw = raw_inserts(&url, &schema).await?;
     let server =
         Server::builder(contract().map_err(|e| e.to_string())?, pg.clone()).build().map_err(|e| e.to_string())?;
@@ -303,7 +303,7 @@ async fn run() -> Result<(), String> {
     println!("bench postgres drain sessions=200 events=100 jobs_per_s={jobs:.0}");
     let dir = std::env::temp_dir().join(format!("a2-bench-{}", std::process::id()));
     let sqlite: Arc<dyn Store> = Arc::new(
-        a2_store_sqlite::SqliteStore::open(
+        a2_store_sqlite::Sqlite::open(
             dir.join("bench.sqlite"),
             a2_store_sqlite::Access::ReadWrite,
             Arc::new(SystemClock),
@@ -320,13 +320,13 @@ async fn run() -> Result<(), String> {
         let options =
             PgOptions { schema: Some(format!("{schema}_reads")), max_connections: 16, ..PgOptions::default() };
         let pg: Arc<dyn Store> =
-            Arc::new(PgStore::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
+            Arc::new(Postgres::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
         reads("postgres", pg, sessions, Some((&url, &format!("{schema}_reads")))).await?;
     }
     if args.iter().any(|a| a == "--reads") && !args.iter().any(|a| a == "--postgres-only") {
         let sessions = 100_000;
         let sqlite: Arc<dyn Store> = Arc::new(
-            a2_store_sqlite::SqliteStore::open(
+            a2_store_sqlite::Sqlite::open(
                 dir.join("reads.sqlite"),
                 a2_store_sqlite::Access::ReadWrite,
                 Arc::new(SystemClock),

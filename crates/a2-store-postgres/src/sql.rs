@@ -1,0 +1,206 @@
+//! The Postgres dialect of every statement the shared layer runs. Lists are
+//! arrays (`UNNEST`, `= ANY`), so a batch is one statement; rows a write
+//! decides on are locked (`FOR UPDATE`), claims skip rows others hold.
+
+use a2_store_sql::{Each, Statements};
+
+macro_rules! summary {
+    ($where:literal) => {
+        concat!(
+            "SELECT s.session, s.head, s.clear_index, s.created_at, s.updated_at, \
+    (SELECT COUNT(*) FROM a2_heads h WHERE h.session = s.session AND h.failed_at IS NOT NULL) AS dead_letters, \
+    (SELECT COALESCE(SUM(CASE WHEN h.kind = 0 THEN GREATEST(s.head - h.idx + 1, 0) ELSE 1 END), 0)::bigint \
+       FROM a2_heads h WHERE h.session = s.session) AS lag \
+  FROM a2_sessions s ",
+            $where
+        )
+    };
+}
+
+/// Heads a claim may take: not dead, within `through`, a lane's lowest only.
+macro_rules! runnable {
+    () => {
+        "h.session = $1 AND h.consumer = ANY($2) AND h.failed_at IS NULL AND ($3::bigint IS NULL OR h.idx <= $3) \
+         AND (h.kind <> 1 OR h.idx = (SELECT MIN(l.idx) FROM a2_heads l WHERE l.session = h.session \
+           AND l.consumer = h.consumer AND l.lane = h.lane))"
+    };
+}
+
+/// The heads a batch names, fenced by attempt: `(c, l, i, a)` from `$2..$5`.
+macro_rules! fenced_heads {
+    () => {
+        "UNNEST($2::text[], $3::text[], $4::bigint[], $5::int[]) AS u(c, l, i, a)"
+    };
+}
+
+pub(crate) static SQL: Statements = Statements {
+    session_page: summary!("WHERE s.session >= $1 AND s.session < $2 AND s.session > $3 ORDER BY s.session LIMIT $4"),
+    sessions_by_activity: summary!(
+        "WHERE split_part(s.session, chr(31), 1) = $1 AND (s.updated_at, s.session) < ($2, $3) \
+         ORDER BY split_part(s.session, chr(31), 1) DESC, s.updated_at DESC, s.session DESC LIMIT $4"
+    ),
+    session_get: summary!("WHERE s.session = $1"),
+    contracts: "WITH RECURSIVE c(contract) AS ( \
+           SELECT (SELECT split_part(session, chr(31), 1) FROM a2_sessions ORDER BY session LIMIT 1) \
+           UNION ALL \
+           SELECT (SELECT split_part(s.session, chr(31), 1) FROM a2_sessions s \
+                   WHERE s.session >= (c.contract || chr(32)) COLLATE \"C\" ORDER BY s.session LIMIT 1) \
+           FROM c WHERE c.contract IS NOT NULL) \
+         SELECT contract FROM c WHERE contract IS NOT NULL",
+    heads_of_session: "SELECT h.*, e.created_at AS event_created_at, s.head AS session_head FROM a2_heads h \
+         JOIN a2_sessions s ON s.session = h.session \
+         LEFT JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
+         WHERE h.session = $1 ORDER BY h.consumer, h.lane, h.idx",
+    sessions_with_heads: "SELECT DISTINCT session FROM a2_heads WHERE session >= $1 AND ($2::text IS NULL OR consumer = $2) \
+         ORDER BY session LIMIT $3",
+    dead_letters: "SELECT h.*, e.id AS e_id, e.type AS e_type FROM a2_heads h \
+         JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
+         WHERE h.failed_at IS NOT NULL AND h.session >= $1 AND h.session < $2 \
+           AND ($3::text IS NULL OR h.session = $3) AND ($4::text IS NULL OR h.consumer = $4) \
+           AND (h.session, h.consumer, h.lane, h.idx) > ($5, $6, $7, $8) \
+         ORDER BY h.session, h.consumer, h.lane, h.idx LIMIT $9",
+    // Cursors from the covering partial index `a2_cursors` joined to their
+    // sessions, plus pending per-event heads from `a2_pending_heads`: two
+    // index-only passes instead of a scan of every head.
+    consumer_totals: "WITH per AS ( \
+           SELECT h.session, h.consumer, GREATEST(s.head - h.idx + 1, 0) AS lag, \
+             CASE WHEN h.failed_at IS NULL THEN 0 ELSE 1 END AS dead \
+           FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
+           WHERE h.kind = 0 AND h.session >= $1 AND h.session < $2 \
+           UNION ALL \
+           SELECT p.session, p.consumer, COUNT(*) AS lag, COUNT(*) FILTER (WHERE p.failed_at IS NOT NULL) AS dead \
+           FROM a2_heads p WHERE p.kind <> 0 AND p.session >= $1 AND p.session < $2 GROUP BY p.session, p.consumer), \
+         by_session AS (SELECT session, consumer, SUM(lag) AS lag, SUM(dead) AS dead FROM per GROUP BY session, consumer) \
+         SELECT split_part(session, chr(31), 1) AS contract, consumer, COUNT(*) AS sessions, \
+           COUNT(*) FILTER (WHERE lag > 0) AS lagging, SUM(lag)::bigint AS total_lag, SUM(dead)::bigint AS dead_letters \
+         FROM by_session GROUP BY 1, 2 ORDER BY 1, 2",
+    kept_totals: "SELECT * FROM a2_consumer_totals WHERE $1::text IS NULL OR contract = $1 ORDER BY contract, consumer",
+    snapshots_of_session: "SELECT * FROM a2_snapshots WHERE session = $1 ORDER BY idx DESC, reducer",
+    snapshot_get: "SELECT * FROM a2_snapshots WHERE session = $1 AND reducer = $2 AND idx <= $3 ORDER BY idx DESC LIMIT 1",
+    events_oldest_first: "SELECT e.* FROM a2_events e JOIN a2_sessions s ON s.session = e.session \
+         WHERE e.session = $1 AND e.idx > GREATEST($2, s.clear_index) AND e.idx < $3 ORDER BY e.idx ASC LIMIT $4",
+    events_newest_first: "SELECT e.* FROM a2_events e JOIN a2_sessions s ON s.session = e.session \
+         WHERE e.session = $1 AND e.idx > GREATEST($2, s.clear_index) AND e.idx < $3 ORDER BY e.idx DESC LIMIT $4",
+    // A page of sessions by primary key, each probed by primary key for a
+    // runnable head: bounded and index-served, whatever the store's size.
+    runnable_sessions: "WITH page AS (SELECT session, head FROM a2_sessions \
+           WHERE session >= $1 AND session < $2 AND session > $3 ORDER BY session LIMIT $6) \
+         SELECT p.session, EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = p.session AND h.consumer = ANY($4) \
+             AND h.failed_at IS NULL \
+             AND (h.lease_holder IS NULL OR h.lease_expires_at <= $5) \
+             AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= $5) \
+             AND CASE h.kind WHEN 0 THEN h.idx <= p.head \
+               WHEN 1 THEN NOT EXISTS (SELECT 1 FROM a2_heads l WHERE l.session = h.session AND l.consumer = h.consumer \
+                 AND l.lane = h.lane AND l.idx < h.idx) \
+               ELSE TRUE END) AS runnable \
+         FROM page p ORDER BY p.session",
+    audit_list: "SELECT * FROM a2_audit WHERE id < $1 ORDER BY id DESC LIMIT $2",
+    explain: ("EXPLAIN", "QUERY PLAN"),
+
+    audit_insert: "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+    totals_clear: "DELETE FROM a2_consumer_totals",
+    totals_put: "INSERT INTO a2_consumer_totals VALUES ($1, $2, $3, $4, $5, $6, $7) \
+         ON CONFLICT (contract, consumer) DO UPDATE SET sessions = excluded.sessions, \
+         lagging_sessions = excluded.lagging_sessions, total_lag = excluded.total_lag, \
+         dead_letters = excluded.dead_letters, computed_at = excluded.computed_at",
+    session_row: "SELECT head, clear_index FROM a2_sessions WHERE session = $1",
+    session_lock: "SELECT head FROM a2_sessions WHERE session = $1 FOR UPDATE",
+    session_open: "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) VALUES ($1, 0, 0, $2, $2) \
+         ON CONFLICT (session) DO UPDATE SET session = EXCLUDED.session RETURNING head, clear_index",
+    events_by_ids: "SELECT id, idx, type, payload, created_at, cause FROM a2_events WHERE session = $1 AND id = ANY($2)",
+    events_insert: Each::Lists(
+        "INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
+         SELECT $1, i, d, t, p, $2, c FROM UNNEST($3::bigint[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[]) \
+           AS x(i, d, t, p, c)",
+    ),
+    event_heads_insert: Each::Lists(
+        "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
+         SELECT $1, c, l, i, k FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::smallint[]) AS t(c, l, i, k) \
+         ON CONFLICT DO NOTHING",
+    ),
+    // The NOT EXISTS sees existing cursors in the snapshot, so the insert
+    // never waits on a cursor another transaction is moving.
+    cursors_ensure: Each::Lists(
+        "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
+         SELECT $1, c, l, i, 0 FROM UNNEST($2::text[], $3::text[], $4::bigint[]) AS t(c, l, i) \
+         WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = $1 AND h.consumer = t.c AND h.kind = 0) \
+         ON CONFLICT DO NOTHING",
+    ),
+    session_advance: "UPDATE a2_sessions SET head = $1, updated_at = $2 WHERE session = $3",
+    untaken_skip: "UPDATE a2_heads h SET idx = COALESCE((SELECT MIN(e.idx) FROM a2_events e WHERE e.session = h.session \
+           AND e.idx >= h.idx AND e.type = ANY($3)), $4), \
+           attempt_count = 0, failure_count = 0, last_error = NULL, lease_holder = NULL, lease_expires_at = NULL, \
+           next_attempt_at = NULL \
+         WHERE h.session = $1 AND h.consumer = $2 AND h.kind = 0 AND h.failed_at IS NULL AND h.idx <= $5 \
+           AND (h.lease_holder IS NULL OR h.lease_expires_at <= $6) \
+           AND NOT EXISTS (SELECT 1 FROM a2_events e WHERE e.session = h.session AND e.idx = h.idx AND e.type = ANY($3))",
+    head_lock: "SELECT * FROM a2_heads WHERE session = $1 AND consumer = $2 AND lane = $3 AND idx = $4 FOR UPDATE",
+    head_states_put: Each::Lists(
+        "UPDATE a2_heads h SET attempt_count = u.a, failure_count = u.f, last_error = u.e, failed_at = u.fa, \
+           lease_holder = u.lh, lease_expires_at = u.le, next_attempt_at = u.na \
+         FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::int[], $6::int[], $7::text[], $8::bigint[], \
+           $9::text[], $10::bigint[], $11::bigint[]) AS u(c, l, i, a, f, e, fa, lh, le, na) \
+         WHERE h.session = $1 AND h.consumer = u.c AND h.lane = u.l AND h.idx = u.i",
+    ),
+    cursor_settle: "UPDATE a2_heads SET idx = idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
+         failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
+         WHERE session = $1 AND consumer = $2 AND lane = $3 AND idx = $4",
+    event_head_settle: "DELETE FROM a2_heads WHERE session = $1 AND consumer = $2 AND lane = $3 AND idx = $4",
+    session_touch: "UPDATE a2_sessions SET updated_at = GREATEST(updated_at, $1) WHERE session = $2",
+    claim_waits: concat!(
+        "SELECT MIN(CASE WHEN h.lease_holder IS NOT NULL AND h.lease_expires_at > $4 THEN h.lease_expires_at END) AS busy_until, \
+           MIN(CASE WHEN (h.lease_holder IS NULL OR h.lease_expires_at <= $4) AND h.next_attempt_at > $4 \
+             THEN h.next_attempt_at END) AS retry_at \
+         FROM a2_heads h WHERE ",
+        runnable!(),
+        " AND h.idx <= $5"
+    ),
+    claim_candidates: concat!(
+        "SELECT h.*, e.id AS e_id, e.type AS e_type, e.payload AS e_payload, e.idx AS e_idx, \
+           e.created_at AS e_created_at, e.cause AS e_cause \
+         FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx WHERE ",
+        runnable!(),
+        " AND (h.lease_holder IS NULL OR h.lease_expires_at <= $4) \
+           AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= $4) \
+         ORDER BY h.idx, h.consumer, h.lane LIMIT $5 FOR UPDATE OF h SKIP LOCKED"
+    ),
+    heads_renew: Each::Lists(
+        "UPDATE a2_heads h SET lease_expires_at = $3 \
+         FROM UNNEST($4::text[], $5::text[], $6::bigint[], $7::int[]) AS u(c, l, i, a) \
+         WHERE h.session = $1 AND h.consumer = u.c AND h.lane = u.l AND h.idx = u.i AND h.attempt_count = u.a \
+           AND h.failed_at IS NULL AND h.lease_holder = $2 \
+         RETURNING h.consumer, h.lane, h.idx",
+    ),
+    cursors_complete: Each::Lists(concat!(
+        "UPDATE a2_heads h SET idx = h.idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
+           failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL FROM ",
+        fenced_heads!(),
+        " WHERE h.session = $1 AND h.kind = 0 AND h.consumer = u.c AND h.lane = u.l AND h.idx = u.i \
+           AND h.attempt_count = u.a AND h.failed_at IS NULL \
+         RETURNING u.c AS consumer, u.l AS lane, u.i AS idx"
+    )),
+    event_heads_complete: Each::Lists(concat!(
+        "DELETE FROM a2_heads h USING ",
+        fenced_heads!(),
+        " WHERE h.session = $1 AND h.kind <> 0 AND h.consumer = u.c AND h.lane = u.l AND h.idx = u.i \
+           AND h.attempt_count = u.a AND h.failed_at IS NULL \
+         RETURNING h.consumer, h.lane, h.idx"
+    )),
+    dead_letter_lock: "SELECT h.* FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
+         WHERE h.session = $1 AND h.consumer = $2 AND h.idx = $3 AND h.failed_at IS NOT NULL LIMIT 1 FOR UPDATE OF h",
+    cursor_get: "SELECT * FROM a2_heads WHERE session = $1 AND consumer = $2 AND kind = 0",
+    clear_session: "UPDATE a2_sessions SET clear_index = $1, updated_at = $2 WHERE session = $3",
+    clear_cursors: "UPDATE a2_heads SET idx = $1 + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
+         failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
+         WHERE session = $2 AND kind = 0 AND idx <= $1",
+    clear_event_heads: "DELETE FROM a2_heads WHERE session = $1 AND kind <> 0 AND idx <= $2",
+    clear_snapshots: "DELETE FROM a2_snapshots WHERE session = $1",
+    snapshots_below: "SELECT idx, pins FROM a2_snapshots WHERE session = $1 AND reducer = $2 AND idx <= $3 FOR UPDATE",
+    snapshot_delete: "DELETE FROM a2_snapshots WHERE session = $1 AND reducer = $2 AND idx = $3",
+    snapshot_put: "INSERT INTO a2_snapshots (session, reducer, idx, state, pins, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (session, reducer, idx) DO UPDATE SET state = EXCLUDED.state, pins = EXCLUDED.pins, \
+         created_at = EXCLUDED.created_at",
+    pin_live: "SELECT EXISTS (SELECT 1 FROM a2_heads WHERE session = $1 AND consumer = $2 AND lane = $3 \
+           AND ((kind = 0 AND idx <= $4) OR (kind <> 0 AND idx = $4))) AS live",
+};

@@ -1,0 +1,71 @@
+//! The seam a backend implements: run a statement on a connection or in a
+//! transaction. Everything above it is written once for every SQL database.
+
+use a2_store::StoreError;
+
+use crate::value::{Arg, Row};
+
+#[async_trait::async_trait]
+pub trait Conn: Send {
+    /// Run `sql` with `args` and return its rows.
+    async fn fetch(&mut self, sql: &str, args: Vec<Arg>) -> Result<Vec<Row>, StoreError>;
+
+    /// Run `sql` with `args` and return how many rows it changed.
+    async fn execute(&mut self, sql: &str, args: Vec<Arg>) -> Result<u64, StoreError>;
+
+    async fn fetch_optional(&mut self, sql: &str, args: Vec<Arg>) -> Result<Option<Row>, StoreError> {
+        Ok(self.fetch(sql, args).await?.into_iter().next())
+    }
+
+    async fn fetch_one(&mut self, sql: &str, args: Vec<Arg>) -> Result<Row, StoreError> {
+        self.fetch_optional(sql, args)
+            .await?
+            .ok_or_else(|| StoreError::Schema { message: "a statement that returns one row returned none".into() })
+    }
+}
+
+/// A transaction: a connection that commits, or rolls back when dropped.
+#[async_trait::async_trait]
+pub trait Transaction: Conn {
+    async fn commit(self: Box<Self>) -> Result<(), StoreError>;
+}
+
+/// The [`Conn`] and [`Transaction`] impls of a sqlx driver, stamped in the
+/// backend crate (which has sqlx): `Link<C>` wraps any of the driver's
+/// connections, pooled or in a transaction. The backend supplies
+/// `bind(Query, Arg) -> Query`, `decode(&Row) -> Result<a2_store_sql::Row, _>`
+/// and `db_error`, each in its own dialect.
+#[macro_export]
+macro_rules! sqlx_link {
+    ($db:ty, $connection:ty) => {
+        /// A connection or transaction of the driver, as the shared layer uses it.
+        pub(crate) struct Link<C>(pub C);
+
+        fn query(sql: &str, args: Vec<$crate::Arg>) -> Query<'_> {
+            args.into_iter().fold(sqlx::query(sql), bind)
+        }
+
+        #[async_trait::async_trait]
+        impl<C: std::ops::DerefMut<Target = $connection> + Send> $crate::Conn for Link<C> {
+            async fn fetch(
+                &mut self,
+                sql: &str,
+                args: Vec<$crate::Arg>,
+            ) -> Result<Vec<$crate::Row>, a2_store::StoreError> {
+                let rows = query(sql, args).fetch_all(&mut *self.0).await.map_err(db_error)?;
+                rows.iter().map(decode).collect()
+            }
+
+            async fn execute(&mut self, sql: &str, args: Vec<$crate::Arg>) -> Result<u64, a2_store::StoreError> {
+                Ok(query(sql, args).execute(&mut *self.0).await.map_err(db_error)?.rows_affected())
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::Transaction for Link<sqlx::Transaction<'static, $db>> {
+            async fn commit(self: Box<Self>) -> Result<(), a2_store::StoreError> {
+                self.0.commit().await.map_err(db_error)
+            }
+        }
+    };
+}

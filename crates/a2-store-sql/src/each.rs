@@ -1,0 +1,71 @@
+//! Statements over many rows: one list-bound statement where the database
+//! has arrays, else one statement per row, from the same row values.
+
+use a2_store::StoreError;
+
+use crate::conn::Conn;
+use crate::statements::Each;
+use crate::value::{Arg, Row};
+
+/// One column of a batch as a list, every row holding the same kind of value.
+macro_rules! list {
+    ($cells:expr, $column:expr, $one:ident, $many:ident) => {
+        Arg::$many(
+            $cells
+                .map(|cell| match cell {
+                    Some(Arg::$one(value)) => Ok(value),
+                    other => Err(mixed($column, other)),
+                })
+                .collect::<Result<_, _>>()?,
+        )
+    };
+}
+
+/// Columns of `rows` as lists, one [`Arg`] per column.
+pub fn transpose(rows: &[Vec<Arg>]) -> Result<Vec<Arg>, StoreError> {
+    let Some(first) = rows.first() else { return Ok(Vec::new()) };
+    let mut columns = Vec::with_capacity(first.len());
+    for column in 0..first.len() {
+        let cells = rows.iter().map(|row| row.get(column).cloned());
+        let list = match &first[column] {
+            Arg::Text(_) => list!(cells, column, Text, Texts),
+            Arg::OptText(_) => list!(cells, column, OptText, OptTexts),
+            Arg::Int(_) => list!(cells, column, Int, Ints),
+            Arg::OptInt(_) => list!(cells, column, OptInt, OptInts),
+            Arg::Json(_) => list!(cells, column, Json, Jsons),
+            Arg::OptJson(_) => list!(cells, column, OptJson, OptJsons),
+            other => return Err(mixed(column, Some(other.clone()))),
+        };
+        columns.push(list);
+    }
+    Ok(columns)
+}
+
+fn mixed(column: usize, got: Option<Arg>) -> StoreError {
+    StoreError::invalid(format!("column {column} of a batch holds {got:?}, unlike its first row"))
+}
+
+/// The argument lists `each` runs with: one list-bound call, or one per row.
+pub fn each_args(each: &Each, leading: &[Arg], rows: &[Vec<Arg>]) -> Result<Vec<(&'static str, Vec<Arg>)>, StoreError> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(match *each {
+        Each::Lists(sql) => vec![(sql, leading.iter().cloned().chain(transpose(rows)?).collect())],
+        Each::PerRow(sql) => rows.iter().map(|row| (sql, leading.iter().chain(row).cloned().collect())).collect(),
+    })
+}
+
+/// Run `each` over `rows` and gather what its calls return.
+pub(crate) async fn run_each(
+    conn: &mut dyn Conn,
+    each: &Each,
+    leading: &[Arg],
+    rows: &[Vec<Arg>],
+) -> Result<Vec<Row>, StoreError> {
+    let mut returned = Vec::new();
+    for (sql, args) in each_args(each, leading, rows)? {
+        returned.extend(conn.fetch(sql, args).await?);
+    }
+    Ok(returned)
+}

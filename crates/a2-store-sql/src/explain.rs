@@ -1,0 +1,94 @@
+//! The plan of every inspection read, for the EXPLAIN test and for
+//! diagnosing a slow Studio: the same reads with the same arguments on every
+//! backend, each explained in the backend's own words.
+
+use a2_store::{split_session_key, StoreError};
+
+use crate::rows::contract_range;
+use crate::value::Arg;
+use crate::{SqlBackend, SqlStore};
+
+/// A read by name, with arguments that make it look at one session.
+pub struct ExplainedRead {
+    pub name: &'static str,
+    pub sql: &'static str,
+    pub args: Vec<Arg>,
+}
+
+/// Every inspection read, aimed at `session` (a storage key).
+pub fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<ExplainedRead> {
+    let contract = split_session_key(session).0.to_owned();
+    let (lo, hi) = contract_range(Some(&contract));
+    let key = || Arg::text(session);
+    let empty = || Arg::Text(String::new());
+    let read = |name, sql, args| ExplainedRead { name, sql, args };
+    vec![
+        read("contracts", sql.contracts, vec![]),
+        read(
+            "session page",
+            sql.session_page,
+            vec![Arg::Text(lo.clone()), Arg::Text(hi.clone()), empty(), Arg::Int(500)],
+        ),
+        read("session summary", sql.session_get, vec![key()]),
+        read(
+            "sessions by activity",
+            sql.sessions_by_activity,
+            vec![Arg::Text(contract.clone()), Arg::Int(i64::MAX), Arg::text("\u{10FFFF}"), Arg::Int(50)],
+        ),
+        read("events page", sql.events_oldest_first, vec![key(), Arg::Int(0), Arg::Int(i64::MAX), Arg::Int(500)]),
+        read(
+            "events page, newest first",
+            sql.events_newest_first,
+            vec![key(), Arg::Int(0), Arg::Int(i64::MAX), Arg::Int(500)],
+        ),
+        read("heads of a session", sql.heads_of_session, vec![key()]),
+        read("sessions with heads", sql.sessions_with_heads, vec![empty(), Arg::OptText(None), Arg::Int(501)]),
+        read(
+            "dead-letter page",
+            sql.dead_letters,
+            vec![
+                Arg::Text(lo.clone()),
+                Arg::Text(hi.clone()),
+                Arg::OptText(None),
+                Arg::OptText(None),
+                empty(),
+                empty(),
+                empty(),
+                Arg::Int(0),
+                Arg::Int(500),
+            ],
+        ),
+        read("consumer totals, recomputed", sql.consumer_totals, vec![Arg::Text(lo.clone()), Arg::Text(hi.clone())]),
+        read("consumer totals", sql.kept_totals, vec![Arg::OptText(Some(contract))]),
+        read("snapshots of a session", sql.snapshots_of_session, vec![key()]),
+        read(
+            "sessions with runnable work (the rescuer)",
+            sql.runnable_sessions,
+            vec![
+                Arg::Text(lo),
+                Arg::Text(hi),
+                empty(),
+                Arg::texts(["ordered", "parallel"]),
+                Arg::Int(now),
+                Arg::Int(500),
+            ],
+        ),
+        read("snapshot lookup", sql.snapshot_get, vec![key(), Arg::text("count"), Arg::Int(i64::MAX)]),
+    ]
+}
+
+impl<B: SqlBackend> SqlStore<B> {
+    /// The query plan of every inspection read for a session of the store,
+    /// as the database prints it: each read's name and its plan lines.
+    pub async fn explain_reads(&self, session: &str) -> Result<Vec<(&'static str, Vec<String>)>, StoreError> {
+        let (prefix, column) = self.sql().explain;
+        let mut conn = self.backend.read().await?;
+        let mut plans = Vec::new();
+        for read in explained_reads(self.sql(), session, self.now()) {
+            let rows = conn.fetch(&format!("{prefix} {}", read.sql), read.args).await?;
+            let lines = rows.iter().map(|r| r.text(column)).collect::<Result<Vec<_>, _>>()?;
+            plans.push((read.name, lines));
+        }
+        Ok(plans)
+    }
+}

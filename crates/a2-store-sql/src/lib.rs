@@ -1,0 +1,99 @@
+//! The SQL layer both SQL backends share. A backend supplies its dialect's
+//! [`Statements`], a [`Conn`] over its driver, and how it opens connections
+//! ([`SqlBackend`]); every store operation — binding, paging, row mapping,
+//! the claim, settle, clear, redrive and snapshot flows — is written once
+//! here, in [`SqlStore`], so the two backends cannot drift apart in Rust.
+//! `docs/adding-a-backend.md` walks through adding a third.
+
+mod conn;
+mod each;
+mod explain;
+mod reads;
+pub mod rows;
+mod statements;
+mod store;
+mod value;
+mod writes;
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use a2_store::{Appended, Clock, EventAppend, StoreError};
+
+pub use conn::{Conn, Transaction};
+pub use each::{each_args, transpose};
+pub use explain::{explained_reads, ExplainedRead};
+pub use statements::{Each, Statements};
+pub use value::{Arg, Cell, Row};
+
+/// What a SQL backend supplies beyond its statements: its connections and
+/// the few things only it can do (a one-statement append, a change feed).
+#[async_trait::async_trait]
+pub trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
+    /// A connection for inspection reads (read-only where the backend can say so).
+    async fn read(&self) -> Result<Box<dyn Conn>, StoreError>;
+
+    /// A connection for the engine's own reads (the rescuer's scan, a run's
+    /// session bounds): work, not inspection, so not on the inspection pool.
+    async fn work(&self) -> Result<Box<dyn Conn>, StoreError> {
+        self.read().await
+    }
+
+    /// A write transaction; `READ_ONLY` on a store attached read-only.
+    async fn begin(&self) -> Result<Box<dyn Transaction>, StoreError>;
+
+    /// A whole append in fewer round trips than the shared transaction, where
+    /// the backend has such a path. `Ok(None)`: use the shared transaction.
+    async fn append_fast(&self, _params: &EventAppend) -> Result<Option<Appended>, StoreError> {
+        Ok(None)
+    }
+
+    /// Tell other processes that a session's log grew.
+    fn announce(&self, _key: &str) {}
+
+    /// Session keys whose logs grew, heard from any process.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
+}
+
+/// A store over a SQL backend: implements [`a2_store::Store`] once for all of
+/// them, and derefs to the backend for what is its own (paths, roles, plans).
+#[derive(Debug, Clone)]
+pub struct SqlStore<B> {
+    backend: B,
+    sql: &'static Statements,
+    clock: Arc<dyn Clock>,
+}
+
+impl<B: SqlBackend> SqlStore<B> {
+    /// A store running the backend's `sql` on its connections, stamping times from `clock`.
+    pub fn new(backend: B, sql: &'static Statements, clock: Arc<dyn Clock>) -> Self {
+        Self { backend, sql, clock }
+    }
+
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    fn sql(&self) -> &'static Statements {
+        self.sql
+    }
+
+    fn now(&self) -> a2_store::Millis {
+        self.clock.now_ms()
+    }
+}
+
+impl<B> Deref for SqlStore<B> {
+    type Target = B;
+
+    fn deref(&self) -> &B {
+        &self.backend
+    }
+}
+
+/// One page's row limit, as a bound parameter.
+fn page(limit: u32) -> Arg {
+    Arg::Int(i64::try_from(a2_store::page_size(limit)).unwrap_or(500))
+}

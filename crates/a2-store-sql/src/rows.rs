@@ -1,0 +1,131 @@
+//! Rows into the store's values, the same for every SQL backend.
+
+use a2_store::codec::{kind_from_code, lane_from_column, prefix_range};
+use a2_store::rules::{HeadRow, HeadState};
+use a2_store::*;
+
+use crate::value::Row;
+
+pub fn head_state(row: &Row) -> Result<HeadState, StoreError> {
+    Ok(HeadState {
+        attempt_count: row.u32("attempt_count")?,
+        failure_count: row.u32("failure_count")?,
+        last_error: row.opt_text("last_error")?,
+        failed_at: row.opt_int("failed_at")?,
+        lease_holder: row.opt_text("lease_holder")?,
+        lease_expires_at: row.opt_int("lease_expires_at")?,
+        next_attempt_at: row.opt_int("next_attempt_at")?,
+    })
+}
+
+pub fn head_row(row: &Row) -> Result<HeadRow, StoreError> {
+    Ok(HeadRow {
+        consumer: row.text("consumer")?,
+        kind: kind_from_code(row.int("kind")?),
+        lane: lane_from_column(row.text("lane")?),
+        index: row.u64("idx")?,
+        state: head_state(row)?,
+        event_created_at: row.opt_int("event_created_at")?,
+    })
+}
+
+/// The head a row names, from its `consumer`, `lane` and `idx` columns.
+pub fn head_ref(row: &Row) -> Result<HeadRef, StoreError> {
+    Ok(HeadRef { consumer: row.text("consumer")?, lane: lane_from_column(row.text("lane")?), index: row.u64("idx")? })
+}
+
+/// An event from columns `id, type, payload, idx, created_at, cause`, each
+/// with `prefix` (`e_` when joined to a head).
+pub fn event(row: &Row, session: &str, prefix: &str) -> Result<Event, StoreError> {
+    let col = |name: &str| format!("{prefix}{name}");
+    Ok(Event {
+        id: row.text(&col("id"))?,
+        event_type: row.text(&col("type"))?,
+        payload: row.json(&col("payload"))?,
+        index: row.u64(&col("idx"))?,
+        session: session.to_owned(),
+        created_at: row.int(&col("created_at"))?,
+        cause: row.opt_json(&col("cause"))?,
+    })
+}
+
+pub fn summary(row: &Row) -> Result<SessionSummary, StoreError> {
+    let key = row.text("session")?;
+    let (contract, session_id) = split_session_key(&key);
+    Ok(SessionSummary {
+        contract: contract.to_owned(),
+        session_id: session_id.to_owned(),
+        head: row.u64("head")?,
+        clear_index: row.u64("clear_index")?,
+        created_at: row.int("created_at")?,
+        updated_at: row.int("updated_at")?,
+        dead_letters: row.u64("dead_letters")?,
+        lag: row.u64("lag")?,
+    })
+}
+
+pub fn snapshot_info(row: &Row) -> Result<SnapshotInfo, StoreError> {
+    let state: serde_json::Value = row.json("state")?;
+    Ok(SnapshotInfo {
+        reducer: row.text("reducer")?,
+        index: row.u64("idx")?,
+        size_bytes: serde_json::to_vec(&state).map(|v| v.len() as u64).unwrap_or(0),
+        state,
+        pins: row.json("pins")?,
+        created_at: row.int("created_at")?,
+    })
+}
+
+pub fn dead_letter(row: &Row) -> Result<DeadLetter, StoreError> {
+    let key = row.text("session")?;
+    let (contract, session_id) = split_session_key(&key);
+    let state = head_state(row)?;
+    Ok(DeadLetter {
+        contract: contract.to_owned(),
+        session_id: session_id.to_owned(),
+        consumer: row.text("consumer")?,
+        lane: lane_from_column(row.text("lane")?),
+        index: row.u64("idx")?,
+        event_id: row.text("e_id")?,
+        event_type: row.text("e_type")?,
+        attempt_count: state.attempt_count,
+        failure_count: state.failure_count,
+        last_error: state.last_error,
+        failed_at: state.failed_at.unwrap_or_default(),
+    })
+}
+
+pub fn consumer_total(row: &Row, lagging: &str) -> Result<ConsumerTotal, StoreError> {
+    Ok(ConsumerTotal {
+        contract: row.text("contract")?,
+        consumer: row.text("consumer")?,
+        sessions: row.u64("sessions")?,
+        lagging_sessions: row.u64(lagging)?,
+        total_lag: row.u64("total_lag")?,
+        dead_letters: row.u64("dead_letters")?,
+    })
+}
+
+pub fn audit_record(row: &Row) -> Result<AuditRecord, StoreError> {
+    Ok(AuditRecord {
+        id: row.u64("id")?,
+        entry: AuditEntry {
+            at: row.int("at")?,
+            user: row.text("user_name")?,
+            host: row.text("host")?,
+            action: row.text("action")?,
+            contract: row.opt_text("contract")?,
+            session_id: row.opt_text("session_id")?,
+            parameters: row.json("parameters")?,
+            outcome: row.json("outcome")?,
+        },
+    })
+}
+
+/// Keys of every contract, or of one: `[lo, hi)`.
+pub fn contract_range(contract: Option<&str>) -> (String, String) {
+    match contract {
+        Some(contract) => prefix_range(&session_key(contract, "")),
+        None => (String::new(), "\u{10FFFF}".repeat(2)),
+    }
+}

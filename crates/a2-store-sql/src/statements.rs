@@ -1,0 +1,115 @@
+//! Every statement the shared layer runs, by name: a backend is mostly one
+//! `Statements` value in its own dialect. Each field's comment gives the
+//! parameters in order; `?n`/`$n` numbering is the dialect's own.
+
+/// A statement over many rows, taking the leading parameters and then the
+/// row's columns: run once per row, or once with each column bound as a list
+/// (one round trip, for databases with arrays).
+#[derive(Debug, Clone, Copy)]
+pub enum Each {
+    PerRow(&'static str),
+    Lists(&'static str),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Statements {
+    // ── inspection reads (each served by an index; see `explained_reads`) ──
+    /// (lo, hi, after, limit) → session summaries
+    pub session_page: &'static str,
+    /// (contract, updated_at, after key, limit) → session summaries
+    pub sessions_by_activity: &'static str,
+    /// (key) → a session summary
+    pub session_get: &'static str,
+    /// () → contract
+    pub contracts: &'static str,
+    /// (key) → heads with `event_created_at`, `session_head`
+    pub heads_of_session: &'static str,
+    /// (from key, consumer?, limit) → session
+    pub sessions_with_heads: &'static str,
+    /// (lo, hi, session?, consumer?, after session, consumer, lane, idx, limit) → heads with `e_id`, `e_type`
+    pub dead_letters: &'static str,
+    /// (lo, hi) → contract, consumer, sessions, lagging, total_lag, dead_letters
+    pub consumer_totals: &'static str,
+    /// (contract?) → the kept totals
+    pub kept_totals: &'static str,
+    /// (key) → snapshots
+    pub snapshots_of_session: &'static str,
+    /// (key, reducer, at most) → a snapshot
+    pub snapshot_get: &'static str,
+    /// (key, after, before, limit) → events
+    pub events_oldest_first: &'static str,
+    /// (key, after, before, limit) → events
+    pub events_newest_first: &'static str,
+    /// (lo, hi, after, consumers, now, limit) → session, runnable
+    pub runnable_sessions: &'static str,
+    /// (before, limit) → audit records
+    pub audit_list: &'static str,
+    /// The prefix that turns a read into its plan (`EXPLAIN`), and the plan's column.
+    pub explain: (&'static str, &'static str),
+
+    // ── writes ──
+    /// (at, user, host, action, contract, session id, parameters, outcome) → id
+    pub audit_insert: &'static str,
+    /// ()
+    pub totals_clear: &'static str,
+    /// (contract, consumer, sessions, lagging, total lag, dead letters, computed at)
+    pub totals_put: &'static str,
+    /// (key) → head, clear_index
+    pub session_row: &'static str,
+    /// (key) → head; locks the row where the database locks rows
+    pub session_lock: &'static str,
+    /// (key, now) → head, clear_index: the session, created if new, locked for an append
+    pub session_open: &'static str,
+    /// (key, ids) → events
+    pub events_by_ids: &'static str,
+    /// (key, now) then per event (idx, id, type, payload, cause)
+    pub events_insert: Each,
+    /// (key) then per head (consumer, lane, idx, kind)
+    pub event_heads_insert: Each,
+    /// (key) then per cursor (consumer, lane, idx)
+    pub cursors_ensure: Each,
+    /// (new head, now, key)
+    pub session_advance: &'static str,
+    /// (key, consumer, types, head + 1, head, now)
+    pub untaken_skip: &'static str,
+    /// (key, consumer, lane, idx) → the head; locked where rows lock
+    pub head_lock: &'static str,
+    /// (key) then per head (consumer, lane, idx, attempts, failures, error, failed at, holder, expires, next)
+    pub head_states_put: Each,
+    /// (key, consumer, lane, idx)
+    pub cursor_settle: &'static str,
+    /// (key, consumer, lane, idx)
+    pub event_head_settle: &'static str,
+    /// (now, key)
+    pub session_touch: &'static str,
+    /// (key, consumers, through?, now, head) → busy_until, retry_at
+    pub claim_waits: &'static str,
+    /// (key, consumers, through?, now, limit) → heads with the event as `e_*`
+    pub claim_candidates: &'static str,
+    /// (key, holder, expires) then per head (consumer, lane, idx, attempt) → consumer, lane, idx kept
+    pub heads_renew: Each,
+    /// (key) then per head (consumer, lane, idx, attempt) → consumer, lane, idx settled
+    pub cursors_complete: Each,
+    /// (key) then per head (consumer, lane, idx, attempt) → consumer, lane, idx settled
+    pub event_heads_complete: Each,
+    /// (key, consumer, idx) → the dead head; locked where rows lock
+    pub dead_letter_lock: &'static str,
+    /// (key, consumer) → the cursor
+    pub cursor_get: &'static str,
+    /// (boundary, now, key)
+    pub clear_session: &'static str,
+    /// (boundary, key)
+    pub clear_cursors: &'static str,
+    /// (key, boundary)
+    pub clear_event_heads: &'static str,
+    /// (key)
+    pub clear_snapshots: &'static str,
+    /// (key, reducer, idx) → idx, pins of snapshots at or below; locked where rows lock
+    pub snapshots_below: &'static str,
+    /// (key, reducer, idx)
+    pub snapshot_delete: &'static str,
+    /// (key, reducer, idx, state, pins, now)
+    pub snapshot_put: &'static str,
+    /// (key, consumer, lane, idx) → live
+    pub pin_live: &'static str,
+}

@@ -1,0 +1,184 @@
+//! The SQLite dialect of every statement the shared layer runs. Lists come
+//! as JSON text (`json_each`); SQLite has no row locks, and needs none: every
+//! write transaction is `BEGIN IMMEDIATE`, so writers take turns.
+
+use a2_store_sql::{Each, Statements};
+
+macro_rules! summary {
+    ($where:literal) => {
+        concat!(
+            "SELECT s.session, s.head, s.clear_index, s.created_at, s.updated_at, \
+    (SELECT COUNT(*) FROM a2_heads h WHERE h.session = s.session AND h.failed_at IS NOT NULL) AS dead_letters, \
+    (SELECT COALESCE(SUM(CASE WHEN h.kind = 0 THEN MAX(s.head - h.idx + 1, 0) ELSE 1 END), 0) \
+       FROM a2_heads h WHERE h.session = s.session) AS lag \
+  FROM a2_sessions s ",
+            $where
+        )
+    };
+}
+
+/// The contract part of a session key (`contract \x1f id`).
+macro_rules! contract_of {
+    ($column:literal) => {
+        concat!("substr(", $column, ", 1, instr(", $column, ", char(31)) - 1)")
+    };
+}
+
+/// Heads a claim may take: not dead, within `through`, a lane's lowest only.
+macro_rules! runnable {
+    () => {
+        "h.session = ?1 AND h.consumer IN (SELECT value FROM json_each(?2)) AND h.failed_at IS NULL \
+         AND (?3 IS NULL OR h.idx <= ?3) \
+         AND (h.kind <> 1 OR h.idx = (SELECT MIN(l.idx) FROM a2_heads l WHERE l.session = h.session \
+           AND l.consumer = h.consumer AND l.lane = h.lane))"
+    };
+}
+
+pub(crate) static SQL: Statements = Statements {
+    session_page: summary!("WHERE s.session >= ?1 AND s.session < ?2 AND s.session > ?3 ORDER BY s.session LIMIT ?4"),
+    sessions_by_activity: summary!(
+        "WHERE substr(s.session, 1, instr(s.session, char(31)) - 1) = ?1 AND (s.updated_at, s.session) < (?2, ?3) \
+         ORDER BY substr(s.session, 1, instr(s.session, char(31)) - 1) DESC, s.updated_at DESC, s.session DESC LIMIT ?4"
+    ),
+    session_get: summary!("WHERE s.session = ?1"),
+    contracts: concat!(
+        "WITH RECURSIVE c(contract) AS ( \
+           SELECT (SELECT ",
+        contract_of!("session"),
+        " FROM a2_sessions ORDER BY session LIMIT 1) \
+           UNION ALL \
+           SELECT (SELECT ",
+        contract_of!("s.session"),
+        " FROM a2_sessions s WHERE s.session >= c.contract || char(32) ORDER BY s.session LIMIT 1) \
+           FROM c WHERE c.contract IS NOT NULL) \
+         SELECT contract FROM c WHERE contract IS NOT NULL"
+    ),
+    heads_of_session: "SELECT h.*, e.created_at AS event_created_at, s.head AS session_head FROM a2_heads h \
+         JOIN a2_sessions s ON s.session = h.session \
+         LEFT JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
+         WHERE h.session = ?1 ORDER BY h.consumer, h.lane, h.idx",
+    sessions_with_heads: "SELECT DISTINCT session FROM a2_heads WHERE session >= ?1 AND (?2 IS NULL OR consumer = ?2) \
+         ORDER BY session LIMIT ?3",
+    dead_letters: "SELECT h.*, e.id AS e_id, e.type AS e_type FROM a2_heads h \
+         JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
+         WHERE h.failed_at IS NOT NULL AND h.session >= ?1 AND h.session < ?2 \
+           AND (?3 IS NULL OR h.session = ?3) AND (?4 IS NULL OR h.consumer = ?4) \
+           AND (h.session, h.consumer, h.lane, h.idx) > (?5, ?6, ?7, ?8) \
+         ORDER BY h.session, h.consumer, h.lane, h.idx LIMIT ?9",
+    consumer_totals: concat!(
+        "WITH per AS ( \
+           SELECT h.session, h.consumer, \
+             SUM(CASE WHEN h.kind = 0 THEN MAX(s.head - h.idx + 1, 0) ELSE 1 END) AS lag, \
+             SUM(h.failed_at IS NOT NULL) AS dead \
+           FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
+           WHERE h.session >= ?1 AND h.session < ?2 GROUP BY h.session, h.consumer) \
+         SELECT ",
+        contract_of!("session"),
+        " AS contract, consumer, COUNT(*) AS sessions, \
+           SUM(lag > 0) AS lagging, SUM(lag) AS total_lag, SUM(dead) AS dead_letters \
+         FROM per GROUP BY 1, 2 ORDER BY 1, 2"
+    ),
+    kept_totals: "SELECT * FROM a2_consumer_totals WHERE ?1 IS NULL OR contract = ?1 ORDER BY contract, consumer",
+    snapshots_of_session: "SELECT * FROM a2_snapshots WHERE session = ?1 ORDER BY idx DESC, reducer",
+    snapshot_get: "SELECT * FROM a2_snapshots WHERE session = ?1 AND reducer = ?2 AND idx <= ?3 ORDER BY idx DESC LIMIT 1",
+    events_oldest_first: "SELECT e.* FROM a2_events e JOIN a2_sessions s ON s.session = e.session \
+         WHERE e.session = ?1 AND e.idx > MAX(?2, s.clear_index) AND e.idx < ?3 ORDER BY e.idx ASC LIMIT ?4",
+    events_newest_first: "SELECT e.* FROM a2_events e JOIN a2_sessions s ON s.session = e.session \
+         WHERE e.session = ?1 AND e.idx > MAX(?2, s.clear_index) AND e.idx < ?3 ORDER BY e.idx DESC LIMIT ?4",
+    // A page of sessions by primary key, each probed by primary key for a
+    // runnable head: bounded and index-served, whatever the store's size.
+    runnable_sessions: "WITH page AS (SELECT session, head FROM a2_sessions \
+           WHERE session >= ?1 AND session < ?2 AND session > ?3 ORDER BY session LIMIT ?6) \
+         SELECT p.session, EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = p.session \
+             AND h.consumer IN (SELECT value FROM json_each(?4)) AND h.failed_at IS NULL \
+             AND (h.lease_holder IS NULL OR h.lease_expires_at <= ?5) \
+             AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= ?5) \
+             AND CASE h.kind WHEN 0 THEN h.idx <= p.head \
+               WHEN 1 THEN NOT EXISTS (SELECT 1 FROM a2_heads l WHERE l.session = h.session \
+                 AND l.consumer = h.consumer AND l.lane = h.lane AND l.idx < h.idx) \
+               ELSE 1 END) AS runnable \
+         FROM page p ORDER BY p.session",
+    audit_list: "SELECT * FROM a2_audit WHERE id < ?1 ORDER BY id DESC LIMIT ?2",
+    explain: ("EXPLAIN QUERY PLAN", "detail"),
+
+    audit_insert: "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id",
+    totals_clear: "DELETE FROM a2_consumer_totals",
+    totals_put: "INSERT INTO a2_consumer_totals VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+         ON CONFLICT (contract, consumer) DO UPDATE SET sessions = excluded.sessions, \
+         lagging_sessions = excluded.lagging_sessions, total_lag = excluded.total_lag, \
+         dead_letters = excluded.dead_letters, computed_at = excluded.computed_at",
+    session_row: "SELECT head, clear_index FROM a2_sessions WHERE session = ?1",
+    session_lock: "SELECT head FROM a2_sessions WHERE session = ?1",
+    session_open: "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) VALUES (?1, 0, 0, ?2, ?2) \
+         ON CONFLICT (session) DO UPDATE SET session = excluded.session RETURNING head, clear_index",
+    events_by_ids: "SELECT id, idx, type, payload, created_at, cause FROM a2_events \
+         WHERE session = ?1 AND id IN (SELECT value FROM json_each(?2))",
+    events_insert: Each::PerRow("INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
+             VALUES (?1, ?3, ?4, ?5, ?6, ?2, ?7)"),
+    event_heads_insert: Each::PerRow("INSERT INTO a2_heads (session, consumer, lane, idx, kind) VALUES (?1, ?2, ?3, ?4, ?5) \
+             ON CONFLICT DO NOTHING"),
+    cursors_ensure: Each::PerRow("INSERT INTO a2_heads (session, consumer, lane, idx, kind) SELECT ?1, ?2, ?3, ?4, 0 \
+             WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = ?1 AND h.consumer = ?2 AND h.kind = 0) \
+             ON CONFLICT DO NOTHING"),
+    session_advance: "UPDATE a2_sessions SET head = ?1, updated_at = ?2 WHERE session = ?3",
+    untaken_skip: "UPDATE a2_heads SET idx = COALESCE((SELECT MIN(e.idx) FROM a2_events e \
+           WHERE e.session = a2_heads.session AND e.idx >= a2_heads.idx AND e.type IN (SELECT value FROM json_each(?3))), ?4), \
+           attempt_count = 0, failure_count = 0, last_error = NULL, lease_holder = NULL, lease_expires_at = NULL, \
+           next_attempt_at = NULL \
+         WHERE session = ?1 AND consumer = ?2 AND kind = 0 AND failed_at IS NULL AND idx <= ?5 \
+           AND (lease_holder IS NULL OR lease_expires_at <= ?6) \
+           AND NOT EXISTS (SELECT 1 FROM a2_events e WHERE e.session = a2_heads.session AND e.idx = a2_heads.idx \
+             AND e.type IN (SELECT value FROM json_each(?3)))",
+    head_lock: "SELECT * FROM a2_heads WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4",
+    head_states_put: Each::PerRow("UPDATE a2_heads SET attempt_count = ?5, failure_count = ?6, last_error = ?7, failed_at = ?8, \
+             lease_holder = ?9, lease_expires_at = ?10, next_attempt_at = ?11 \
+             WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4"),
+    cursor_settle: "UPDATE a2_heads SET idx = idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
+         failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
+         WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4",
+    event_head_settle: "DELETE FROM a2_heads WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4",
+    session_touch: "UPDATE a2_sessions SET updated_at = ?1 WHERE session = ?2",
+    claim_waits: concat!(
+        "SELECT MIN(CASE WHEN h.lease_holder IS NOT NULL AND h.lease_expires_at > ?4 THEN h.lease_expires_at END) AS busy_until, \
+           MIN(CASE WHEN (h.lease_holder IS NULL OR h.lease_expires_at <= ?4) AND h.next_attempt_at > ?4 \
+             THEN h.next_attempt_at END) AS retry_at \
+         FROM a2_heads h WHERE ",
+        runnable!(),
+        " AND h.idx <= ?5"
+    ),
+    claim_candidates: concat!(
+        "SELECT h.*, e.id AS e_id, e.type AS e_type, e.payload AS e_payload, e.idx AS e_idx, \
+           e.created_at AS e_created_at, e.cause AS e_cause \
+         FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx WHERE ",
+        runnable!(),
+        " AND (h.lease_holder IS NULL OR h.lease_expires_at <= ?4) \
+           AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= ?4) \
+         ORDER BY h.idx, h.consumer, h.lane LIMIT ?5"
+    ),
+    heads_renew: Each::PerRow("UPDATE a2_heads SET lease_expires_at = ?3 WHERE session = ?1 AND consumer = ?4 AND lane = ?5 AND idx = ?6 \
+             AND attempt_count = ?7 AND failed_at IS NULL AND lease_holder = ?2 RETURNING consumer, lane, idx"),
+    cursors_complete: Each::PerRow("UPDATE a2_heads SET idx = idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
+             failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
+             WHERE session = ?1 AND kind = 0 AND consumer = ?2 AND lane = ?3 AND idx = ?4 \
+               AND attempt_count = ?5 AND failed_at IS NULL \
+             RETURNING consumer, lane, idx - 1 AS idx"),
+    event_heads_complete: Each::PerRow("DELETE FROM a2_heads WHERE session = ?1 AND kind <> 0 AND consumer = ?2 AND lane = ?3 AND idx = ?4 \
+               AND attempt_count = ?5 AND failed_at IS NULL RETURNING consumer, lane, idx"),
+    dead_letter_lock: "SELECT h.* FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
+         WHERE h.session = ?1 AND h.consumer = ?2 AND h.idx = ?3 AND h.failed_at IS NOT NULL LIMIT 1",
+    cursor_get: "SELECT * FROM a2_heads WHERE session = ?1 AND consumer = ?2 AND kind = 0",
+    clear_session: "UPDATE a2_sessions SET clear_index = ?1, updated_at = ?2 WHERE session = ?3",
+    clear_cursors: "UPDATE a2_heads SET idx = ?1 + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
+         failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
+         WHERE session = ?2 AND kind = 0 AND idx <= ?1",
+    clear_event_heads: "DELETE FROM a2_heads WHERE session = ?1 AND kind <> 0 AND idx <= ?2",
+    clear_snapshots: "DELETE FROM a2_snapshots WHERE session = ?1",
+    snapshots_below: "SELECT idx, pins FROM a2_snapshots WHERE session = ?1 AND reducer = ?2 AND idx <= ?3",
+    snapshot_delete: "DELETE FROM a2_snapshots WHERE session = ?1 AND reducer = ?2 AND idx = ?3",
+    snapshot_put: "INSERT INTO a2_snapshots (session, reducer, idx, state, pins, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+         ON CONFLICT (session, reducer, idx) DO UPDATE SET state = excluded.state, pins = excluded.pins, \
+         created_at = excluded.created_at",
+    pin_live: "SELECT EXISTS (SELECT 1 FROM a2_heads WHERE session = ?1 AND consumer = ?2 AND lane = ?3 \
+           AND ((kind = 0 AND idx <= ?4) OR (kind <> 0 AND idx = ?4))) AS live",
+};
