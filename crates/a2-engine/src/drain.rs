@@ -199,7 +199,10 @@ pub(crate) async fn join_drain(
     handle: tokio::task::JoinHandle<Result<DrainResult, A2Error>>,
 ) -> Result<DrainResult, A2Error> {
     handle.await.unwrap_or_else(|join| {
-        Err(A2Error::StoreUnavailable { message: format!("the drain's task ended before it finished: {join}") })
+        Err(A2Error::StoreUnavailable {
+            message: format!("the drain's task ended before it finished: {join}"),
+            retryable: true,
+        })
     })
 }
 
@@ -420,6 +423,7 @@ impl Drain {
                         "a claim in session '{}' took longer than a lease; gave up on it",
                         self.session_id
                     ),
+                    retryable: true,
                 })
             }
         };

@@ -26,8 +26,9 @@ pub enum A2Error {
     InvalidArgument { message: String },
     #[error("batch for session '{session}' mixes new events with ids already present ({ids})")]
     PartialDuplicateBatch { session: String, ids: String },
+    /// `retryable` is the store's own word: a lost connection may come back, a wrong password will not.
     #[error("store unavailable: {message}")]
-    StoreUnavailable { message: String },
+    StoreUnavailable { message: String, retryable: bool },
     #[error("no store is configured for {environment}: {message}")]
     StoreNotConfigured { environment: String, message: String },
     #[error("a newer attempt owns event {index} for consumer '{consumer}' in session '{session}'")]
@@ -74,7 +75,8 @@ impl A2Error {
     /// Whether the same call may succeed later without any change.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::StoreUnavailable { .. } | Self::ClaimExpired { .. } => true,
+            Self::StoreUnavailable { retryable, .. } => *retryable,
+            Self::ClaimExpired { .. } => true,
             Self::Store(e) => e.is_retryable(),
             _ => false,
         }
@@ -92,7 +94,7 @@ impl From<StoreError> for A2Error {
                 let session = a2_store::split_session_key(&session).1.to_owned();
                 Self::PartialDuplicateBatch { session, ids }
             }
-            StoreError::Unavailable { message, .. } => Self::StoreUnavailable { message },
+            StoreError::Unavailable { message, retryable } => Self::StoreUnavailable { message, retryable },
             other => Self::Store(other),
         }
     }

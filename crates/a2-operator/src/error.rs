@@ -33,6 +33,16 @@ impl OperatorError {
         }
     }
 
+    /// Whether the same call may succeed later unchanged: the store's or
+    /// the engine's own answer, carried through unchanged.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Store(e) => e.is_retryable(),
+            Self::Engine(e) => e.is_retryable(),
+            Self::ReadOnly { .. } | Self::NotFound { .. } | Self::Invalid { .. } => false,
+        }
+    }
+
     /// 1 error, 2 usage, 3 refused because read-only, 4 not found.
     pub fn exit_code(&self) -> u8 {
         exit_code(self.code())
@@ -67,5 +77,27 @@ pub fn exit_code(code: &str) -> u8 {
         "NOT_FOUND" => 4,
         "INVALID_INPUT" | "INVALID_ARGUMENT" | "INVALID_CONSUMER" | "INVALID_SESSION_ID" => 2,
         _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Retryability crosses every layer unchanged: the store decides it, the
+    /// engine and the operator carry it.
+    #[test]
+    fn errors_keep_their_retryability_across_layers() {
+        for retryable in [true, false] {
+            let store = StoreError::Unavailable { message: "connection lost".into(), retryable };
+            let engine = A2Error::from(store.clone());
+            assert_eq!(engine.code(), "STORE_UNAVAILABLE");
+            assert_eq!(engine.is_retryable(), retryable);
+            assert_eq!(OperatorError::from(engine).is_retryable(), retryable);
+            assert_eq!(OperatorError::from(store).is_retryable(), retryable);
+        }
+        let superseded = A2Error::SupersededAttempt { consumer: "c".into(), session: "s".into(), index: 1 };
+        assert!(!OperatorError::from(superseded).is_retryable());
+        assert!(!OperatorError::ReadOnly { action: "redrive".into() }.is_retryable());
     }
 }

@@ -29,7 +29,6 @@ impl ApiError {
 
 impl From<OperatorError> for ApiError {
     fn from(error: OperatorError) -> Self {
-        let retryable = matches!(&error, OperatorError::Store(store) if store.is_retryable());
-        Self { code: error.code().to_owned(), message: error.to_string(), retryable }
+        Self { code: error.code().to_owned(), message: error.to_string(), retryable: error.is_retryable() }
     }
 }
