@@ -26,9 +26,8 @@ async fn store_of(kind: StoreKind) -> Arc<dyn Store> {
                 .unwrap_or_else(|e| panic!("{e}")),
         ),
         StoreKind::Postgres => {
-            let url = std::env::var("A2_TEST_POSTGRES_URL")
-                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-            let schema = format!("a2_conf_{}_op{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+            let url = a2_test_support::postgres_url();
+            let schema = a2_test_support::fresh_schema("op");
             let options = a2_store_postgres::PgOptions { schema: Some(schema), ..Default::default() };
             Arc::new(a2_store_postgres::Postgres::connect(&url, options, clock).await.unwrap_or_else(|e| panic!("{e}")))
         }

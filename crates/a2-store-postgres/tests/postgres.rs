@@ -13,11 +13,11 @@ use serde_json::json;
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 fn url() -> String {
-    std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+    a2_test_support::postgres_url()
 }
 
 fn fresh_schema() -> String {
-    format!("a2_conf_{}_pg{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst))
+    a2_test_support::fresh_schema("pg")
 }
 
 async fn connect(schema: &str, access: Access) -> Result<PgStore, StoreError> {

@@ -23,9 +23,8 @@ fn scratch() -> std::path::PathBuf {
 }
 
 fn postgres_url() -> String {
-    let base =
-        std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let schema = format!("a2_conf_{}_studio{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+    let base = a2_test_support::postgres_url();
+    let schema = a2_test_support::fresh_schema("studio");
     let separator = if base.contains('?') { '&' } else { '?' };
     format!("{base}{separator}options=-c%20search_path%3D{schema}")
 }

@@ -14,9 +14,7 @@ pub struct Shared {
     pub schema: Option<String>,
 }
 
-pub fn postgres_url() -> String {
-    std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
-}
+pub use a2_test_support::postgres_url;
 
 impl Shared {
     pub fn sqlite(name: &str) -> Self {
@@ -27,7 +25,7 @@ impl Shared {
     }
 
     pub fn postgres(name: &str) -> Self {
-        let schema = format!("a2_e2e_{}_{}_{name}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+        let schema = format!("{}_{name}", a2_test_support::fresh_schema("e2e"));
         Self { url: postgres_url(), schema: Some(schema) }
     }
 
@@ -50,10 +48,7 @@ impl Shared {
     /// Drop a Postgres schema the test made.
     pub async fn remove(&self) {
         if let Some(schema) = &self.schema {
-            if let Ok(pool) = sqlx::PgPool::connect(&self.url).await {
-                let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
-                pool.close().await;
-            }
+            a2_test_support::drop_schema(schema).await;
         }
     }
 }

@@ -1,0 +1,50 @@
+//! Fixtures every test crate shares, so each test owns its database (a
+//! schema per test on one Postgres, a file per test for SQLite) and tests
+//! run in parallel without depending on order.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// The Postgres `cargo xtask test` provides (`A2_TEST_POSTGRES_URL`), else this machine's.
+pub fn postgres_url() -> String {
+    std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A schema name no other test uses: `a2_<tag>_<pid>_<n>`. The process id
+/// lets [`sweep_schemas`] tell a dead run's leftovers from a live run's.
+pub fn fresh_schema(tag: &str) -> String {
+    format!("a2_{tag}_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst))
+}
+
+/// Drop the `a2_*` schemas that test and bench processes no longer running
+/// left behind, once per test process.
+pub async fn sweep_schemas() {
+    static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    SWEPT
+        .get_or_init(|| async {
+            let Ok(pool) = sqlx::PgPool::connect(&postgres_url()).await else { return };
+            let ours: Vec<String> =
+                sqlx::query_scalar("SELECT nspname::text FROM pg_namespace WHERE nspname ~ '^a2_[a-z0-9]+_[0-9]+'")
+                    .fetch_all(&pool)
+                    .await
+                    .unwrap_or_default();
+            let alive = |schema: &str| {
+                let pid = schema.split('_').nth(2).unwrap_or("");
+                !pid.is_empty() && std::path::Path::new(&format!("/proc/{pid}")).exists()
+            };
+            for schema in ours.into_iter().filter(|s| !alive(s)) {
+                let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
+            }
+            pool.close().await;
+        })
+        .await;
+}
+
+/// Drop one schema a test made.
+pub async fn drop_schema(schema: &str) {
+    if let Ok(pool) = sqlx::PgPool::connect(&postgres_url()).await {
+        let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
+        pool.close().await;
+    }
+}
