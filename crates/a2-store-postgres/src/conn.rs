@@ -1,6 +1,8 @@
 //! The SQL seam over sqlx's Postgres driver: lists bind as arrays, JSON as
 //! `jsonb`, and rows decode by each column's declared type.
 
+use std::sync::Arc;
+
 use a2_store::StoreError;
 use a2_store_sql::{Arg, Cell, Row};
 use serde_json::Value;
@@ -24,7 +26,6 @@ fn bind(query: Query<'_>, arg: Arg) -> Query<'_> {
         Arg::OptTexts(texts) => query.bind(texts),
         Arg::Ints(ns) => query.bind(ns),
         Arg::OptInts(ns) => query.bind(ns),
-        Arg::Bools(bs) => query.bind(bs),
         Arg::Jsons(values) => query.bind(values.into_iter().map(Json).collect::<Vec<_>>()),
         Arg::OptJsons(values) => query.bind(values.into_iter().map(|v| v.map(Json)).collect::<Vec<_>>()),
     }
@@ -36,20 +37,19 @@ fn cell(row: &PgRow, i: usize, type_name: &str) -> Result<Cell, sqlx::Error> {
         "INT4" => Cell::Int(i64::from(row.try_get::<i32, _>(i)?)),
         "INT8" => Cell::Int(row.try_get(i)?),
         "BOOL" => Cell::Bool(row.try_get(i)?),
-        "FLOAT4" | "FLOAT8" => Cell::Real(row.try_get_unchecked(i)?),
         "JSON" | "JSONB" => Cell::Json(row.try_get::<Json<Value>, _>(i)?.0),
         _ => Cell::Text(row.try_get_unchecked(i)?),
     })
 }
 
-fn decode(row: &PgRow) -> Result<Row, StoreError> {
-    let mut cells = Vec::with_capacity(row.columns().len());
-    for (i, column) in row.columns().iter().enumerate() {
+fn decode(row: &PgRow, columns: Arc<[String]>) -> Result<Row, StoreError> {
+    let mut cells = Vec::with_capacity(columns.len());
+    for i in 0..columns.len() {
         let null = row.try_get_raw(i).map_err(db_error)?.is_null();
-        let cell = if null { Cell::Null } else { cell(row, i, column.type_info().name()).map_err(db_error)? };
-        cells.push((column.name().to_owned(), cell));
+        let cell = if null { Cell::Null } else { cell(row, i, row.column(i).type_info().name()).map_err(db_error)? };
+        cells.push(cell);
     }
-    Ok(Row::new(cells))
+    Ok(Row::new(columns, cells))
 }
 
 a2_store_sql::sqlx_link!(Postgres, PgConnection);

@@ -33,7 +33,7 @@ pub trait Transaction: Conn {
 /// The [`Conn`] and [`Transaction`] impls of a sqlx driver, stamped in the
 /// backend crate (which has sqlx): `Link<C>` wraps any of the driver's
 /// connections, pooled or in a transaction. The backend supplies
-/// `bind(Query, Arg) -> Query`, `decode(&Row) -> Result<a2_store_sql::Row, _>`
+/// `bind(Query, Arg) -> Query`, `decode(&Row, columns) -> Result<a2_store_sql::Row, _>`
 /// and `db_error`, each in its own dialect.
 #[macro_export]
 macro_rules! sqlx_link {
@@ -52,8 +52,13 @@ macro_rules! sqlx_link {
                 sql: &str,
                 args: Vec<$crate::Arg>,
             ) -> Result<Vec<$crate::Row>, a2_store::StoreError> {
+                use sqlx::{Column as _, Row as _};
                 let rows = query(sql, args).fetch_all(&mut *self.0).await.map_err(db_error)?;
-                rows.iter().map(decode).collect()
+                let columns: std::sync::Arc<[String]> = rows
+                    .first()
+                    .map(|row| row.columns().iter().map(|c| c.name().to_owned()).collect())
+                    .unwrap_or_default();
+                rows.iter().map(|row| decode(row, columns.clone())).collect()
             }
 
             async fn execute(&mut self, sql: &str, args: Vec<$crate::Arg>) -> Result<u64, a2_store::StoreError> {

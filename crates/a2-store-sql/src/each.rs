@@ -22,7 +22,7 @@ macro_rules! list {
 }
 
 /// Columns of `rows` as lists, one [`Arg`] per column.
-pub fn transpose(rows: &[Vec<Arg>]) -> Result<Vec<Arg>, StoreError> {
+fn transpose(rows: &[Vec<Arg>]) -> Result<Vec<Arg>, StoreError> {
     let Some(first) = rows.first() else { return Ok(Vec::new()) };
     let mut columns = Vec::with_capacity(first.len());
     for column in 0..first.len() {
@@ -46,7 +46,7 @@ fn mixed(column: usize, got: Option<Arg>) -> StoreError {
 }
 
 /// The argument lists `each` runs with: one list-bound call, or one per row.
-pub fn each_args(each: &Each, leading: &[Arg], rows: &[Vec<Arg>]) -> Result<Vec<(&'static str, Vec<Arg>)>, StoreError> {
+fn each_args(each: &Each, leading: &[Arg], rows: &[Vec<Arg>]) -> Result<Vec<(&'static str, Vec<Arg>)>, StoreError> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }

@@ -9,14 +9,14 @@ use crate::value::Arg;
 use crate::{SqlBackend, SqlStore};
 
 /// A read by name, with arguments that make it look at one session.
-pub struct ExplainedRead {
-    pub name: &'static str,
-    pub sql: &'static str,
-    pub args: Vec<Arg>,
+struct ExplainedRead {
+    name: &'static str,
+    sql: &'static str,
+    args: Vec<Arg>,
 }
 
 /// Every inspection read, aimed at `session` (a storage key).
-pub fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<ExplainedRead> {
+fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<ExplainedRead> {
     let contract = split_session_key(session).0.to_owned();
     let (lo, hi) = contract_range(Some(&contract));
     let key = || Arg::text(session);

@@ -21,8 +21,6 @@ use std::sync::Arc;
 use a2_store::{Appended, Clock, EventAppend, StoreError};
 
 pub use conn::{Conn, Transaction};
-pub use each::{each_args, transpose};
-pub use explain::{explained_reads, ExplainedRead};
 pub use statements::{Each, Statements};
 pub use value::{Arg, Cell, Row};
 
@@ -70,10 +68,6 @@ impl<B: SqlBackend> SqlStore<B> {
     /// A store running the backend's `sql` on its connections, stamping times from `clock`.
     pub fn new(backend: B, sql: &'static Statements, clock: Arc<dyn Clock>) -> Self {
         Self { backend, sql, clock }
-    }
-
-    pub fn backend(&self) -> &B {
-        &self.backend
     }
 
     fn sql(&self) -> &'static Statements {

@@ -5,6 +5,7 @@ use a2_store::codec::to_i64;
 use a2_store::rules::head_infos;
 use a2_store::*;
 
+use crate::conn::Conn;
 use crate::rows::{contract_range, dead_letter, event, head_row, snapshot_info, summary};
 use crate::value::Arg;
 use crate::{page, SqlBackend, SqlStore};
@@ -50,7 +51,11 @@ impl<B: SqlBackend> SqlStore<B> {
     }
 
     pub(crate) async fn read_heads(&self, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
-        let rows = self.backend.read().await?.fetch(self.sql().heads_of_session, vec![Arg::text(session)]).await?;
+        self.heads_on(self.backend.read().await?.as_mut(), session).await
+    }
+
+    async fn heads_on(&self, conn: &mut dyn Conn, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
+        let rows = conn.fetch(self.sql().heads_of_session, vec![Arg::text(session)]).await?;
         let Some(first) = rows.first() else { return Ok(Vec::new()) };
         let head = first.u64("session_head")?;
         let rows = rows.iter().map(head_row).collect::<Result<Vec<_>, _>>()?;
@@ -65,11 +70,12 @@ impl<B: SqlBackend> SqlStore<B> {
             Arg::OptText(params.consumer.clone()),
             Arg::Int(i64::try_from(limit + 1).unwrap_or(i64::MAX)),
         ];
-        let sessions = self.backend.read().await?.fetch(self.sql().sessions_with_heads, args).await?;
+        let mut conn = self.backend.read().await?;
+        let sessions = conn.fetch(self.sql().sessions_with_heads, args).await?;
         let mut found = Vec::new();
         for row in sessions {
             let session = row.text("session")?;
-            let infos = self.read_heads(&session).await?;
+            let infos = self.heads_on(conn.as_mut(), &session).await?;
             found.extend(a2_store::rules::scan_heads([(session, infos)], &params, limit - found.len()));
             if found.len() == limit {
                 break;

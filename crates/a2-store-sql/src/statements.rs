@@ -13,7 +13,7 @@ pub enum Each {
 
 #[derive(Debug, Clone, Copy)]
 pub struct Statements {
-    // ── inspection reads (each served by an index; see `explained_reads`) ──
+    // ── inspection reads (each served by an index; see `SqlStore::explain_reads`) ──
     /// (lo, hi, after, limit) → session summaries
     pub session_page: &'static str,
     /// (contract, updated_at, after key, limit) → session summaries

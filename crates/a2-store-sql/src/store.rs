@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use a2_store::*;
 
-use crate::value::Arg;
 use crate::{SqlBackend, SqlStore};
 
 #[async_trait::async_trait]
@@ -41,10 +40,8 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
     async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
         let mut conn = self.backend.work().await?;
-        let row = conn.fetch_optional(self.sql().session_row, vec![Arg::text(session)]).await?;
-        row.map_or(Ok(SessionBounds::default()), |r| {
-            Ok(SessionBounds { head: r.u64("head")?, clear_index: r.u64("clear_index")? })
-        })
+        let bounds = self.session_row(conn.as_mut(), session).await?;
+        Ok(bounds.map_or_else(SessionBounds::default, |(head, clear_index)| SessionBounds { head, clear_index }))
     }
     async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
         self.clear(params).await

@@ -1,6 +1,8 @@
 //! Values crossing the SQL seam: what a statement is given ([`Arg`]) and
 //! what a row holds ([`Row`]), so the shared layer never names a driver type.
 
+use std::sync::Arc;
+
 use a2_store::codec::{to_u32, to_u64};
 use a2_store::StoreError;
 use serde::de::DeserializeOwned;
@@ -21,7 +23,6 @@ pub enum Arg {
     OptTexts(Vec<Option<String>>),
     Ints(Vec<i64>),
     OptInts(Vec<Option<i64>>),
-    Bools(Vec<bool>),
     Jsons(Vec<Value>),
     OptJsons(Vec<Option<Value>>),
 }
@@ -46,7 +47,6 @@ impl Arg {
             Self::OptTexts(v) => serde_json::to_value(v),
             Self::Ints(v) => serde_json::to_value(v),
             Self::OptInts(v) => serde_json::to_value(v),
-            Self::Bools(v) => serde_json::to_value(v),
             Self::Jsons(v) => serde_json::to_value(v),
             Self::OptJsons(v) => serde_json::to_value(v),
             _ => return None,
@@ -60,16 +60,17 @@ impl Arg {
 pub enum Cell {
     Null,
     Int(i64),
-    Real(f64),
     Bool(bool),
     Text(String),
     Json(Value),
 }
 
-/// A row, decoded by the backend into cells by column name.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// A row, decoded by the backend into cells; the column names are shared by
+/// every row of one result, not copied per row.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Row {
-    cells: Vec<(String, Cell)>,
+    columns: Arc<[String]>,
+    cells: Vec<Cell>,
 }
 
 fn missing(column: &str) -> StoreError {
@@ -81,12 +82,17 @@ fn wrong(column: &str, want: &str, got: &Cell) -> StoreError {
 }
 
 impl Row {
-    pub fn new(cells: Vec<(String, Cell)>) -> Self {
-        Self { cells }
+    /// `cells` in the order of `columns`.
+    pub fn new(columns: Arc<[String]>, cells: Vec<Cell>) -> Self {
+        Self { columns, cells }
     }
 
     fn cell(&self, column: &str) -> Result<&Cell, StoreError> {
-        self.cells.iter().find(|(name, _)| name == column).map(|(_, cell)| cell).ok_or_else(|| missing(column))
+        self.columns
+            .iter()
+            .position(|name| name == column)
+            .and_then(|i| self.cells.get(i))
+            .ok_or_else(|| missing(column))
     }
 
     pub fn opt_int(&self, column: &str) -> Result<Option<i64>, StoreError> {

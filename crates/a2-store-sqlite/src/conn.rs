@@ -1,10 +1,12 @@
 //! The SQL seam over sqlx's SQLite driver: lists bind as JSON text for
 //! `json_each`, JSON as text, and rows decode by each value's storage class.
 
+use std::sync::Arc;
+
 use a2_store::StoreError;
 use a2_store_sql::{Arg, Cell, Row};
 use sqlx::sqlite::{Sqlite, SqliteArguments, SqliteRow};
-use sqlx::{Column, Row as _, SqliteConnection, TypeInfo, ValueRef};
+use sqlx::{Row as _, SqliteConnection, TypeInfo, ValueRef};
 
 use crate::db_error;
 
@@ -30,25 +32,24 @@ fn json_texts(texts: impl Iterator<Item = Option<String>>) -> String {
         .to_string()
 }
 
-fn decode(row: &SqliteRow) -> Result<Row, StoreError> {
-    let mut cells = Vec::with_capacity(row.columns().len());
-    for (i, column) in row.columns().iter().enumerate() {
+fn decode(row: &SqliteRow, columns: Arc<[String]>) -> Result<Row, StoreError> {
+    let mut cells = Vec::with_capacity(columns.len());
+    for i in 0..columns.len() {
         let raw = row.try_get_raw(i).map_err(db_error)?;
         let cell = if raw.is_null() {
             Cell::Null
         } else {
             match raw.type_info().name() {
                 "INTEGER" | "BOOLEAN" => Cell::Int(row.try_get_unchecked(i).map_err(db_error)?),
-                "REAL" => Cell::Real(row.try_get_unchecked(i).map_err(db_error)?),
                 "BLOB" => Cell::Text(
                     String::from_utf8_lossy(&row.try_get_unchecked::<Vec<u8>, _>(i).map_err(db_error)?).into(),
                 ),
                 _ => Cell::Text(row.try_get_unchecked(i).map_err(db_error)?),
             }
         };
-        cells.push((column.name().to_owned(), cell));
+        cells.push(cell);
     }
-    Ok(Row::new(cells))
+    Ok(Row::new(columns, cells))
 }
 
 a2_store_sql::sqlx_link!(Sqlite, SqliteConnection);
