@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use a2_operator::demo::{self, DemoOptions};
+use a2_operator::demo::DemoOptions;
 use a2_operator::{Connect, ConsumeMode, Mode, Operator, OperatorError, RedriveAll, SessionQuery};
 use a2_store::{DeadLetterList, HeadKey, RedriveAction};
 use a2_studio_api::{web, ApiError, ConnectionOpen, Studio};
@@ -266,7 +266,7 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
     let mut op = Operator::connect(&Connect { mode, ..Connect::new(cli.store.clone()) }).await?;
     if let Command::Consume { mode: ConsumeKind::Run, .. } = cli.command {
         // This binary carries the demo contract's code; it runs only when asked to.
-        op.host(demo::server(op.attached().store.clone(), DemoOptions::default(), false)?);
+        op.demo_host()?;
     }
     let out = print::Out { json: cli.json };
     match cli.command {
@@ -392,9 +392,9 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
                 return Err(OperatorError::invalid(format!("--fail-rate must be between 0 and 1, not {fail_rate}")));
             }
             let options = DemoOptions { sessions, seed, fail_rate, bulk };
-            let mut events = demo::seed(op.attached().store.clone(), options).await?;
+            let mut events = op.demo_seed(options).await?;
             if long_session > 0 {
-                events += demo::seed_long_session(op.attached().store.clone(), "long-00000", long_session).await?;
+                events += op.demo_seed_long_session("long-00000", long_session).await?;
             }
             out.value(
                 &json!({ "sessions": sessions, "events": events }),

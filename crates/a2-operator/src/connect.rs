@@ -40,17 +40,25 @@ pub enum StoreKind {
     Postgres,
 }
 
-/// An attached store.
+/// An attached store. The store itself stays inside: shells reach it only
+/// through the operator's methods, so every action is checked and audited.
 #[derive(Debug, Clone)]
 pub struct Attached {
-    pub store: Arc<dyn Store>,
+    pub(crate) store: Arc<dyn Store>,
     pub kind: StoreKind,
     pub mode: Mode,
     /// Postgres: whether the role itself could write (a read-only attach with
     /// such a role is protected by the session setting alone).
     pub role_can_write: Option<bool>,
     /// The same store as Postgres, for what only Postgres does (granting a reader role).
-    pub postgres: Option<PgStore>,
+    pub(crate) postgres: Option<PgStore>,
+}
+
+impl Attached {
+    /// A store attached by hand (benchmarks, tests), with nothing Postgres-only.
+    pub fn new(store: Arc<dyn Store>, kind: StoreKind, mode: Mode) -> Self {
+        Self { store, kind, mode, role_can_write: None, postgres: None }
+    }
 }
 
 fn local_host(host: Option<&str>) -> bool {

@@ -2,6 +2,7 @@
 //! through the engine (no SQL), so the Studio and the CLI have something
 //! real to show — heads that retried, dead letters, a cleared session.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use a2_store::{Backoff, Store};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::OperatorError;
+use crate::{Operator, OperatorError};
 
 pub const CONTRACT: &str = "shop";
 
@@ -205,4 +206,69 @@ async fn seed_part(
         }
     }
     Ok(appended)
+}
+
+/// Demo orders being appended every 1.5 s, mostly to existing orders and now
+/// and then a new one. Dropping it stops them (each append is one
+/// transaction, so stopping between or inside one loses nothing half-written).
+pub struct DemoTraffic {
+    appended: Arc<AtomicU32>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl DemoTraffic {
+    /// Orders appended so far.
+    pub fn appended(&self) -> u32 {
+        self.appended.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for DemoTraffic {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Operator {
+    /// Seed the demo contract into this store; returns the events appended.
+    pub async fn demo_seed(&self, options: DemoOptions) -> Result<u64, OperatorError> {
+        self.writable("demo.seed")?;
+        seed(self.attached.store.clone(), options).await
+    }
+
+    /// One demo session of `events` shipped orders (the Studio's scrolling test at scale).
+    pub async fn demo_seed_long_session(&self, id: &str, events: u64) -> Result<u64, OperatorError> {
+        self.writable("demo.seed")?;
+        seed_long_session(self.attached.store.clone(), id, events).await
+    }
+
+    /// Run the demo contract's consumers in this process when asked (`consume`).
+    pub fn demo_host(&mut self) -> Result<(), OperatorError> {
+        let server = server(self.attached.store.clone(), DemoOptions::default(), false)?;
+        self.host(server);
+        Ok(())
+    }
+
+    /// Start appending demo orders, their consumers draining in this process.
+    pub fn demo_traffic(&self) -> Result<DemoTraffic, OperatorError> {
+        self.writable("demo traffic")?;
+        let server = server(self.attached.store.clone(), DemoOptions::default(), true)?;
+        let appended = Arc::new(AtomicU32::new(0));
+        let counter = appended.clone();
+        let task = tokio::spawn(async move {
+            let mut n: u64 = 0;
+            loop {
+                n += 1;
+                let id = if n.is_multiple_of(5) { format!("live-{n:05}") } else { format!("order-{:05}", 1 + n % 39) };
+                let order = json!({ "customer": format!("customer-{}", n % 17), "amount": 10 + n % 90 });
+                if let Ok(session) = server.session(&id) {
+                    if session.append(vec![AppendInput::new("order.placed", order)]).await.is_ok() {
+                        counter.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(1_500)).await;
+            }
+        });
+        Ok(DemoTraffic { appended, task })
+    }
 }

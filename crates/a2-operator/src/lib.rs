@@ -132,6 +132,17 @@ impl Operator {
         &*self.attached.store
     }
 
+    /// Session keys whose logs grew, heard from any process (Postgres); `None`
+    /// where the only way to see other processes' changes is to poll.
+    pub fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        self.store().changes()
+    }
+
+    /// Now, by the store's clock.
+    pub fn now_ms(&self) -> Millis {
+        self.now()
+    }
+
     fn now(&self) -> Millis {
         self.attached.store.clock().now_ms()
     }

@@ -88,10 +88,7 @@ async fn seed(store: &dyn Store) {
 }
 
 fn operator(store: Arc<dyn Store>, kind: StoreKind, mode: Mode) -> Operator {
-    Operator::new(
-        Attached { store, kind, mode, role_can_write: None, postgres: None },
-        Actor { user: "tester".into(), host: "here".into() },
-    )
+    Operator::new(Attached::new(store, kind, mode), Actor { user: "tester".into(), host: "here".into() })
 }
 
 async fn reads_and_actions(kind: StoreKind) {

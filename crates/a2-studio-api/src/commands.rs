@@ -99,7 +99,7 @@ impl Studio {
         let url = format!("sqlite:{}", path.display());
         if new {
             let operator = Operator::connect(&Connect::new(url.clone())).await?;
-            demo::seed(operator.attached().store.clone(), DemoOptions::default()).await?;
+            operator.demo_seed(DemoOptions::default()).await?;
         }
         let request = ConnectionOpen { url: Some(url), profile: None, read_only: Some(false) };
         self.open_with(request, true).await
@@ -131,7 +131,7 @@ impl Studio {
         let read_only = attached.mode == Mode::ReadOnly;
         let hosts_demo = host_demo && !read_only && operator.contracts().await?.iter().any(|c| c == demo::CONTRACT);
         if hosts_demo {
-            operator.host(demo::server(attached.store.clone(), DemoOptions::default(), false)?);
+            operator.demo_host()?;
         }
         let warning = (read_only && attached.role_can_write == Some(true)).then(|| {
             "read-only by session setting only: this database role could write. \
@@ -147,10 +147,10 @@ impl Studio {
             hosts_demo,
             live: attached.kind == StoreKind::Postgres,
         };
+        let now = operator.now_ms();
         let connection = Arc::new(Connection::new(operator, info.clone(), self.versions.clone()));
         *self.connection.write().map_err(lock_error)? = Some(connection);
         self.bump();
-        let now = attached.store.clock().now_ms();
         // A profile file that cannot be written must not stop the operator from working.
         if let Err(error) = self.profiles.touch(&url, request.profile.as_deref(), now) {
             tracing::warn!(%error, "could not record the recent store");

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2_operator::demo::{self, DemoOptions};
+use a2_operator::demo::DemoOptions;
 use a2_operator::{Connect, Operator};
 use a2_studio_api::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -55,9 +55,7 @@ async fn seeded(kind: StoreKind) -> (String, Studio) {
         return (url, studio);
     }
     let operator = Operator::connect(&Connect::new(url.clone())).await.unwrap_or_else(|e| panic!("{e}"));
-    demo::seed(operator.attached().store.clone(), DemoOptions { sessions: 24, ..DemoOptions::default() })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    operator.demo_seed(DemoOptions { sessions: 24, ..DemoOptions::default() }).await.unwrap_or_else(|e| panic!("{e}"));
     // Reopen, so the Studio sees the demo contract and hosts its consumers.
     studio
         .connection_open(ConnectionOpen { url: Some(url.clone()), profile: None, read_only: Some(false) })
@@ -367,9 +365,7 @@ async fn the_web_mode_needs_its_token_and_refuses_actions_read_only() {
     let dir = scratch();
     let url = format!("sqlite:{}", dir.join("web.sqlite").display());
     let operator = Operator::connect(&Connect::new(url.clone())).await.unwrap_or_else(|e| panic!("{e}"));
-    demo::seed(operator.attached().store.clone(), DemoOptions { sessions: 8, ..DemoOptions::default() })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    operator.demo_seed(DemoOptions { sessions: 8, ..DemoOptions::default() }).await.unwrap_or_else(|e| panic!("{e}"));
     let studio = Arc::new(Studio::new(&dir));
     studio
         .connection_open(ConnectionOpen { url: Some(url), profile: None, read_only: Some(true) })

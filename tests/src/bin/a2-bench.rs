@@ -222,13 +222,7 @@ async fn reads(
     }
     // Writers keep consumer totals; the reads below are a read-only Studio's.
     store.consumer_totals_refresh().await.map_err(|e| e.to_string())?;
-    let attached = a2_operator::Attached {
-        store,
-        kind: a2_operator::StoreKind::Memory,
-        mode: a2_operator::Mode::ReadOnly,
-        role_can_write: None,
-        postgres: None,
-    };
+    let attached = a2_operator::Attached::new(store, a2_operator::StoreKind::Memory, a2_operator::Mode::ReadOnly);
     let op = a2_operator::Operator::new(attached, a2_operator::Actor::current());
     let id = |i: usize| format!("order-{:05}", (i * 7919) % sessions);
     let samples = 100;
