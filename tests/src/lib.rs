@@ -9,10 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainOutcome, DrainTimings, Server};
-use a2_store::memory::MemoryStore;
 use a2_store::{session_key, Backoff, Event, EventList, Store, StoreError, SystemClock};
-use a2_store_postgres::{PgOptions, Postgres};
-use a2_store_sqlite::{Access, Sqlite};
+pub use a2_store_registry::StoreOptions;
 use serde_json::json;
 
 pub const CONTRACT: &str = "chaos";
@@ -21,18 +19,12 @@ pub const CONSUMERS: [&str; 2] = ["ordered", "parallel"];
 
 /// Open a store: `sqlite:PATH`, `postgres://…` (in `schema` when given) or `memory:`.
 pub async fn open_store(url: &str, schema: Option<&str>) -> Result<Arc<dyn Store>, StoreError> {
-    let clock = Arc::new(SystemClock);
-    if url.starts_with("sqlite:") {
-        return Ok(Arc::new(Sqlite::open_url(url, Access::ReadWrite, clock).await?));
-    }
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let options = PgOptions { schema: schema.map(str::to_owned), ..PgOptions::default() };
-        return Ok(Arc::new(Postgres::connect(url, options, clock).await?));
-    }
-    if url == "memory:" {
-        return Ok(Arc::new(MemoryStore::new(clock)));
-    }
-    Err(StoreError::invalid(format!("{url:?} is not a sqlite:, postgres:// or memory: URL")))
+    open_with(url, StoreOptions { schema: schema.map(str::to_owned), ..StoreOptions::default() }).await
+}
+
+/// Open a store through the one URL registry, on the system clock.
+pub async fn open_with(url: &str, options: StoreOptions) -> Result<Arc<dyn Store>, StoreError> {
+    Ok(a2_store_registry::open(url, &options, Arc::new(SystemClock)).await?.store())
 }
 
 pub fn contract() -> Contract {

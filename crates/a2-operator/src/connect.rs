@@ -3,10 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2_store::memory::MemoryStore;
 use a2_store::{Store, SystemClock};
-use a2_store_postgres::{PgOptions, PgStore, Postgres};
-use a2_store_sqlite::Sqlite;
+use a2_store_postgres::PgStore;
+use a2_store_registry::{Opened, StoreOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::OperatorError;
@@ -70,41 +69,28 @@ fn local_host(host: Option<&str>) -> bool {
 
 pub async fn attach(connect: &Connect) -> Result<Attached, OperatorError> {
     let url = connect.url.trim();
-    let clock = Arc::new(SystemClock);
-    if url == "memory:" {
-        let mode = connect.mode.unwrap_or(Mode::ReadWrite);
-        return Ok(Attached {
-            store: Arc::new(MemoryStore::new(clock)),
-            kind: StoreKind::Memory,
-            mode,
-            role_can_write: None,
-            postgres: None,
-        });
-    }
-    if url.starts_with("sqlite:") {
-        let store = Sqlite::open_url(url, connect.mode.unwrap_or(Mode::ReadWrite), clock).await?;
-        let mode = if store.is_read_only() { Mode::ReadOnly } else { Mode::ReadWrite };
-        let store = Arc::new(store);
-        return Ok(Attached { store, kind: StoreKind::Sqlite, mode, role_can_write: None, postgres: None });
-    }
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+    let mut options = StoreOptions { statement_timeout: Some(connect.statement_timeout), ..StoreOptions::default() };
+    if a2_store_registry::is_postgres(url) {
+        // A remote database is attached read-only unless asked, and gently: two connections at most.
         let local = local_host(a2_store_postgres::url_host(url)?.as_deref());
-        let mode = connect.mode.unwrap_or(if local { Mode::ReadWrite } else { Mode::ReadOnly });
-        // Gentle on a remote database: two connections at most.
-        let connections = if local { 10 } else { 2 };
-        let options = PgOptions {
-            access: mode,
-            max_connections: connections,
-            read_connections: 2,
-            statement_timeout: connect.statement_timeout,
-            ..PgOptions::default()
-        };
-        let store = Postgres::connect(url, options, clock).await?;
-        let role_can_write = store.role_can_write().await.ok();
-        let postgres = Some(store.clone());
-        return Ok(Attached { store: Arc::new(store), kind: StoreKind::Postgres, mode, role_can_write, postgres });
+        options.access = Some(connect.mode.unwrap_or(if local { Mode::ReadWrite } else { Mode::ReadOnly }));
+        options.max_connections = Some(if local { 10 } else { 2 });
+        options.read_connections = Some(2);
+    } else {
+        options.access = connect.mode;
     }
-    Err(OperatorError::invalid(format!("{url:?} is not a store URL: use sqlite:PATH, postgres://… or memory:")))
+    let opened = a2_store_registry::open(url, &options, Arc::new(SystemClock)).await?;
+    let mode = opened.access(options.access.unwrap_or(Mode::ReadWrite));
+    let (kind, postgres) = match &opened {
+        Opened::Memory(_) => (StoreKind::Memory, None),
+        Opened::Sqlite(_) => (StoreKind::Sqlite, None),
+        Opened::Postgres(store) => (StoreKind::Postgres, Some(store.clone())),
+    };
+    let role_can_write = match &postgres {
+        Some(store) => store.role_can_write().await.ok(),
+        None => None,
+    };
+    Ok(Attached { store: opened.store(), kind, mode, role_can_write, postgres })
 }
 
 #[cfg(test)]

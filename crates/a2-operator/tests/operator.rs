@@ -17,20 +17,15 @@ fn scratch(name: &str) -> std::path::PathBuf {
 }
 
 async fn store_of(kind: StoreKind) -> Arc<dyn Store> {
-    let clock = Arc::new(SystemClock);
-    match kind {
-        StoreKind::Memory => Arc::new(memory::MemoryStore::new(clock)),
-        StoreKind::Sqlite => Arc::new(
-            a2_store_sqlite::Sqlite::open(scratch("store.sqlite"), a2_store_sqlite::Access::ReadWrite, clock)
-                .await
-                .unwrap_or_else(|e| panic!("{e}")),
-        ),
-        StoreKind::Postgres => {
-            let url = a2_test_support::postgres_url();
-            let schema = a2_test_support::fresh_schema("op");
-            let options = a2_store_postgres::PgOptions { schema: Some(schema), ..Default::default() };
-            Arc::new(a2_store_postgres::Postgres::connect(&url, options, clock).await.unwrap_or_else(|e| panic!("{e}")))
-        }
+    let (url, schema) = match kind {
+        StoreKind::Memory => ("memory:".to_owned(), None),
+        StoreKind::Sqlite => (format!("sqlite:{}", scratch("store.sqlite").display()), None),
+        StoreKind::Postgres => (a2_test_support::postgres_url(), Some(a2_test_support::fresh_schema("op"))),
+    };
+    let options = a2_store_registry::StoreOptions { schema, ..Default::default() };
+    match a2_store_registry::open(&url, &options, Arc::new(SystemClock)).await {
+        Ok(opened) => opened.store(),
+        Err(error) => panic!("opening {url}: {error}"),
     }
 }
 

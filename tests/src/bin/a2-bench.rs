@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use a2_e2e::{open_with, StoreOptions};
 use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, Server};
-use a2_store::{Store, SystemClock};
-use a2_store_postgres::{PgOptions, Postgres};
+use a2_store::Store;
 use serde_json::json;
 
 const WRITERS: usize = 16;
@@ -280,9 +280,8 @@ async fn run() -> Result<(), String> {
         .and_then(|i| args.get(i + 1).cloned())
         .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let schema = format!("a2_bench_{}", std::process::id());
-    let options = PgOptions { schema: Some(schema.clone()), max_connections: 32, ..PgOptions::default() };
-    let pg: Arc<dyn Store> =
-        Arc::new(Postgres::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
+    let options = StoreOptions { schema: Some(schema.clone()), max_connections: Some(32), ..StoreOptions::default() };
+    let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
     let raw = raw_inserts(&url, &schema).await?;
     let server =
         Server::builder(contract().map_err(|e| e.to_string())?, pg.clone()).build().map_err(|e| e.to_string())?;
@@ -296,38 +295,30 @@ async fn run() -> Result<(), String> {
     let jobs = drain(pg, 200, 100).await?;
     println!("bench postgres drain sessions=200 events=100 jobs_per_s={jobs:.0}");
     let dir = std::env::temp_dir().join(format!("a2-bench-{}", std::process::id()));
-    let sqlite: Arc<dyn Store> = Arc::new(
-        a2_store_sqlite::Sqlite::open(
-            dir.join("bench.sqlite"),
-            a2_store_sqlite::Access::ReadWrite,
-            Arc::new(SystemClock),
-        )
-        .await
-        .map_err(|e| e.to_string())?,
-    );
+    let sqlite: Arc<dyn Store> =
+        open_with(&format!("sqlite:{}", dir.join("bench.sqlite").display()), StoreOptions::default())
+            .await
+            .map_err(|e| e.to_string())?;
     let server =
         Server::builder(contract().map_err(|e| e.to_string())?, sqlite.clone()).build().map_err(|e| e.to_string())?;
     println!("bench sqlite append writers={WRITERS} events_per_s={:.0}", appends(&server).await?);
     println!("bench sqlite drain sessions=50 events=100 jobs_per_s={:.0}", drain(sqlite, 50, 100).await?);
     if args.iter().any(|a| a == "--reads") {
         let sessions = 100_000;
-        let options =
-            PgOptions { schema: Some(format!("{schema}_reads")), max_connections: 16, ..PgOptions::default() };
-        let pg: Arc<dyn Store> =
-            Arc::new(Postgres::connect(&url, options, Arc::new(SystemClock)).await.map_err(|e| e.to_string())?);
+        let options = StoreOptions {
+            schema: Some(format!("{schema}_reads")),
+            max_connections: Some(16),
+            ..StoreOptions::default()
+        };
+        let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
         reads("postgres", pg, sessions, Some((&url, &format!("{schema}_reads")))).await?;
     }
     if args.iter().any(|a| a == "--reads") && !args.iter().any(|a| a == "--postgres-only") {
         let sessions = 100_000;
-        let sqlite: Arc<dyn Store> = Arc::new(
-            a2_store_sqlite::Sqlite::open(
-                dir.join("reads.sqlite"),
-                a2_store_sqlite::Access::ReadWrite,
-                Arc::new(SystemClock),
-            )
-            .await
-            .map_err(|e| e.to_string())?,
-        );
+        let sqlite: Arc<dyn Store> =
+            open_with(&format!("sqlite:{}", dir.join("reads.sqlite").display()), StoreOptions::default())
+                .await
+                .map_err(|e| e.to_string())?;
         reads("sqlite", sqlite, sessions, None).await?;
     }
     let _ = std::fs::remove_dir_all(dir);

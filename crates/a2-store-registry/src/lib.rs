@@ -1,0 +1,87 @@
+//! One place that turns a store URL into a store: `memory:`, `sqlite:PATH`
+//! (`?mode=ro` for read-only) and `postgres://…`. The operator, the tests'
+//! worker and the bench all open stores here, so a URL means the same
+//! everywhere and a new backend is added in one match.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2_store::memory::MemoryStore;
+use a2_store::{Access, Clock, Store, StoreError};
+use a2_store_postgres::{PgOptions, PgStore, Postgres};
+use a2_store_sqlite::{Sqlite, SqliteStore};
+
+/// How to open; `None` leaves the backend's own default.
+#[derive(Debug, Clone, Default)]
+pub struct StoreOptions {
+    pub access: Option<Access>,
+    /// Postgres: keep the A2 tables in this schema.
+    pub schema: Option<String>,
+    /// Postgres: connections for the engine's work, and for inspection reads.
+    pub max_connections: Option<u32>,
+    pub read_connections: Option<u32>,
+    /// Postgres: inspection reads running longer are cancelled.
+    pub statement_timeout: Option<Duration>,
+}
+
+/// An opened store, by backend, for what only one backend does.
+#[derive(Debug, Clone)]
+pub enum Opened {
+    Memory(Arc<MemoryStore>),
+    Sqlite(Arc<SqliteStore>),
+    Postgres(PgStore),
+}
+
+impl Opened {
+    pub fn store(&self) -> Arc<dyn Store> {
+        match self {
+            Self::Memory(store) => store.clone(),
+            Self::Sqlite(store) => store.clone(),
+            Self::Postgres(store) => Arc::new(store.clone()),
+        }
+    }
+
+    /// The access the store was opened with (a `?mode=ro` URL wins over the options).
+    pub fn access(&self, asked: Access) -> Access {
+        let read_only = match self {
+            Self::Memory(_) => asked == Access::ReadOnly,
+            Self::Sqlite(store) => store.is_read_only(),
+            Self::Postgres(store) => store.is_read_only(),
+        };
+        if read_only {
+            Access::ReadOnly
+        } else {
+            Access::ReadWrite
+        }
+    }
+}
+
+/// Whether `url` names a Postgres database.
+pub fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// Open the store `url` names.
+pub async fn open(url: &str, options: &StoreOptions, clock: Arc<dyn Clock>) -> Result<Opened, StoreError> {
+    let url = url.trim();
+    let access = options.access.unwrap_or(Access::ReadWrite);
+    if url == "memory:" {
+        return Ok(Opened::Memory(Arc::new(MemoryStore::new(clock))));
+    }
+    if url.starts_with("sqlite:") {
+        return Ok(Opened::Sqlite(Arc::new(Sqlite::open_url(url, access, clock).await?)));
+    }
+    if is_postgres(url) {
+        let defaults = PgOptions::default();
+        let pg = PgOptions {
+            access,
+            max_connections: options.max_connections.unwrap_or(defaults.max_connections),
+            read_connections: options.read_connections.unwrap_or(defaults.read_connections),
+            statement_timeout: options.statement_timeout.unwrap_or(defaults.statement_timeout),
+            schema: options.schema.clone(),
+            ..defaults
+        };
+        return Ok(Opened::Postgres(Postgres::connect(url, pg, clock).await?));
+    }
+    Err(StoreError::invalid(format!("{url:?} is not a store URL: use sqlite:PATH, postgres://… or memory:")))
+}
