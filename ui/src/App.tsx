@@ -16,15 +16,16 @@ import { DeadLetters } from "./views/DeadLetters";
 import { Overview } from "./views/Overview";
 import { Session } from "./views/Session";
 import { Sessions } from "./views/Sessions";
+import { keys } from "./keys";
 
 export function App({ transport }: { transport: Transport }) {
   const client = useQueryClient();
   const route = useRoute();
-  const connection = useQuery({ queryKey: ["connection"], queryFn: () => unwrap(commands.connectionGet({})) });
+  const connection = useQuery({ queryKey: keys.connection(), queryFn: () => unwrap(commands.connectionGet({})) });
   const info = connection.data ?? null;
   const [palette, setPalette] = useState(false);
   const demoState = useQuery({
-    queryKey: ["demo-traffic", info?.url],
+    queryKey: keys.demoTraffic(info?.url),
     queryFn: () => unwrap(commands.demoTraffic({ on: null })),
     enabled: info !== null && info.hosts_demo,
   });
@@ -57,18 +58,18 @@ export function App({ transport }: { transport: Transport }) {
 
   const demo = useMutation({
     mutationFn: (on: boolean) => unwrap(commands.demoTraffic({ on })),
-    onSuccess: (state) => client.setQueryData(["demo-traffic", info?.url], state),
+    onSuccess: (state) => client.setQueryData(keys.demoTraffic(info?.url), state),
   });
   const disconnect = useMutation({
     mutationFn: () => unwrap(commands.connectionClose({})),
     onSuccess: () => {
       client.clear();
-      client.setQueryData(["connection"], null);
+      client.setQueryData(keys.connection(), null);
       go({ view: "connect" });
     },
   });
   const connected = (next: ConnectionInfo) => {
-    client.setQueryData(["connection"], next);
+    client.setQueryData(keys.connection(), next);
     go({ view: "overview" });
   };
 

@@ -5,6 +5,7 @@ import { useQuery } from "@tanstack/react-query";
 import { commands } from "./bindings";
 import { unwrap } from "./api";
 import { go } from "./route";
+import { keys } from "./keys";
 
 type Item = { label: string; hint?: string; run: () => void };
 
@@ -12,7 +13,7 @@ export function Palette({ onClose, extra }: { onClose: () => void; extra: Item[]
   const [text, setText] = useState("");
   const [at, setAt] = useState(0);
   const input = useRef<HTMLInputElement>(null);
-  const contracts = useQuery({ queryKey: ["contracts"], queryFn: () => unwrap(commands.contractList({})) });
+  const contracts = useQuery({ queryKey: keys.contracts(), queryFn: () => unwrap(commands.contractList({})) });
   useEffect(() => input.current?.focus(), []);
   const items = useMemo(() => {
     const all: Item[] = [

@@ -1,12 +1,12 @@
 // The three actions an operator takes — redrive, consume, clear — each
 // through a dialog that names exactly what will change and shows the outcome.
 import { useEffect, useState } from "react";
-import { commands, type ConsumeMode, type ConsumePreview, type RedriveAction } from "./bindings";
+import { commands, type ConsumeMode, type ConsumePreview, type DeadLetterRef, type RedriveAction } from "./bindings";
 import { unwrap } from "./api";
 import { gate } from "./gate";
 import { ConfirmDialog, ErrorBox, useConnection } from "./ui";
 
-export type Target = { contract: string; session: string; consumer: string; index: number };
+export type Target = DeadLetterRef;
 
 export function RedriveDialog({ targets, action, onClose }: { targets: Target[]; action: RedriveAction; onClose: (changed: boolean) => void }) {
   const one = targets.length === 1 ? targets[0] : null;

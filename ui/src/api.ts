@@ -1,9 +1,9 @@
 // The bindings' results, unwrapped for TanStack Query: a failed command
 // throws a StudioError carrying the Studio's stable code.
-import type { ApiError } from "./bindings";
+import type { ApiError, ErrorCode } from "./bindings";
 
 export class StudioError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly retryable: boolean;
   constructor(error: ApiError) {
     super(error.message);
@@ -20,7 +20,7 @@ export async function unwrap<T>(call: Promise<Result<T>>): Promise<T> {
   throw new StudioError(result.error);
 }
 
-export function errorCode(error: unknown): string {
+export function errorCode(error: unknown): ErrorCode {
   if (error instanceof StudioError) return error.code;
   return "UNEXPECTED";
 }

@@ -35,13 +35,11 @@ export const commands = {
 
 /* Types */
 /**
- *  What every command fails with: a stable `code` the UI branches on
- *  (`READ_ONLY`, `NOT_FOUND`, `INVALID_INPUT`, `NOT_CONNECTED`, the store's
- *  and engine's codes…), a message for a person, and whether trying again
- *  could help.
+ *  What every command fails with: a stable `code` the UI branches on, a
+ *  message for a person, and whether trying again could help.
  */
 export type ApiError = {
-	code: string,
+	code: ErrorCode,
 	message: string,
 	retryable: boolean,
 };
@@ -213,6 +211,12 @@ export type DemoTrafficState = {
 	on: boolean,
 	appended: number,
 };
+
+export type ErrorCode = "READ_ONLY" | "NOT_FOUND" | "INVALID_INPUT" | "NOT_CONNECTED" | "UNAUTHORIZED" | "UNAVAILABLE" | "INTERNAL" | "KEYCHAIN_UNAVAILABLE" | "PROFILES_UNREADABLE" | "PROFILES_UNWRITABLE" | "STORE_UNAVAILABLE" | "STORE_TIMEOUT" | "SCHEMA_MISMATCH" | "PARTIAL_DUPLICATE_BATCH" | "UNKNOWN_EVENT_TYPE" | "INVALID_PAYLOAD" | "INVALID_EVENT_ID" | "INVALID_SESSION_ID" | "INVALID_CONSUMER" | "INVALID_CONTRACT" | "UNKNOWN_CONSUMER" | "UNKNOWN_REDUCER" | "INVALID_ARGUMENT" | "STORE_NOT_CONFIGURED" | "SUPERSEDED_ATTEMPT" | "CLAIM_EXPIRED" | "CONSUMER_DEAD_LETTERED" | "SESSION_CLEARED" | "CONSUME_CYCLE" | "CANCELLED" | 
+/**  A client's transport: the Studio server did not answer, or not in JSON. */
+"TRANSPORT" | 
+/**  A client's: something failed that was not a Studio error at all. */
+"UNEXPECTED";
 
 export type EventListRequest = {
 	contract: string,

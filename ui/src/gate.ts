@@ -1,10 +1,9 @@
 // Whether an action may be offered, and if not, why — the UI disables it and
 // says so; the Studio refuses it again on the server (READ_ONLY).
 
-export interface Gateable {
-  read_only: boolean;
-  hosts_demo?: boolean;
-}
+import type { ConnectionInfo } from "./bindings";
+
+export type Gateable = Pick<ConnectionInfo, "read_only"> & Partial<Pick<ConnectionInfo, "hosts_demo">>;
 
 export type Gate = { allowed: true } | { allowed: false; reason: string };
 

@@ -4,6 +4,7 @@
 import { useEffect } from "react";
 import { useQueryClient } from "@tanstack/react-query";
 import { commands } from "./bindings";
+import { changesWith } from "./keys";
 
 export function useLiveRefresh(enabled: boolean) {
   const client = useQueryClient();
@@ -20,7 +21,7 @@ export function useLiveRefresh(enabled: boolean) {
           continue;
         }
         if (tick.data.version !== since) {
-          await client.invalidateQueries({ predicate: (q) => q.queryKey[0] !== "connection" && q.queryKey[0] !== "profiles" });
+          await client.invalidateQueries({ predicate: (q) => changesWith(q.queryKey) });
         }
         since = tick.data.version;
       }

@@ -3,6 +3,8 @@
 // `invoke`, which goes through `window.__TAURI_INTERNALS__`; in a browser we
 // install an HTTP version of that one function, so the same bindings serve both.
 
+import type { ApiError } from "./bindings";
+
 export type Transport = "tauri" | "http";
 
 type Invoke = (command: string, args?: unknown) => Promise<unknown>;
@@ -29,13 +31,19 @@ export function httpInvoke(fetcher: typeof fetch, base: string, token: string): 
         body: JSON.stringify(args ?? {}),
       });
     } catch (error) {
-      throw { code: "TRANSPORT", message: `the Studio server did not answer: ${String(error)}`, retryable: true };
+      const failure: ApiError = { code: "TRANSPORT", message: `the Studio server did not answer: ${String(error)}`, retryable: true };
+      throw failure;
     }
     let body: unknown;
     try {
       body = await response.json();
     } catch {
-      throw { code: "TRANSPORT", message: `the Studio server answered HTTP ${response.status} without JSON`, retryable: true };
+      const failure: ApiError = {
+        code: "TRANSPORT",
+        message: `the Studio server answered HTTP ${response.status} without JSON`,
+        retryable: true,
+      };
+      throw failure;
     }
     if (response.ok) return body;
     throw body;

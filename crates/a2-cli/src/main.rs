@@ -241,11 +241,12 @@ async fn serve(cli: &Cli, port: u16, demo_traffic: bool) -> Result<(), ApiError>
     if demo_traffic {
         studio.demo_traffic(a2_studio_api::DemoTraffic { on: Some(true) }).await?;
     }
-    let listener = web::bind(port)
-        .await
-        .map_err(|e| ApiError::new("UNAVAILABLE", format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
+    let listener = web::bind(port).await.map_err(|e| {
+        ApiError::new(a2_studio_api::ErrorCode::Unavailable, format!("cannot listen on 127.0.0.1:{port}: {e}"))
+    })?;
     let token = web::new_token();
-    let url = web::url(&listener, &token).map_err(|e| ApiError::new("UNAVAILABLE", e.to_string()))?;
+    let url =
+        web::url(&listener, &token).map_err(|e| ApiError::new(a2_studio_api::ErrorCode::Unavailable, e.to_string()))?;
     if cli.json {
         println!("{}", json!({ "url": url }));
     } else {
@@ -258,7 +259,7 @@ async fn serve(cli: &Cli, port: u16, demo_traffic: bool) -> Result<(), ApiError>
     };
     web::run(listener, studio, Arc::new(web::workspace_ui()), token, shutdown)
         .await
-        .map_err(|e| ApiError::new("UNAVAILABLE", e.to_string()))
+        .map_err(|e| ApiError::new(a2_studio_api::ErrorCode::Unavailable, e.to_string()))
 }
 
 async fn run(cli: Cli) -> Result<Done, OperatorError> {
@@ -425,7 +426,7 @@ async fn cli_main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("a2: {error}");
-                ExitCode::from(a2_operator::exit_code(&error.code))
+                ExitCode::from(a2_operator::exit_code(error.code.as_str()))
             }
         };
     }

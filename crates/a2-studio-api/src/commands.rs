@@ -35,7 +35,7 @@ pub struct Studio {
 }
 
 fn lock_error<T>(_: T) -> ApiError {
-    ApiError::new("INTERNAL", "a Studio lock was poisoned by an earlier panic")
+    ApiError::new(ErrorCode::Internal, "a Studio lock was poisoned by an earlier panic")
 }
 
 fn index(value: u32, what: &str) -> Result<u64, ApiError> {

@@ -7,6 +7,7 @@ use a2_operator::demo::DemoTraffic;
 use a2_operator::Operator;
 use tokio::task::JoinHandle;
 
+use crate::ErrorCode;
 use crate::{ApiError, ConnectionInfo, DemoTrafficState};
 
 pub(crate) struct Connection {
@@ -32,7 +33,7 @@ impl Connection {
     /// Start or stop appending demo orders (their consumers run in this
     /// process), so an operator sees heads move, retry and dead-letter.
     pub fn demo_traffic(&self, on: Option<bool>) -> Result<DemoTrafficState, ApiError> {
-        let mut demo = self.demo.lock().map_err(|_| ApiError::new("INTERNAL", "demo lock poisoned"))?;
+        let mut demo = self.demo.lock().map_err(|_| ApiError::new(ErrorCode::Internal, "demo lock poisoned"))?;
         if on == Some(true) && demo.is_none() {
             // Read-only is the first refusal, whatever else is missing.
             self.operator.writable("demo traffic")?;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use a2_operator::{JobProgress, Operator, RedriveAll};
 
+use crate::ErrorCode;
 use crate::{ApiError, JobView};
 
 /// Jobs remembered at most, finished ones dropped oldest first.
@@ -89,11 +90,14 @@ impl Jobs {
     }
 
     pub fn get(&self, id: u32) -> Result<JobView, ApiError> {
-        self.running.get(&id).map(|job| job.view(id)).ok_or_else(|| ApiError::new("NOT_FOUND", format!("no job {id}")))
+        self.running
+            .get(&id)
+            .map(|job| job.view(id))
+            .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no job {id}")))
     }
 
     pub fn cancel(&self, id: u32) -> Result<JobView, ApiError> {
-        let job = self.running.get(&id).ok_or_else(|| ApiError::new("NOT_FOUND", format!("no job {id}")))?;
+        let job = self.running.get(&id).ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("no job {id}")))?;
         job.cancelled.store(true, Ordering::Relaxed);
         Ok(job.view(id))
     }

@@ -18,7 +18,7 @@ pub use a2_store::{
     TotalsSnapshot,
 };
 pub use commands::Studio;
-pub use error::ApiError;
+pub use error::{ApiError, ErrorCode};
 pub use types::*;
 
 /// Every command the Studio serves, as `name(Request) -> Response;`, handed

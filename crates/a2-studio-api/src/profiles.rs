@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::ErrorCode;
 use crate::{ApiError, Profile, ProfileList};
 
 const KEYCHAIN_SERVICE: &str = "a2-studio";
@@ -96,7 +97,7 @@ pub fn prepare_keychain() {
 }
 
 fn keychain_error(error: keyring::Error) -> ApiError {
-    ApiError::new("KEYCHAIN_UNAVAILABLE", format!("the OS keychain refused the password: {error}"))
+    ApiError::new(ErrorCode::KeychainUnavailable, format!("the OS keychain refused the password: {error}"))
 }
 
 impl Profiles {
@@ -107,17 +108,22 @@ impl Profiles {
     fn read(&self) -> Result<Book, ApiError> {
         match std::fs::read(&self.file) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                ApiError::new("PROFILES_UNREADABLE", format!("{} is not a profile file: {e}", self.file.display()))
+                ApiError::new(
+                    ErrorCode::ProfilesUnreadable,
+                    format!("{} is not a profile file: {e}", self.file.display()),
+                )
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Book::default()),
-            Err(e) => Err(ApiError::new("PROFILES_UNREADABLE", format!("cannot read {}: {e}", self.file.display()))),
+            Err(e) => {
+                Err(ApiError::new(ErrorCode::ProfilesUnreadable, format!("cannot read {}: {e}", self.file.display())))
+            }
         }
     }
 
     /// Written to a temporary file and renamed, so a crash never leaves half a file.
     fn write(&self, book: &Book) -> Result<(), ApiError> {
         let fail = |e: std::io::Error| {
-            ApiError::new("PROFILES_UNWRITABLE", format!("cannot write {}: {e}", self.file.display()))
+            ApiError::new(ErrorCode::ProfilesUnwritable, format!("cannot write {}: {e}", self.file.display()))
         };
         if let Some(dir) = self.file.parent() {
             std::fs::create_dir_all(dir).map_err(fail)?;
@@ -129,7 +135,7 @@ impl Profiles {
     }
 
     pub fn list(&self) -> Result<ProfileList, ApiError> {
-        let _guard = self.lock.lock().map_err(|_| ApiError::new("INTERNAL", "profile lock poisoned"))?;
+        let _guard = self.lock.lock().map_err(|_| ApiError::new(ErrorCode::Internal, "profile lock poisoned"))?;
         let book = self.read()?;
         Ok(ProfileList { profiles: book.profiles, recent: book.recent })
     }
@@ -144,7 +150,7 @@ impl Profiles {
         if let Some(password) = &password {
             keychain(name)?.set_password(password).map_err(keychain_error)?;
         }
-        let _guard = self.lock.lock().map_err(|_| ApiError::new("INTERNAL", "profile lock poisoned"))?;
+        let _guard = self.lock.lock().map_err(|_| ApiError::new(ErrorCode::Internal, "profile lock poisoned"))?;
         let mut book = self.read()?;
         let kept_password = book.profiles.iter().any(|p| p.name == name && p.has_password);
         book.profiles.retain(|p| p.name != name);
@@ -162,7 +168,7 @@ impl Profiles {
     }
 
     pub fn delete(&self, name: &str) -> Result<bool, ApiError> {
-        let _guard = self.lock.lock().map_err(|_| ApiError::new("INTERNAL", "profile lock poisoned"))?;
+        let _guard = self.lock.lock().map_err(|_| ApiError::new(ErrorCode::Internal, "profile lock poisoned"))?;
         let mut book = self.read()?;
         let Some(profile) = book.profiles.iter().find(|p| p.name == name).cloned() else { return Ok(false) };
         if profile.has_password {
@@ -180,7 +186,7 @@ impl Profiles {
     pub fn resolve(&self, name: &str) -> Result<(String, bool), ApiError> {
         let book = self.list()?;
         let Some(profile) = book.profiles.into_iter().find(|p| p.name == name) else {
-            return Err(ApiError::new("NOT_FOUND", format!("no profile named '{name}'")));
+            return Err(ApiError::new(ErrorCode::NotFound, format!("no profile named '{name}'")));
         };
         if !profile.has_password {
             return Ok((profile.url, profile.read_only));
@@ -191,7 +197,7 @@ impl Profiles {
 
     /// Remember a store as recently opened (and when its profile was last used).
     pub fn touch(&self, url: &str, profile: Option<&str>, now: i64) -> Result<(), ApiError> {
-        let _guard = self.lock.lock().map_err(|_| ApiError::new("INTERNAL", "profile lock poisoned"))?;
+        let _guard = self.lock.lock().map_err(|_| ApiError::new(ErrorCode::Internal, "profile lock poisoned"))?;
         let mut book = self.read()?;
         let url = split_password(url).0;
         book.recent.retain(|r| *r != url);

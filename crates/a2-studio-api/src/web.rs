@@ -17,6 +17,7 @@ use axum::Router;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::ErrorCode;
 use crate::*;
 
 /// Where the built UI comes from: a directory, or assets embedded in a binary.
@@ -71,7 +72,8 @@ fn request<T: DeserializeOwned>(mut body: serde_json::Value) -> Result<T, ApiErr
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<serde_json::Value, ApiError> {
-    serde_json::to_value(value).map_err(|e| ApiError::new("INTERNAL", format!("the answer could not be encoded: {e}")))
+    serde_json::to_value(value)
+        .map_err(|e| ApiError::new(ErrorCode::Internal, format!("the answer could not be encoded: {e}")))
 }
 
 struct Web {
@@ -115,11 +117,11 @@ fn error_response(status: StatusCode, error: ApiError) -> Response {
 }
 
 fn status_of(error: &ApiError) -> StatusCode {
-    match error.code.as_str() {
-        "READ_ONLY" => StatusCode::FORBIDDEN,
-        "NOT_FOUND" => StatusCode::NOT_FOUND,
-        "NOT_CONNECTED" => StatusCode::CONFLICT,
-        code if code.starts_with("INVALID") => StatusCode::BAD_REQUEST,
+    match error.code {
+        ErrorCode::ReadOnly => StatusCode::FORBIDDEN,
+        ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::NotConnected => StatusCode::CONFLICT,
+        code if code.as_str().starts_with("INVALID") => StatusCode::BAD_REQUEST,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -138,8 +140,10 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 async fn command(State(web): State<Arc<Web>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
     if !allowed(&web, &headers) {
-        let error =
-            ApiError::new("UNAUTHORIZED", "the Studio's token is missing or wrong: open the URL `a2 serve` printed");
+        let error = ApiError::new(
+            ErrorCode::Unauthorized,
+            "the Studio's token is missing or wrong: open the URL `a2 serve` printed",
+        );
         return error_response(StatusCode::UNAUTHORIZED, error);
     }
     let body: serde_json::Value = match serde_json::from_slice(&body) {
@@ -151,7 +155,9 @@ async fn command(State(web): State<Arc<Web>>, Path(name): Path<String>, headers:
     match dispatch(&web.studio, &name, body).await {
         Some(Ok(answer)) => axum::Json(answer).into_response(),
         Some(Err(error)) => error_response(status_of(&error), error),
-        None => error_response(StatusCode::NOT_FOUND, ApiError::new("NOT_FOUND", format!("no command '{name}'"))),
+        None => {
+            error_response(StatusCode::NOT_FOUND, ApiError::new(ErrorCode::NotFound, format!("no command '{name}'")))
+        }
     }
 }
 

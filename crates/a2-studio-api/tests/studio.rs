@@ -254,7 +254,7 @@ async fn assert_read_only_refuses_everything(ro: &Studio) {
         ro.demo_traffic(DemoTraffic { on: Some(true) }).await.err(),
     ];
     for refusal in refusals {
-        assert_eq!(refusal.map(|e| e.code), Some("READ_ONLY".to_owned()));
+        assert_eq!(refusal.map(|e| e.code), Some(ErrorCode::ReadOnly));
     }
     assert_eq!(ro.dead_letter_list(all_dead(None)).await.unwrap_or_else(|e| panic!("{e}")), before);
     assert_eq!(
@@ -278,7 +278,7 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
     let (_, studio) = seeded(StoreKind::Memory).await;
     assert!(studio.contract_list(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")).is_empty());
     let missing = studio.session_get(SessionRef { contract: "shop".into(), session: "nope".into() }).await;
-    assert_eq!(missing.err().map(|e| e.code), Some("NOT_FOUND".into()));
+    assert_eq!(missing.err().map(|e| e.code), Some(ErrorCode::NotFound));
     let too_many = EventListRequest {
         contract: "shop".into(),
         session: "s".into(),
@@ -287,12 +287,12 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
         newest_first: false,
         limit: 501,
     };
-    assert_eq!(studio.event_list(too_many).await.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    assert_eq!(studio.event_list(too_many).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
     let zero = RedriveOne {
         target: DeadLetterRef { contract: "shop".into(), session: "s".into(), consumer: "c".into(), index: 0 },
         action: RedriveAction::Retry,
     };
-    assert_eq!(studio.dead_letter_redrive(zero).await.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    assert_eq!(studio.dead_letter_redrive(zero).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
     let cursor = SessionListRequest {
         contract: "shop".into(),
         id_prefix: None,
@@ -302,7 +302,7 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
         after: Some("yesterday".into()),
         limit: 10,
     };
-    assert_eq!(studio.session_list(cursor).await.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    assert_eq!(studio.session_list(cursor).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
     let rate = RedriveAllRequest {
         contract: None,
         consumer: None,
@@ -310,13 +310,13 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
         stop_at: None,
         rate: Some(-1.0),
     };
-    assert_eq!(studio.job_redrive_all(rate).await.err().map(|e| e.code), Some("INVALID_INPUT".into()));
-    assert_eq!(studio.job_get(JobRef { id: 999 }).await.err().map(|e| e.code), Some("NOT_FOUND".into()));
+    assert_eq!(studio.job_redrive_all(rate).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
+    assert_eq!(studio.job_get(JobRef { id: 999 }).await.err().map(|e| e.code), Some(ErrorCode::NotFound));
     let bad_url =
         studio.connection_open(ConnectionOpen { url: Some("mysql://x".into()), profile: None, read_only: None }).await;
-    assert_eq!(bad_url.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    assert_eq!(bad_url.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
     assert!(studio.connection_close(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")));
-    assert_eq!(studio.contract_list(NoArgs {}).await.err().map(|e| e.code), Some("NOT_CONNECTED".into()));
+    assert_eq!(studio.contract_list(NoArgs {}).await.err().map(|e| e.code), Some(ErrorCode::NotConnected));
 }
 
 #[tokio::test(start_paused = true)]
@@ -415,7 +415,7 @@ async fn a_store_with_a_shop_contract_runs_no_demo_code_unless_asked() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(!info.hosts_demo, "a contract named like the demo's is not the demo");
     let refused = studio.demo_traffic(DemoTraffic { on: Some(true) }).await;
-    assert_eq!(refused.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    assert_eq!(refused.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
     let run = ConsumeRequest {
         contract: "shop".into(),
         session: "order-00007".into(),
@@ -424,5 +424,5 @@ async fn a_store_with_a_shop_contract_runs_no_demo_code_unless_asked() {
         mode: ConsumeMode::Run,
         export_path: None,
     };
-    assert_eq!(studio.session_consume(run).await.err().map(|e| e.code), Some("INVALID_INPUT".into()));
+    assert_eq!(studio.session_consume(run).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
 }

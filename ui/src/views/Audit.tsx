@@ -4,10 +4,11 @@ import { commands } from "../bindings";
 import { unwrap } from "../api";
 import { formatTime } from "../format";
 import { ErrorBox, Empty } from "../ui";
+import { keys } from "../keys";
 
 export function Audit() {
   const pages = useInfiniteQuery({
-    queryKey: ["audit"],
+    queryKey: keys.audit(),
     initialPageParam: null as number | null,
     queryFn: ({ pageParam }) => unwrap(commands.auditList({ before: pageParam, limit: 100 })),
     getNextPageParam: (last) => (last.length === 100 ? last[last.length - 1].id : null),

@@ -8,6 +8,7 @@ import { unwrap } from "../api";
 import { defaultReadOnly } from "../gate";
 import { ErrorBox } from "../ui";
 import type { Transport } from "../transport";
+import { keys } from "../keys";
 
 async function pickSqliteFile(): Promise<string | null> {
   const { open } = await import("@tauri-apps/plugin-dialog");
@@ -21,7 +22,7 @@ async function pickSqliteFile(): Promise<string | null> {
 
 export function Connect({ transport, onConnected }: { transport: Transport; onConnected: (info: ConnectionInfo) => void }) {
   const client = useQueryClient();
-  const profiles = useQuery({ queryKey: ["profiles"], queryFn: () => unwrap(commands.profileList({})) });
+  const profiles = useQuery({ queryKey: keys.profiles(), queryFn: () => unwrap(commands.profileList({})) });
   const [kind, setKind] = useState<"sqlite" | "postgres">("sqlite");
   const [path, setPath] = useState(".a2/dev.sqlite");
   const [pgUrl, setPgUrl] = useState("postgres://127.0.0.1:5432/test");
@@ -46,11 +47,11 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
   const save = useMutation({
     mutationFn: () =>
       unwrap(commands.profileSave({ name: profileName.trim(), url, password: password || null, read_only: effectiveReadOnly })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ["profiles"] }),
+    onSuccess: () => void client.invalidateQueries({ queryKey: keys.profiles() }),
   });
   const remove = useMutation({
     mutationFn: (name: string) => unwrap(commands.profileDelete({ name })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ["profiles"] }),
+    onSuccess: () => void client.invalidateQueries({ queryKey: keys.profiles() }),
   });
 
   return (

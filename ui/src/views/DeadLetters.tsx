@@ -9,6 +9,7 @@ import { formatCount, formatTime } from "../format";
 import { gate, type Gate } from "../gate";
 import { RedriveDialog, type Target } from "../actions";
 import { ActionButton, ConfirmDialog, ErrorBox, Empty, GateNote, useConnection } from "../ui";
+import { keys } from "../keys";
 
 const PAGE = 100;
 const keyOf = (d: DeadLetter) => `${d.contract}/${d.session}/${d.consumer}/${d.lane ?? ""}/${d.index}`;
@@ -20,7 +21,7 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
   const redriveGate = gate(connection, "redrive");
   const [consumer, setConsumer] = useState("");
   const pages = useInfiniteQuery({
-    queryKey: ["dead-letters", contract ?? null, session ?? null, consumer],
+    queryKey: keys.deadLetters(contract ?? null, session ?? null, consumer),
     initialPageParam: null as HeadKey | null,
     queryFn: ({ pageParam }) =>
       unwrap(commands.deadLetterList({ contract: contract ?? null, session: session ?? null, consumer: consumer || null, after: pageParam, limit: PAGE })),

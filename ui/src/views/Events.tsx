@@ -10,6 +10,7 @@ import { formatTime } from "../format";
 import { go } from "../route";
 import { JsonView } from "../json";
 import { CopyButton, ErrorBox, Empty } from "../ui";
+import { keys } from "../keys";
 
 const PAGE = 200;
 const ROW = 30;
@@ -27,7 +28,7 @@ export function Events({ summary, focus }: { summary: SessionSummary; focus?: nu
   }, [items]);
   const results = useQueries({
     queries: pages.map((page) => ({
-      queryKey: ["events", summary.contract, summary.session, page],
+      queryKey: keys.events(summary.contract, summary.session, page),
       queryFn: () =>
         unwrap(
           commands.eventList({

@@ -7,6 +7,7 @@ import { unwrap } from "../api";
 import { formatAge, formatCount } from "../format";
 import { go } from "../route";
 import { ErrorBox, Empty } from "../ui";
+import { keys } from "../keys";
 
 type Sample = { at: number; lag: number };
 const history = new Map<string, Sample[]>();
@@ -65,9 +66,9 @@ function LagChart() {
 }
 
 export function Overview() {
-  const contracts = useQuery({ queryKey: ["contracts"], queryFn: () => unwrap(commands.contractList({})) });
+  const contracts = useQuery({ queryKey: keys.contracts(), queryFn: () => unwrap(commands.contractList({})) });
   const totals = useQuery({
-    queryKey: ["consumer-overview"],
+    queryKey: keys.consumerOverview(),
     queryFn: () => unwrap(commands.consumerOverview({ contract: null, max_age_ms: 5_000 })),
     refetchInterval: 5_000,
   });

@@ -12,6 +12,7 @@ import { JsonView } from "../json";
 import { ActionButton, CopyButton, ErrorBox, Empty, GateNote, useConnection } from "../ui";
 import { Events } from "./Events";
 import { DeadLetterTable } from "./DeadLetters";
+import { keys } from "../keys";
 
 const TABS: [SessionTab, string][] = [
   ["events", "Events"],
@@ -23,7 +24,7 @@ const TABS: [SessionTab, string][] = [
 export function Session({ contract, session, tab, index }: { contract: string; session: string; tab: SessionTab; index?: number }) {
   const client = useQueryClient();
   const connection = useConnection();
-  const summary = useQuery({ queryKey: ["session", contract, session], queryFn: () => unwrap(commands.sessionGet({ contract, session })) });
+  const summary = useQuery({ queryKey: keys.session(contract, session), queryFn: () => unwrap(commands.sessionGet({ contract, session })) });
   const [clearing, setClearing] = useState(false);
   const clearGate = gate(connection, "clear");
   const s = summary.data;
@@ -78,7 +79,7 @@ function Heads({ summary }: { summary: SessionSummary }) {
   const { contract, session } = summary;
   const client = useQueryClient();
   const connection = useConnection();
-  const heads = useQuery({ queryKey: ["heads", contract, session], queryFn: () => unwrap(commands.headList({ contract, session })) });
+  const heads = useQuery({ queryKey: keys.heads(contract, session), queryFn: () => unwrap(commands.headList({ contract, session })) });
   const [consume, setConsume] = useState<HeadView | null>(null);
   const [redrive, setRedrive] = useState<{ head: HeadView; action: "retry" | "skip" } | null>(null);
   const now = Date.now();
@@ -156,7 +157,7 @@ function Heads({ summary }: { summary: SessionSummary }) {
 }
 
 function Snapshots({ contract, session }: { contract: string; session: string }) {
-  const snapshots = useQuery({ queryKey: ["snapshots", contract, session], queryFn: () => unwrap(commands.snapshotList({ contract, session })) });
+  const snapshots = useQuery({ queryKey: keys.snapshots(contract, session), queryFn: () => unwrap(commands.snapshotList({ contract, session })) });
   return (
     <>
       <ErrorBox error={snapshots.error} />

@@ -7,6 +7,7 @@ import { unwrap } from "../api";
 import { formatCount, formatLag, formatTime } from "../format";
 import { go } from "../route";
 import { ErrorBox, Empty } from "../ui";
+import { keys } from "../keys";
 
 const PAGE = 100;
 
@@ -18,7 +19,7 @@ export function Sessions({ contract }: { contract: string }) {
   const filtered = prefix !== "" || hasDead || lagging;
   const effectiveSort: SessionSort = filtered ? "id" : sort;
   const pages = useInfiniteQuery({
-    queryKey: ["sessions", contract, prefix, hasDead, lagging, effectiveSort],
+    queryKey: keys.sessions(contract, prefix, hasDead, lagging, effectiveSort),
     initialPageParam: null as string | null,
     queryFn: ({ pageParam }) =>
       unwrap(

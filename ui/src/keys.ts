@@ -1,0 +1,25 @@
+// Every TanStack Query key the Studio uses, made in one place, so a view
+// that reads and a dialog that refreshes can never spell a key differently.
+import type { SessionSort } from "./bindings";
+
+export const keys = {
+  connection: () => ["connection"] as const,
+  profiles: () => ["profiles"] as const,
+  demoTraffic: (url: string | undefined) => ["demo-traffic", url] as const,
+  contracts: () => ["contracts"] as const,
+  consumerOverview: () => ["consumer-overview"] as const,
+  audit: () => ["audit"] as const,
+  sessions: (contract: string, prefix: string, hasDead: boolean, lagging: boolean, sort: SessionSort) =>
+    ["sessions", contract, prefix, hasDead, lagging, sort] as const,
+  session: (contract: string, session: string) => ["session", contract, session] as const,
+  events: (contract: string, session: string, page: number) => ["events", contract, session, page] as const,
+  heads: (contract: string, session: string) => ["heads", contract, session] as const,
+  snapshots: (contract: string, session: string) => ["snapshots", contract, session] as const,
+  deadLetters: (contract: string | null, session: string | null, consumer: string) =>
+    ["dead-letters", contract, session, consumer] as const,
+};
+
+/** Keys a store change can make stale: all but the connection itself and the saved profiles. */
+export function changesWith(key: readonly unknown[]): boolean {
+  return key[0] !== keys.connection()[0] && key[0] !== keys.profiles()[0];
+}
