@@ -147,7 +147,7 @@ impl Inner {
             let mut drain = crate::drain::spawn_drain(self, session_id, options);
             tokio::select! {
                 joined = &mut drain => {
-                    joined.unwrap_or_else(|join| Err(A2Error::StoreUnavailable { message: format!("the drain's task ended: {join}"), retryable: true }))?;
+                    crate::drain::drain_joined(joined)?;
                 }
                 () = cancelled() => {
                     // The wait stops; the drain and its running heads carry on, and what they

@@ -198,11 +198,15 @@ pub(crate) fn spawn_drain(
 pub(crate) async fn join_drain(
     handle: tokio::task::JoinHandle<Result<DrainResult, A2Error>>,
 ) -> Result<DrainResult, A2Error> {
-    handle.await.unwrap_or_else(|join| {
-        Err(A2Error::StoreUnavailable {
-            message: format!("the drain's task ended before it finished: {join}"),
-            retryable: true,
-        })
+    drain_joined(handle.await)
+}
+
+/// What a drain's task ended with; a task that panicked or was aborted is an unavailable store to its caller.
+pub(crate) fn drain_joined(
+    joined: Result<Result<DrainResult, A2Error>, tokio::task::JoinError>,
+) -> Result<DrainResult, A2Error> {
+    joined.unwrap_or_else(|join| {
+        Err(A2Error::Store(StoreError::unavailable(format!("the drain's task ended before it finished: {join}"))))
     })
 }
 
@@ -418,13 +422,10 @@ impl Drain {
         let claimed = match self.fenced_call(store.head_claim(params).instrument(span.clone())).await {
             Some(claimed) => claimed?,
             None => {
-                return Err(A2Error::StoreUnavailable {
-                    message: format!(
-                        "a claim in session '{}' took longer than a lease; gave up on it",
-                        self.session_id
-                    ),
-                    retryable: true,
-                })
+                return Err(A2Error::Store(StoreError::unavailable(format!(
+                    "a claim in session '{}' took longer than a lease; gave up on it",
+                    self.session_id
+                ))))
             }
         };
         self.saturated = claimed.heads.len() >= limit;

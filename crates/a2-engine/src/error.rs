@@ -24,11 +24,6 @@ pub enum A2Error {
     UnknownReducer { contract: String, reducer: String },
     #[error("invalid argument: {message}")]
     InvalidArgument { message: String },
-    #[error("batch for session '{session}' mixes new events with ids already present ({ids})")]
-    PartialDuplicateBatch { session: String, ids: String },
-    /// `retryable` is the store's own word: a lost connection may come back, a wrong password will not.
-    #[error("store unavailable: {message}")]
-    StoreUnavailable { message: String, retryable: bool },
     #[error("no store is configured for {environment}: {message}")]
     StoreNotConfigured { environment: String, message: String },
     #[error("a newer attempt owns event {index} for consumer '{consumer}' in session '{session}'")]
@@ -43,6 +38,7 @@ pub enum A2Error {
     ConsumeCycle { waiter: String, consumer: String, session: String, through: u64 },
     #[error("cancelled: {message}")]
     Cancelled { message: String },
+    /// The store's own error, its code and retryability unchanged.
     #[error("{0}")]
     Store(StoreError),
 }
@@ -59,8 +55,6 @@ impl A2Error {
             Self::UnknownConsumer { .. } => "UNKNOWN_CONSUMER",
             Self::UnknownReducer { .. } => "UNKNOWN_REDUCER",
             Self::InvalidArgument { .. } => "INVALID_ARGUMENT",
-            Self::PartialDuplicateBatch { .. } => "PARTIAL_DUPLICATE_BATCH",
-            Self::StoreUnavailable { .. } => "STORE_UNAVAILABLE",
             Self::StoreNotConfigured { .. } => "STORE_NOT_CONFIGURED",
             Self::SupersededAttempt { .. } => "SUPERSEDED_ATTEMPT",
             Self::ClaimExpired { .. } => "CLAIM_EXPIRED",
@@ -75,7 +69,6 @@ impl A2Error {
     /// Whether the same call may succeed later without any change.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::StoreUnavailable { retryable, .. } => *retryable,
             Self::ClaimExpired { .. } => true,
             Self::Store(e) => e.is_retryable(),
             _ => false,
@@ -92,9 +85,8 @@ impl From<StoreError> for A2Error {
         match error {
             StoreError::PartialDuplicateBatch { session, ids } => {
                 let session = a2_store::split_session_key(&session).1.to_owned();
-                Self::PartialDuplicateBatch { session, ids }
+                Self::Store(StoreError::PartialDuplicateBatch { session, ids })
             }
-            StoreError::Unavailable { message, retryable } => Self::StoreUnavailable { message, retryable },
             other => Self::Store(other),
         }
     }

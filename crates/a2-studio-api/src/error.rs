@@ -142,8 +142,6 @@ mod tests {
             A2Error::UnknownConsumer { consumer: text() },
             A2Error::UnknownReducer { contract: text(), reducer: text() },
             A2Error::InvalidArgument { message: text() },
-            A2Error::PartialDuplicateBatch { session: text(), ids: text() },
-            A2Error::StoreUnavailable { message: text(), retryable: false },
             A2Error::StoreNotConfigured { environment: text(), message: text() },
             A2Error::SupersededAttempt { consumer: text(), session: text(), index: 1 },
             A2Error::ClaimExpired { consumer: text(), session: text(), index: 1 },
