@@ -12,8 +12,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use a2_operator::demo::DemoOptions;
-use a2_operator::{Connect, ConsumeMode, Mode, Operator, OperatorError, RedriveAll, SessionQuery};
-use a2_store::{DeadLetterList, HeadKey, RedriveAction};
+use a2_operator::{
+    ActivityCursor, ActivityQuery, ClearSession, Connect, ConsumeMode, ConsumeTarget, EventQuery, Mode, Operator,
+    OperatorError, Redrive, RedriveAll, SessionQuery, SessionRef, TotalsQuery,
+};
+use a2_store::{AuditList, DeadLetterList, HeadKey, RedriveAction};
 use a2_studio_api::{web, ApiError, ConnectionOpen, Studio};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
@@ -43,6 +46,12 @@ struct Target {
     contract: String,
     #[arg(long)]
     session: String,
+}
+
+impl From<Target> for SessionRef {
+    fn from(target: Target) -> Self {
+        SessionRef::new(target.contract, target.session)
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -271,34 +280,26 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
     }
     let out = print::Out { json: cli.json };
     match cli.command {
-        Command::Contracts => out.contracts(&op.contracts().await?),
+        Command::Contracts => out.contracts(&op.contract_list().await?),
         Command::Sessions { contract, limit, after, sort: Sort::Activity, .. } => {
-            let before = after
-                .map(|a| {
-                    let (at, id) = a
-                        .split_once(':')
-                        .ok_or_else(|| OperatorError::invalid("--after with --sort activity is <millis>:<session>"))?;
-                    let at = at.parse::<i64>().map_err(|_| {
-                        OperatorError::invalid(format!("--after: {at:?} is not a time in milliseconds"))
-                    })?;
-                    Ok::<_, OperatorError>((at, id.to_owned()))
-                })
-                .transpose()?;
-            let page = op.sessions_by_activity(&contract, before, limit).await?;
-            let next = page.next.as_ref().map(|(at, id)| format!("{at}:{id}"));
+            let before = after.as_deref().map(str::parse::<ActivityCursor>).transpose()?;
+            let page = op.session_list_by_activity(ActivityQuery { contract, before, limit }).await?;
+            let next = page.next.as_ref().map(ActivityCursor::to_string);
             out.sessions(&a2_operator::Page { items: page.items, next });
         }
         Command::Sessions { contract, prefix, dead_letters, lagging, limit, after, sort: Sort::Id } => {
-            let query = SessionQuery { id_prefix: prefix, has_dead_letters: dead_letters, lagging, after, limit };
-            out.sessions(&op.sessions(&contract, query).await?)
+            let query =
+                SessionQuery { contract, id_prefix: prefix, has_dead_letters: dead_letters, lagging, after, limit };
+            out.sessions(&op.session_list(query).await?)
         }
-        Command::Session(t) => out.session(&op.session(&t.contract, &t.session).await?),
+        Command::Session(t) => out.session(&op.session_get(&t.into()).await?),
         Command::Events { target, after, before, newest_first, limit } => {
-            out.events(&op.events(&target.contract, &target.session, after, before, newest_first, limit).await?)
+            out.events(&op.event_list(EventQuery { session: target.into(), after, before, newest_first, limit }).await?)
         }
-        Command::Heads(t) => out.heads(&op.heads(&t.contract, &t.session).await?),
+        Command::Heads(t) => out.heads(&op.head_list(&t.into()).await?),
         Command::Consumers { contract, max_age } => {
-            let overview = op.consumers_overview(contract.as_deref(), i64::from(max_age) * 1000).await?;
+            let overview =
+                op.consumer_overview(TotalsQuery { contract, max_age_ms: i64::from(max_age) * 1000 }).await?;
             out.consumers(&overview.totals)
         }
         Command::DeadLetters { contract, session, consumer, limit, after } => {
@@ -314,9 +315,9 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
                 (None, Some(_)) => return Err(OperatorError::invalid("--session needs --contract")),
                 (_, None) => None,
             };
-            out.dead_letters(&op.dead_letters(DeadLetterList { contract, session, consumer, after, limit }).await?)
+            out.dead_letters(&op.dead_letter_list(DeadLetterList { contract, session, consumer, after, limit }).await?)
         }
-        Command::Snapshots(t) => out.snapshots(&op.snapshots(&t.contract, &t.session).await?),
+        Command::Snapshots(t) => out.snapshots(&op.snapshot_list(&t.into()).await?),
         Command::Redrive { contract, session, consumer, index, action, all, stop_at, rate } => {
             let action = match action {
                 Action::Retry => RedriveAction::Retry,
@@ -334,7 +335,7 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
                     }
                 });
                 let done = op
-                    .redrive_all(
+                    .dead_letter_redrive_all(
                         job,
                         || stop.load(std::sync::atomic::Ordering::SeqCst),
                         |p| {
@@ -356,7 +357,8 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
                     "redrive needs --contract, --session, --consumer and --index (or --all)",
                 ));
             };
-            let done = op.redrive(&contract, &session, &consumer, index, action).await?;
+            let redrive = Redrive { session: SessionRef::new(contract, session), consumer, index, action };
+            let done = op.dead_letter_redrive(redrive).await?;
             out.value(&json!(done), &format!("redriven: {}", done.redriven));
             return Ok(if done.redriven { Done::Changed } else { Done::Unchanged });
         }
@@ -366,19 +368,20 @@ async fn run(cli: Cli) -> Result<Done, OperatorError> {
                 ConsumeKind::Ack => ConsumeMode::Ack,
                 ConsumeKind::Export => ConsumeMode::Export,
             };
-            let preview = op.consume_preview(&target.contract, &target.session, &consumer, through).await?;
+            let target = ConsumeTarget { session: target.into(), consumer, through };
+            let preview = op.consume_preview(&target).await?;
             if !cli.json {
-                eprintln!("consuming {preview} event(s) for '{consumer}'");
+                eprintln!("consuming {preview} event(s) for '{}'", target.consumer);
             }
-            let done = op.consume(&target.contract, &target.session, &consumer, through, mode, file.as_deref()).await?;
+            let done = op.session_consume(&target, mode, file.as_deref()).await?;
             out.value(&json!(done), &format!("handled through index {}", done.index));
         }
         Command::Clear { target, if_last_index } => {
-            let done = op.clear(&target.contract, &target.session, if_last_index).await?;
+            let done = op.session_clear(ClearSession { session: target.into(), if_last_index }).await?;
             out.value(&json!(done), &format!("cleared: {} (index {})", done.cleared, done.index));
             return Ok(if done.cleared { Done::Changed } else { Done::Unchanged });
         }
-        Command::Audit { limit, after } => out.audit(&op.audit_log(after, limit).await?),
+        Command::Audit { limit, after } => out.audit(&op.audit_list(AuditList { before: after, limit }).await?),
         Command::GrantReader { role } => {
             op.reader_role_grant(&role).await?;
             out.value(&json!({ "granted": role }), &format!("granted read-only access to role {role}"));

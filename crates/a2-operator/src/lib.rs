@@ -7,6 +7,7 @@
 mod connect;
 pub mod demo;
 mod error;
+mod params;
 mod views;
 
 use std::io::Write;
@@ -18,6 +19,10 @@ use serde_json::json;
 
 pub use connect::{attach, Attached, Connect, Mode, StoreKind};
 pub use error::{exit_code, OperatorError};
+pub use params::{
+    ActivityCursor, ActivityQuery, ClearSession, ConsumeTarget, EventQuery, Redrive, SessionQuery, SessionRef,
+    TotalsQuery,
+};
 pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redriven};
 
 type Result<T> = std::result::Result<T, OperatorError>;
@@ -54,16 +59,6 @@ fn user_from_passwd() -> Option<String> {
         let fields: Vec<&str> = line.split(':').collect();
         (fields.get(2) == Some(&uid.as_str())).then(|| fields[0].to_owned())
     })
-}
-
-/// Filters of the sessions list.
-#[derive(Debug, Clone, Default)]
-pub struct SessionQuery {
-    pub id_prefix: Option<String>,
-    pub has_dead_letters: bool,
-    pub lagging: bool,
-    pub after: Option<String>,
-    pub limit: u32,
 }
 
 /// Which dead letters a bulk redrive takes, and how fast.
@@ -172,13 +167,13 @@ impl Operator {
 
     // ── reads ────────────────────────────────────────────────────────
 
-    pub async fn contracts(&self) -> Result<Vec<String>> {
+    pub async fn contract_list(&self) -> Result<Vec<String>> {
         Ok(self.store().contract_list().await?)
     }
 
     /// Sessions of a contract by id; filters read on until the page fills
     /// (at most ten store pages, so a filter that matches little stays cheap).
-    pub async fn sessions(&self, contract: &str, query: SessionQuery) -> Result<Page<SessionSummary, String>> {
+    pub async fn session_list(&self, query: SessionQuery) -> Result<Page<SessionSummary, String>> {
         let limit = page_size(query.limit);
         // Unfiltered, a store page is the page; filtered, read wider pages to fill it.
         let filtered = query.has_dead_letters || query.lagging;
@@ -189,7 +184,7 @@ impl Operator {
             let page = self
                 .store()
                 .session_list(SessionList {
-                    contract: contract.to_owned(),
+                    contract: query.contract.clone(),
                     id_prefix: query.id_prefix.clone(),
                     after: after.clone(),
                     limit: fetch,
@@ -214,61 +209,51 @@ impl Operator {
     }
 
     /// Sessions of a contract, most recently active first (appends, clears and redrives count).
-    pub async fn sessions_by_activity(
-        &self,
-        contract: &str,
-        before: Option<(Millis, String)>,
-        limit: u32,
-    ) -> Result<Page<SessionSummary, (Millis, String)>> {
-        let params = SessionsByActivity { contract: contract.to_owned(), before, limit };
+    pub async fn session_list_by_activity(&self, query: ActivityQuery) -> Result<Page<SessionSummary, ActivityCursor>> {
+        let before = query.before.map(|c| (c.at, c.session));
+        let params = SessionsByActivity { contract: query.contract, before, limit: query.limit };
         let items = self.store().session_list_by_activity(params).await?;
-        let next = (items.len() == page_size(limit))
-            .then(|| items.last().map(|s| (s.updated_at, s.session_id.clone())))
+        let next = (items.len() == page_size(query.limit))
+            .then(|| items.last().map(|s| ActivityCursor { at: s.updated_at, session: s.session_id.clone() }))
             .flatten();
         Ok(Page { items, next })
     }
 
-    pub async fn session(&self, contract: &str, session: &str) -> Result<SessionSummary> {
+    pub async fn session_get(&self, target: &SessionRef) -> Result<SessionSummary> {
+        let SessionRef { contract, session } = target;
         self.store()
-            .session_get(&key(contract, session)?)
+            .session_get(&target.key()?)
             .await?
             .ok_or_else(|| OperatorError::NotFound { what: format!("session '{session}' of contract '{contract}'") })
     }
 
-    pub async fn events(
-        &self,
-        contract: &str,
-        session: &str,
-        after: Option<u64>,
-        before: Option<u64>,
-        newest_first: bool,
-        limit: u32,
-    ) -> Result<Vec<Event>> {
-        self.session(contract, session).await?;
-        let key = key(contract, session)?;
+    pub async fn event_list(&self, query: EventQuery) -> Result<Vec<Event>> {
+        let EventQuery { session, after, before, newest_first, limit } = query;
+        self.session_get(&session).await?;
         let mut events =
-            self.store().event_list(EventList { session: key, after, before, limit, newest_first }).await?;
+            self.store().event_list(EventList { session: session.key()?, after, before, limit, newest_first }).await?;
         for event in &mut events {
-            event.session = session.to_owned();
+            event.session.clone_from(&session.session);
         }
         Ok(events)
     }
 
-    pub async fn heads(&self, contract: &str, session: &str) -> Result<Vec<HeadView>> {
+    pub async fn head_list(&self, session: &SessionRef) -> Result<Vec<HeadView>> {
         let now = self.now();
-        let heads = self.store().head_list(&key(contract, session)?).await?;
-        self.exists_if_empty(&heads, contract, session).await?;
+        let heads = self.store().head_list(&session.key()?).await?;
+        self.exists_if_empty(&heads, session).await?;
         Ok(heads.into_iter().map(|h| HeadView::from_info(h, now)).collect())
     }
 
     /// Consumer totals computed now: a pass over every cursor (seconds on a big store).
-    pub async fn consumers(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>> {
+    pub async fn consumer_totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>> {
         Ok(self.store().consumer_totals(contract).await?)
     }
 
     /// Consumer totals no older than `max_age_ms`: the kept ones when fresh
     /// enough, else recomputed (and kept, on a read-write connection).
-    pub async fn consumers_overview(&self, contract: Option<&str>, max_age_ms: i64) -> Result<TotalsSnapshot> {
+    pub async fn consumer_overview(&self, query: TotalsQuery) -> Result<TotalsSnapshot> {
+        let (contract, max_age_ms) = (query.contract.as_deref(), query.max_age_ms);
         let now = self.now();
         if let Some(kept) = self.store().consumer_totals_snapshot(contract).await? {
             if now - kept.computed_at <= max_age_ms {
@@ -283,43 +268,38 @@ impl Operator {
         Ok(fresh)
     }
 
-    pub async fn dead_letters(&self, query: DeadLetterList) -> Result<Page<DeadLetter, HeadKey>> {
+    pub async fn dead_letter_list(&self, query: DeadLetterList) -> Result<Page<DeadLetter, HeadKey>> {
         let limit = page_size(query.limit);
         let items = self.store().dead_letter_list(query).await?;
         let next = (items.len() == limit).then(|| items.last().map(DeadLetter::key)).flatten();
         Ok(Page { items, next })
     }
 
-    pub async fn snapshots(&self, contract: &str, session: &str) -> Result<Vec<SnapshotInfo>> {
-        let snapshots = self.store().snapshot_list(&key(contract, session)?).await?;
-        self.exists_if_empty(&snapshots, contract, session).await?;
+    pub async fn snapshot_list(&self, session: &SessionRef) -> Result<Vec<SnapshotInfo>> {
+        let snapshots = self.store().snapshot_list(&session.key()?).await?;
+        self.exists_if_empty(&snapshots, session).await?;
         Ok(snapshots)
     }
 
     /// An empty page may mean no such session: only then is the session looked up,
     /// so the common read costs one query, not two.
-    async fn exists_if_empty<T>(&self, page: &[T], contract: &str, session: &str) -> Result<()> {
+    async fn exists_if_empty<T>(&self, page: &[T], session: &SessionRef) -> Result<()> {
         if page.is_empty() {
-            self.session(contract, session).await?;
+            self.session_get(session).await?;
         }
         Ok(())
     }
 
-    pub async fn audit_log(&self, before: Option<u64>, limit: u32) -> Result<Vec<AuditRecord>> {
-        Ok(self.store().audit_list(AuditList { before, limit }).await?)
+    pub async fn audit_list(&self, query: AuditList) -> Result<Vec<AuditRecord>> {
+        Ok(self.store().audit_list(query).await?)
     }
 
     // ── actions ──────────────────────────────────────────────────────
 
     /// Retry or skip one dead letter; `redriven: false` when the head is not dead.
-    pub async fn redrive(
-        &self,
-        contract: &str,
-        session: &str,
-        consumer: &str,
-        index: u64,
-        action: RedriveAction,
-    ) -> Result<Redriven> {
+    pub async fn dead_letter_redrive(&self, redrive: Redrive) -> Result<Redriven> {
+        let Redrive { session: target, consumer, index, action } = redrive;
+        let (contract, session) = (target.contract.as_str(), target.session.as_str());
         let name = match action {
             RedriveAction::Retry => "redrive.retry",
             RedriveAction::Skip => "redrive.skip",
@@ -328,10 +308,9 @@ impl Operator {
         if index == 0 {
             return Err(OperatorError::invalid("indexes start at 1"));
         }
-        self.session(contract, session).await?;
+        self.session_get(&target).await?;
         let audit = Some(self.entry(name, contract, session, json!({ "consumer": consumer, "index": index })));
-        let params =
-            DeadLetterRedrive { session: key(contract, session)?, consumer: consumer.to_owned(), index, action, audit };
+        let params = DeadLetterRedrive { session: target.key()?, consumer, index, action, audit };
         let redriven = self.store().dead_letter_redrive(params).await?;
         if redriven {
             if let Some(server) = self.hosted.iter().find(|s| s.contract().name() == contract) {
@@ -345,7 +324,7 @@ impl Operator {
     /// Redrive every dead letter matching the filter, as a job: `progress`
     /// hears after each one; `cancelled` stops it between two. The whole job
     /// is one audit entry.
-    pub async fn redrive_all(
+    pub async fn dead_letter_redrive_all(
         &self,
         job: RedriveAll,
         cancelled: impl Fn() -> bool,
@@ -432,39 +411,30 @@ impl Operator {
     }
 
     /// Clear a session through its head, only if the head is still `if_last_index` when given.
-    pub async fn clear(&self, contract: &str, session: &str, if_last_index: Option<u64>) -> Result<Cleared> {
+    pub async fn session_clear(&self, clear: ClearSession) -> Result<Cleared> {
+        let ClearSession { session: target, if_last_index } = clear;
         self.writable("clear")?;
-        self.session(contract, session).await?;
-        let audit = Some(self.entry("clear", contract, session, json!({ "if_last_index": if_last_index })));
-        Ok(self.store().session_clear(SessionClear { session: key(contract, session)?, if_last_index, audit }).await?)
+        self.session_get(&target).await?;
+        let audit =
+            Some(self.entry("clear", &target.contract, &target.session, json!({ "if_last_index": if_last_index })));
+        Ok(self.store().session_clear(SessionClear { session: target.key()?, if_last_index, audit }).await?)
     }
 
     /// How many events a consume through `through` would take.
-    pub async fn consume_preview(
-        &self,
-        contract: &str,
-        session: &str,
-        consumer: &str,
-        through: Option<u64>,
-    ) -> Result<u64> {
-        Ok(self.consume_plan(contract, session, consumer, through).await?.events)
+    pub async fn consume_preview(&self, target: &ConsumeTarget) -> Result<u64> {
+        Ok(self.consume_plan(target).await?.events)
     }
 
     /// Where a consume through `through` would start and how many events it would take.
-    pub async fn consume_plan(
-        &self,
-        contract: &str,
-        session: &str,
-        consumer: &str,
-        through: Option<u64>,
-    ) -> Result<ConsumePlan> {
-        let cursor = self.log_cursor(contract, session, consumer).await?;
-        let through = through.unwrap_or(cursor.session_head).min(cursor.session_head);
+    pub async fn consume_plan(&self, target: &ConsumeTarget) -> Result<ConsumePlan> {
+        let cursor = self.log_cursor(target).await?;
+        let through = target.through.unwrap_or(cursor.session_head).min(cursor.session_head);
         Ok(ConsumePlan { from_index: cursor.next_index, events: (through + 1).saturating_sub(cursor.next_index) })
     }
 
-    async fn log_cursor(&self, contract: &str, session: &str, consumer: &str) -> Result<HeadView> {
-        let heads = self.heads(contract, session).await?;
+    async fn log_cursor(&self, target: &ConsumeTarget) -> Result<HeadView> {
+        let (session, consumer) = (target.session.session.as_str(), target.consumer.as_str());
+        let heads = self.head_list(&target.session).await?;
         let Some(head) = heads.into_iter().find(|h| h.consumer == consumer) else {
             return Err(OperatorError::NotFound { what: format!("consumer '{consumer}' in session '{session}'") });
         };
@@ -478,22 +448,21 @@ impl Operator {
 
     /// Move a string-lane consumer through an index: with its own code where
     /// this process hosts its contract, else acknowledging or exporting each event.
-    pub async fn consume(
+    pub async fn session_consume(
         &self,
-        contract: &str,
-        session: &str,
-        consumer: &str,
-        through: Option<u64>,
+        target: &ConsumeTarget,
         mode: ConsumeMode,
         export_to: Option<&std::path::Path>,
     ) -> Result<Consumed> {
+        let ConsumeTarget { session: SessionRef { contract, session }, consumer, through } = target;
+        let (contract, session, consumer, through) = (contract.as_str(), session.as_str(), consumer.as_str(), *through);
         let action = match mode {
             ConsumeMode::Run => "consume.run",
             ConsumeMode::Ack => "consume.ack",
             ConsumeMode::Export => "consume.export",
         };
         self.writable(action)?;
-        let cursor = self.log_cursor(contract, session, consumer).await?;
+        let cursor = self.log_cursor(target).await?;
         let lane = cursor.lane.clone().unwrap_or_default();
         let index = match mode {
             ConsumeMode::Run => {

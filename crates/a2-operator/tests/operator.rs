@@ -4,7 +4,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use a2_operator::{Actor, Attached, ConsumeMode, Mode, Operator, OperatorError, SessionQuery, StoreKind};
+use a2_operator::{
+    Actor, Attached, ClearSession, ConsumeMode, ConsumeTarget, EventQuery, Mode, Operator, OperatorError, Redrive,
+    SessionQuery, SessionRef, StoreKind,
+};
 use a2_store::*;
 use serde_json::json;
 
@@ -82,6 +85,14 @@ async fn seed(store: &dyn Store) {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
+fn shop(session: &str) -> SessionRef {
+    SessionRef::new("shop", session)
+}
+
+fn consume(session: &str, consumer: &str, through: Option<u64>) -> ConsumeTarget {
+    ConsumeTarget { session: shop(session), consumer: consumer.into(), through }
+}
+
 fn operator(store: Arc<dyn Store>, kind: StoreKind, mode: Mode) -> Operator {
     Operator::new(Attached::new(store, kind, mode), Actor { user: "tester".into(), host: "here".into() })
 }
@@ -90,79 +101,111 @@ async fn reads_and_actions(kind: StoreKind) {
     let store = store_of(kind).await;
     seed(&*store).await;
     let op = operator(store.clone(), kind, Mode::ReadWrite);
-    assert_eq!(op.contracts().await.unwrap_or_default(), vec!["shop".to_owned()]);
-    let all =
-        op.sessions("shop", SessionQuery { limit: 2, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(op.contract_list().await.unwrap_or_default(), vec!["shop".to_owned()]);
+    let all = op
+        .session_list(SessionQuery { contract: "shop".into(), limit: 2, ..Default::default() })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(all.items.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["o-0", "o-1"]);
     assert_eq!(all.next.as_deref(), Some("o-1"));
     let dead = op
-        .sessions("shop", SessionQuery { has_dead_letters: true, limit: 10, ..Default::default() })
+        .session_list(SessionQuery { contract: "shop".into(), has_dead_letters: true, limit: 10, ..Default::default() })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(dead.items.iter().map(|s| s.session_id.as_str()).collect::<Vec<_>>(), vec!["o-1", "o-3"]);
     assert!(dead.next.is_none());
-    let summary = op.session("shop", "o-1").await.unwrap_or_else(|e| panic!("{e}"));
+    let summary = op.session_get(&shop("o-1")).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((summary.head, summary.dead_letters), (4, 1));
-    let events = op.events("shop", "o-1", Some(1), None, false, 2).await.unwrap_or_else(|e| panic!("{e}"));
+    let events = op
+        .event_list(EventQuery { session: shop("o-1"), after: Some(1), before: None, newest_first: false, limit: 2 })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(events.iter().map(|e| e.index).collect::<Vec<_>>(), vec![2, 3]);
     assert_eq!(events[0].session, "o-1");
-    let heads = op.heads("shop", "o-1").await.unwrap_or_else(|e| panic!("{e}"));
+    let heads = op.head_list(&shop("o-1")).await.unwrap_or_else(|e| panic!("{e}"));
     let charger = heads.iter().find(|h| h.consumer == "charger").unwrap_or_else(|| panic!("charger head"));
     assert!(charger.dead && charger.reason.starts_with("dead-lettered at 1"), "{}", charger.reason);
     let mailer = heads.iter().find(|h| h.consumer == "mailer").unwrap_or_else(|| panic!("mailer head"));
     assert_eq!((mailer.next_index, mailer.lag), (1, 4));
     assert!(mailer.reason.starts_with("runnable: 4 behind"), "{}", mailer.reason);
     assert!(mailer.oldest_pending_age_ms.is_some_and(|age| age >= 0));
-    let totals = op.consumers(Some("shop")).await.unwrap_or_else(|e| panic!("{e}"));
+    let totals = op.consumer_totals(Some("shop")).await.unwrap_or_else(|e| panic!("{e}"));
     let charger_total = totals.iter().find(|t| t.consumer == "charger").unwrap_or_else(|| panic!("charger total"));
     assert_eq!(charger_total.dead_letters, 2);
     let letters =
-        op.dead_letters(DeadLetterList { limit: 1, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
+        op.dead_letter_list(DeadLetterList { limit: 1, ..Default::default() }).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(letters.items.len(), 1);
     let rest = op
-        .dead_letters(DeadLetterList { after: letters.next.clone(), limit: 10, ..Default::default() })
+        .dead_letter_list(DeadLetterList { after: letters.next.clone(), limit: 10, ..Default::default() })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(rest.items.iter().map(|d| d.session_id.as_str()).collect::<Vec<_>>(), vec!["o-3"]);
-    assert_eq!(op.snapshots("shop", "o-0").await.unwrap_or_default().len(), 1);
-    assert_eq!(op.session("shop", "nope").await.map_err(|e| e.code()), Err("NOT_FOUND"));
+    assert_eq!(op.snapshot_list(&shop("o-0")).await.unwrap_or_default().len(), 1);
+    assert_eq!(op.session_get(&shop("nope")).await.map_err(|e| e.code()), Err("NOT_FOUND"));
 
     // Actions, each audited.
     assert!(
-        op.redrive("shop", "o-1", "charger", 1, RedriveAction::Skip).await.unwrap_or_else(|e| panic!("{e}")).redriven
+        op.dead_letter_redrive(Redrive {
+            session: shop("o-1"),
+            consumer: "charger".into(),
+            index: 1,
+            action: RedriveAction::Skip
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .redriven
     );
     assert!(
-        !op.redrive("shop", "o-1", "charger", 1, RedriveAction::Skip).await.unwrap_or_else(|e| panic!("{e}")).redriven
+        !op.dead_letter_redrive(Redrive {
+            session: shop("o-1"),
+            consumer: "charger".into(),
+            index: 1,
+            action: RedriveAction::Skip
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .redriven
     );
     assert!(
-        op.redrive("shop", "o-3", "charger", 1, RedriveAction::Retry).await.unwrap_or_else(|e| panic!("{e}")).redriven
+        op.dead_letter_redrive(Redrive {
+            session: shop("o-3"),
+            consumer: "charger".into(),
+            index: 1,
+            action: RedriveAction::Retry
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .redriven
     );
     assert_eq!(
-        op.dead_letters(DeadLetterList { limit: 10, ..Default::default() }).await.map(|p| p.items.len()).ok(),
+        op.dead_letter_list(DeadLetterList { limit: 10, ..Default::default() }).await.map(|p| p.items.len()).ok(),
         Some(0)
     );
-    assert_eq!(op.consume_preview("shop", "o-2", "mailer", Some(3)).await.ok(), Some(3));
+    assert_eq!(op.consume_preview(&consume("o-2", "mailer", Some(3))).await.ok(), Some(3));
     assert_eq!(
-        op.consume("shop", "o-2", "mailer", Some(3), ConsumeMode::Ack, None).await.map(|c| c.index).ok(),
+        op.session_consume(&consume("o-2", "mailer", Some(3)), ConsumeMode::Ack, None).await.map(|c| c.index).ok(),
         Some(3)
     );
     let out = scratch("export.jsonl");
     assert_eq!(
-        op.consume("shop", "o-2", "mailer", None, ConsumeMode::Export, Some(&out)).await.map(|c| c.index).ok(),
+        op.session_consume(&consume("o-2", "mailer", None), ConsumeMode::Export, Some(&out))
+            .await
+            .map(|c| c.index)
+            .ok(),
         Some(4)
     );
     let exported = std::fs::read_to_string(&out).unwrap_or_default();
     assert_eq!(exported.lines().count(), 1, "the export holds event 4 only");
     assert!(exported.contains("\"index\":4"), "{exported}");
     assert_eq!(
-        op.consume("shop", "o-2", "charger", None, ConsumeMode::Ack, None).await.map_err(|e| e.code()),
+        op.session_consume(&consume("o-2", "charger", None), ConsumeMode::Ack, None).await.map_err(|e| e.code()),
         Err("INVALID_INPUT")
     );
     let unwritable = std::path::Path::new("/proc/no/such/dir/out.jsonl");
-    let refused = op.consume("shop", "o-0", "mailer", None, ConsumeMode::Export, Some(unwritable)).await;
+    let refused = op.session_consume(&consume("o-0", "mailer", None), ConsumeMode::Export, Some(unwritable)).await;
     assert_eq!(refused.map_err(|e| e.code()), Err("INVALID_INPUT"));
     assert_eq!(
-        op.heads("shop", "o-0")
+        op.head_list(&shop("o-0"))
             .await
             .ok()
             .and_then(|h| h.into_iter().find(|h| h.consumer == "mailer"))
@@ -170,11 +213,17 @@ async fn reads_and_actions(kind: StoreKind) {
         Some(1),
         "nothing moved"
     );
-    let missed = op.clear("shop", "o-4", Some(3)).await.unwrap_or_else(|e| panic!("{e}"));
+    let missed = op
+        .session_clear(ClearSession { session: shop("o-4"), if_last_index: Some(3) })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(!missed.cleared);
-    let cleared = op.clear("shop", "o-4", Some(4)).await.unwrap_or_else(|e| panic!("{e}"));
+    let cleared = op
+        .session_clear(ClearSession { session: shop("o-4"), if_last_index: Some(4) })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((cleared.cleared, cleared.index), (true, 4));
-    let audit = op.audit_log(None, 50).await.unwrap_or_else(|e| panic!("{e}"));
+    let audit = op.audit_list(AuditList { before: None, limit: 50 }).await.unwrap_or_else(|e| panic!("{e}"));
     let actions: Vec<&str> = audit.iter().map(|r| r.entry.action.as_str()).collect();
     assert_eq!(
         actions,
@@ -185,18 +234,29 @@ async fn reads_and_actions(kind: StoreKind) {
 
     // Read-only: every action refused before the store is touched.
     let ro = operator(store.clone(), kind, Mode::ReadOnly);
-    let before = op.audit_log(None, 50).await.map(|a| a.len()).ok();
+    let before = op.audit_list(AuditList { before: None, limit: 50 }).await.map(|a| a.len()).ok();
     let refusals: Vec<Result<(), OperatorError>> = vec![
-        ro.redrive("shop", "o-1", "charger", 1, RedriveAction::Retry).await.map(|_| ()),
-        ro.clear("shop", "o-0", None).await.map(|_| ()),
-        ro.consume("shop", "o-0", "mailer", None, ConsumeMode::Ack, None).await.map(|_| ()),
+        ro.dead_letter_redrive(Redrive {
+            session: shop("o-1"),
+            consumer: "charger".into(),
+            index: 1,
+            action: RedriveAction::Retry,
+        })
+        .await
+        .map(|_| ()),
+        ro.session_clear(ClearSession { session: shop("o-0"), if_last_index: None }).await.map(|_| ()),
+        ro.session_consume(&consume("o-0", "mailer", None), ConsumeMode::Ack, None).await.map(|_| ()),
     ];
     for refusal in refusals {
         let error = refusal.expect_err("read-only refuses");
         assert_eq!((error.code(), error.exit_code()), ("READ_ONLY", 3));
     }
-    assert_eq!(op.audit_log(None, 50).await.map(|a| a.len()).ok(), before, "nothing was written");
-    assert_eq!(ro.session("shop", "o-0").await.map(|s| s.clear_index).ok(), Some(0));
+    assert_eq!(
+        op.audit_list(AuditList { before: None, limit: 50 }).await.map(|a| a.len()).ok(),
+        before,
+        "nothing was written"
+    );
+    assert_eq!(ro.session_get(&shop("o-0")).await.map(|s| s.clear_index).ok(), Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use a2_operator::demo::{self, DemoOptions};
 use a2_operator::{
-    Actor, Connect, Consumed, HeadView, JobProgress, Mode, Operator, RedriveAll, Redriven, SessionQuery, StoreKind,
+    ActivityCursor, ActivityQuery, Actor, ClearSession, Connect, ConsumeTarget, Consumed, EventQuery, HeadView,
+    JobProgress, Mode, Operator, Redrive, RedriveAll, Redriven, SessionQuery, StoreKind, TotalsQuery,
 };
-use a2_store::{Cleared, DeadLetterList, SessionSummary, TotalsSnapshot};
+use a2_store::{AuditList, Cleared, DeadLetterList, RedriveAction, SessionSummary, TotalsSnapshot};
 
 use crate::connection::Connection;
 use crate::jobs::Jobs;
@@ -46,10 +47,14 @@ fn index(value: u32, what: &str) -> Result<u64, ApiError> {
 }
 
 /// An activity cursor travels as `<millis>:<session id>`.
-fn activity_cursor(text: &str) -> Result<(i64, String), ApiError> {
-    let (at, id) = text.split_once(':').ok_or_else(|| ApiError::invalid(format!("{text:?} is not a page cursor")))?;
-    let at = at.parse().map_err(|_| ApiError::invalid(format!("{text:?} is not a page cursor")))?;
-    Ok((at, id.to_owned()))
+/// The operator's redrive of one dead letter the UI named.
+fn redrive(target: DeadLetterRef, action: RedriveAction) -> Redrive {
+    let session = a2_operator::SessionRef::new(target.contract, target.session);
+    Redrive { session, consumer: target.consumer, index: u64::from(target.index), action }
+}
+
+fn consume_target(contract: String, session: String, consumer: String, through: Option<u64>) -> ConsumeTarget {
+    ConsumeTarget { session: a2_operator::SessionRef::new(contract, session), consumer, through }
 }
 
 impl Studio {
@@ -129,7 +134,7 @@ impl Studio {
         let mut operator = Operator::new(a2_operator::attach(&connect).await?, Actor::current());
         let attached = operator.attached().clone();
         let read_only = attached.mode == Mode::ReadOnly;
-        let hosts_demo = host_demo && !read_only && operator.contracts().await?.iter().any(|c| c == demo::CONTRACT);
+        let hosts_demo = host_demo && !read_only && operator.contract_list().await?.iter().any(|c| c == demo::CONTRACT);
         if hosts_demo {
             operator.demo_host()?;
         }
@@ -183,12 +188,13 @@ impl Studio {
     // ── reads ────────────────────────────────────────────────────────
 
     pub async fn contract_list(&self, _: NoArgs) -> Result<Vec<String>, ApiError> {
-        Ok(self.operator()?.contracts().await?)
+        Ok(self.operator()?.contract_list().await?)
     }
 
     pub async fn consumer_overview(&self, request: ConsumerOverview) -> Result<TotalsSnapshot, ApiError> {
         let operator = self.operator()?;
-        Ok(operator.consumers_overview(request.contract.as_deref(), i64::from(request.max_age_ms)).await?)
+        let query = TotalsQuery { contract: request.contract, max_age_ms: i64::from(request.max_age_ms) };
+        Ok(operator.consumer_overview(query).await?)
     }
 
     pub async fn session_list(&self, request: SessionListRequest) -> Result<SessionPage, ApiError> {
@@ -197,13 +203,14 @@ impl Studio {
         match request.sort {
             SessionSort::Id => {
                 let query = SessionQuery {
+                    contract: request.contract,
                     id_prefix: request.id_prefix.filter(|p| !p.is_empty()),
                     has_dead_letters: request.has_dead_letters,
                     lagging: request.lagging,
                     after: request.after,
                     limit,
                 };
-                let page = operator.sessions(&request.contract, query).await?;
+                let page = operator.session_list(query).await?;
                 Ok(SessionPage { items: page.items, next: page.next })
             }
             SessionSort::Activity => {
@@ -213,30 +220,31 @@ impl Studio {
                 {
                     return Err(ApiError::invalid("filters apply to the by-id order: sort by id to filter"));
                 }
-                let before = request.after.as_deref().map(activity_cursor).transpose()?;
-                let page = operator.sessions_by_activity(&request.contract, before, limit).await?;
-                let next = page.next.map(|(at, id)| format!("{at}:{id}"));
+                let before = request.after.as_deref().map(str::parse::<ActivityCursor>).transpose()?;
+                let page = operator
+                    .session_list_by_activity(ActivityQuery { contract: request.contract, before, limit })
+                    .await?;
+                let next = page.next.as_ref().map(ActivityCursor::to_string);
                 Ok(SessionPage { items: page.items, next })
             }
         }
     }
 
     pub async fn session_get(&self, request: SessionRef) -> Result<SessionSummary, ApiError> {
-        Ok(self.operator()?.session(&request.contract, &request.session).await?)
+        Ok(self.operator()?.session_get(&request.into()).await?)
     }
 
     pub async fn event_list(&self, request: EventListRequest) -> Result<Vec<EventView>, ApiError> {
         let limit = check_limit(request.limit)?;
         let events = self
             .operator()?
-            .events(
-                &request.contract,
-                &request.session,
-                request.after.map(u64::from),
-                request.before.map(u64::from),
-                request.newest_first,
+            .event_list(EventQuery {
+                session: a2_operator::SessionRef::new(request.contract, request.session),
+                after: request.after.map(u64::from),
+                before: request.before.map(u64::from),
+                newest_first: request.newest_first,
                 limit,
-            )
+            })
             .await?;
         Ok(events
             .into_iter()
@@ -252,7 +260,7 @@ impl Studio {
     }
 
     pub async fn head_list(&self, request: SessionRef) -> Result<Vec<HeadView>, ApiError> {
-        Ok(self.operator()?.heads(&request.contract, &request.session).await?)
+        Ok(self.operator()?.head_list(&request.into()).await?)
     }
 
     pub async fn dead_letter_list(&self, request: DeadLetterQuery) -> Result<DeadLetterPage, ApiError> {
@@ -269,12 +277,12 @@ impl Studio {
             after: request.after,
             limit: check_limit(request.limit)?,
         };
-        let page = operator.dead_letters(query).await?;
+        let page = operator.dead_letter_list(query).await?;
         Ok(DeadLetterPage { items: page.items, next: page.next })
     }
 
     pub async fn snapshot_list(&self, request: SessionRef) -> Result<Vec<SnapshotView>, ApiError> {
-        let snapshots = self.operator()?.snapshots(&request.contract, &request.session).await?;
+        let snapshots = self.operator()?.snapshot_list(&request.into()).await?;
         Ok(snapshots
             .into_iter()
             .map(|s| SnapshotView {
@@ -289,7 +297,8 @@ impl Studio {
     }
 
     pub async fn audit_list(&self, request: AuditQuery) -> Result<Vec<AuditView>, ApiError> {
-        let records = self.operator()?.audit_log(request.before.map(u64::from), check_limit(request.limit)?).await?;
+        let query = AuditList { before: request.before.map(u64::from), limit: check_limit(request.limit)? };
+        let records = self.operator()?.audit_list(query).await?;
         Ok(records
             .into_iter()
             .map(|r| AuditView {
@@ -309,11 +318,8 @@ impl Studio {
     // ── actions ──────────────────────────────────────────────────────
 
     pub async fn dead_letter_redrive(&self, request: RedriveOne) -> Result<Redriven, ApiError> {
-        let target = request.target;
         // The operator refuses index 0 itself.
-        let at = u64::from(target.index);
-        let redriven =
-            self.operator()?.redrive(&target.contract, &target.session, &target.consumer, at, request.action).await?;
+        let redriven = self.operator()?.dead_letter_redrive(redrive(request.target, request.action)).await?;
         self.bump();
         Ok(redriven)
     }
@@ -325,11 +331,11 @@ impl Studio {
         let targets = request
             .targets
             .into_iter()
-            .map(|t| index(t.index, "the dead letter's index").map(|at| (t, at)))
+            .map(|t| index(t.index, "the dead letter's index").map(|_| redrive(t, request.action)))
             .collect::<Result<Vec<_>, _>>()?;
         let mut progress = JobProgress { done: 0, total: targets.len() as u64, failed: 0 };
-        for (target, at) in targets {
-            match operator.redrive(&target.contract, &target.session, &target.consumer, at, request.action).await {
+        for target in targets {
+            match operator.dead_letter_redrive(target).await {
                 Ok(Redriven { redriven: true }) => progress.done += 1,
                 Ok(_) | Err(_) => progress.failed += 1,
             }
@@ -364,7 +370,9 @@ impl Studio {
     pub async fn consume_preview(&self, request: ConsumeRequest) -> Result<ConsumePreview, ApiError> {
         let operator = self.operator()?;
         let through = request.through.map(|t| index(t, "through")).transpose()?;
-        let plan = operator.consume_plan(&request.contract, &request.session, &request.consumer, through).await?;
+        let plan = operator
+            .consume_plan(&consume_target(request.contract, request.session, request.consumer, through))
+            .await?;
         let (from_index, events) = (plan.from_index, plan.events);
         Ok(ConsumePreview { events, from_index, through_index: from_index + events.saturating_sub(1) })
     }
@@ -374,7 +382,11 @@ impl Studio {
         let export = request.export_path.as_deref().filter(|p| !p.is_empty()).map(Path::new);
         let consumed = self
             .operator()?
-            .consume(&request.contract, &request.session, &request.consumer, through, request.mode, export)
+            .session_consume(
+                &consume_target(request.contract, request.session, request.consumer, through),
+                request.mode,
+                export,
+            )
             .await?;
         self.bump();
         Ok(consumed)
@@ -382,7 +394,8 @@ impl Studio {
 
     pub async fn session_clear(&self, request: ClearRequest) -> Result<Cleared, ApiError> {
         let if_last_index = request.if_last_index.map(u64::from);
-        let cleared = self.operator()?.clear(&request.contract, &request.session, if_last_index).await?;
+        let session = a2_operator::SessionRef::new(request.contract, request.session);
+        let cleared = self.operator()?.session_clear(ClearSession { session, if_last_index }).await?;
         self.bump();
         Ok(cleared)
     }

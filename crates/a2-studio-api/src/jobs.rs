@@ -71,7 +71,7 @@ impl Jobs {
         tokio::spawn(async move {
             let watched = task_state.clone();
             let result = operator
-                .redrive_all(
+                .dead_letter_redrive_all(
                     job,
                     || watched.cancelled.load(Ordering::Relaxed),
                     |progress| {

@@ -110,6 +110,12 @@ pub struct SessionRef {
     pub session: String,
 }
 
+impl From<SessionRef> for a2_operator::SessionRef {
+    fn from(request: SessionRef) -> Self {
+        Self::new(request.contract, request.session)
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
 pub struct EventListRequest {
     pub contract: String,

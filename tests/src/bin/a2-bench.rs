@@ -230,7 +230,12 @@ async fn reads(
         (
             "session_page",
             percentiles(samples, |i| {
-                op.sessions("shop", a2_operator::SessionQuery { after: Some(id(i)), limit: 50, ..Default::default() })
+                op.session_list(a2_operator::SessionQuery {
+                    contract: "shop".into(),
+                    after: Some(id(i)),
+                    limit: 50,
+                    ..Default::default()
+                })
             })
             .await?,
         ),
@@ -238,7 +243,14 @@ async fn reads(
             "events_page",
             percentiles(samples, |i| {
                 let (op, session) = (op.clone(), id(i));
-                async move { op.events("shop", &session, None, None, true, 100).await }
+                let query = a2_operator::EventQuery {
+                    session: a2_operator::SessionRef::new("shop", session),
+                    after: None,
+                    before: None,
+                    newest_first: true,
+                    limit: 100,
+                };
+                async move { op.event_list(query).await }
             })
             .await?,
         ),
@@ -246,22 +258,28 @@ async fn reads(
             "heads_of_session",
             percentiles(samples, |i| {
                 let (op, session) = (op.clone(), id(i));
-                async move { op.heads("shop", &session).await }
+                async move { op.head_list(&a2_operator::SessionRef::new("shop", session)).await }
             })
             .await?,
         ),
-        ("consumer_totals_recomputed", percentiles(5, |_| op.consumers(Some("shop"))).await?),
-        ("consumer_totals", percentiles(samples, |_| op.consumers_overview(Some("shop"), 10_000)).await?),
+        ("consumer_totals_recomputed", percentiles(5, |_| op.consumer_totals(Some("shop"))).await?),
+        (
+            "consumer_totals",
+            percentiles(samples, |_| {
+                op.consumer_overview(a2_operator::TotalsQuery { contract: Some("shop".into()), max_age_ms: 10_000 })
+            })
+            .await?,
+        ),
         (
             "dead_letter_page",
-            percentiles(samples, |_| op.dead_letters(a2_store::DeadLetterList { limit: 50, ..Default::default() }))
+            percentiles(samples, |_| op.dead_letter_list(a2_store::DeadLetterList { limit: 50, ..Default::default() }))
                 .await?,
         ),
         (
             "snapshots",
             percentiles(samples, |i| {
                 let (op, session) = (op.clone(), format!("order-{:05}", i % 300));
-                async move { op.snapshots("shop", &session).await }
+                async move { op.snapshot_list(&a2_operator::SessionRef::new("shop", session)).await }
             })
             .await?,
         ),
