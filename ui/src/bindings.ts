@@ -31,6 +31,8 @@ export const commands = {
 	sessionClear: (request: ClearRequest) => typedError<Cleared, ApiError>(__TAURI_INVOKE("session_clear", { request })),
 	changeWait: (request: ChangeWait) => typedError<ChangeTick, ApiError>(__TAURI_INVOKE("change_wait", { request })),
 	demoTraffic: (request: DemoTraffic) => typedError<DemoTrafficState, ApiError>(__TAURI_INVOKE("demo_traffic", { request })),
+	demoSeed: (request: DemoSeed) => typedError<DemoSeeded, ApiError>(__TAURI_INVOKE("demo_seed", { request })),
+	readerRoleGrant: (request: ReaderGrant) => typedError<boolean, ApiError>(__TAURI_INVOKE("reader_role_grant", { request })),
 };
 
 /* Types */
@@ -202,6 +204,23 @@ export type DeadLetterRef = {
 	index: number,
 };
 
+/**  Seed the demo `shop` contract into the open store, through the engine. */
+export type DemoSeed = {
+	sessions: number,
+	seed: number,
+	/**  Share of events whose first attempt fails; a tenth of it always fails. */
+	fail_rate: number | null,
+	/**  Append only, 10 events a session: for scale tests. */
+	bulk: boolean,
+	/**  Also one session `long-00000` of this many unhandled events. */
+	long_session: number,
+};
+
+export type DemoSeeded = {
+	sessions: number,
+	events: number,
+};
+
 export type DemoTraffic = {
 	/**  `None`: only say whether it is flowing. */
 	on: boolean | null,
@@ -327,6 +346,11 @@ export type ProfileSave = {
 	url: string,
 	password: string | null,
 	read_only: boolean,
+};
+
+/**  Let a Postgres role read the open store and nothing more. */
+export type ReaderGrant = {
+	role: string,
 };
 
 export type RedriveAction = 

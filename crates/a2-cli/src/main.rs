@@ -1,6 +1,6 @@
-//! `a2`: read and fix any A2 store from a shell. A thin shell over the
-//! operator API: every command is one operator call, printed as a table or,
-//! with `--json`, as one JSON document.
+//! `a2`: read and fix any A2 store from a shell. A client of the Studio's
+//! command list (the same commands the desktop app and the web mode serve),
+//! printed as a table or, with `--json`, as one JSON document.
 //!
 //! Exit codes: 0 done, 1 error, 2 usage, 3 refused because read-only,
 //! 4 not found, 5 nothing changed.
@@ -11,13 +11,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use a2_operator::demo::DemoOptions;
-use a2_operator::{
-    ActivityCursor, ActivityQuery, ClearSession, Connect, ConsumeMode, ConsumeTarget, EventQuery, Mode, Operator,
-    OperatorError, Redrive, RedriveAll, SessionQuery, SessionRef, TotalsQuery,
+use a2_studio_api::{
+    web, ApiError, AuditQuery, ClearRequest, ConnectionOpen, ConsumeMode, ConsumeRequest, ConsumerOverview,
+    DeadLetterQuery, DeadLetterRef, DemoSeed, EventListRequest, HeadKey, JobProgress, JobRef, NoArgs, ReaderGrant,
+    RedriveAction, RedriveAllRequest, RedriveOne, SessionListRequest, SessionRef, SessionSort, Studio,
 };
-use a2_store::{AuditList, DeadLetterList, HeadKey, RedriveAction};
-use a2_studio_api::{web, ApiError, ConnectionOpen, Studio};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
@@ -50,7 +48,7 @@ struct Target {
 
 impl From<Target> for SessionRef {
     fn from(target: Target) -> Self {
-        SessionRef::new(target.contract, target.session)
+        SessionRef { contract: target.contract, session: target.session }
     }
 }
 
@@ -186,7 +184,7 @@ enum Command {
     /// Seed the store with the demo `shop` contract, through the engine.
     Demo {
         #[arg(long, default_value_t = 40)]
-        sessions: usize,
+        sessions: u32,
         #[arg(long, default_value_t = 7)]
         seed: u64,
         /// Share of events whose first attempt fails; a tenth of it always fails.
@@ -230,11 +228,12 @@ enum Done {
     Unchanged,
 }
 
-fn mode_of(cli: &Cli) -> Option<Mode> {
+/// `Some(true)` read-only, `Some(false)` read-write, `None`: the Studio decides by the host.
+fn read_only_of(cli: &Cli) -> Option<bool> {
     if cli.read_only {
-        Some(Mode::ReadOnly)
+        Some(true)
     } else if cli.read_write {
-        Some(Mode::ReadWrite)
+        Some(false)
     } else {
         None
     }
@@ -245,7 +244,7 @@ async fn serve(cli: &Cli, port: u16, demo_traffic: bool) -> Result<(), ApiError>
     let studio = Arc::new(Studio::new(&a2_studio_api::profiles::default_dir()));
     // Demo traffic runs the demo's consumers in this process, so it hosts them.
     studio.set_host_demo(demo_traffic);
-    let read_only = mode_of(cli).map(|m| m == Mode::ReadOnly);
+    let read_only = read_only_of(cli);
     studio.connection_open(ConnectionOpen { url: Some(cli.store.clone()), profile: None, read_only }).await?;
     if demo_traffic {
         studio.demo_traffic(a2_studio_api::DemoTraffic { on: Some(true) }).await?;
@@ -271,142 +270,176 @@ async fn serve(cli: &Cli, port: u16, demo_traffic: bool) -> Result<(), ApiError>
         .map_err(|e| ApiError::new(a2_studio_api::ErrorCode::Unavailable, e.to_string()))
 }
 
-async fn run(cli: Cli) -> Result<Done, OperatorError> {
-    let mode = mode_of(&cli);
-    let mut op = Operator::connect(&Connect { mode, ..Connect::new(cli.store.clone()) }).await?;
-    if let Command::Consume { mode: ConsumeKind::Run, .. } = cli.command {
-        // This binary carries the demo contract's code; it runs only when asked to.
-        op.demo_host()?;
-    }
+/// An index or count the Studio's commands carry as a 32-bit number.
+fn small(value: u64, what: &str) -> Result<u32, ApiError> {
+    u32::try_from(value).map_err(|_| ApiError::invalid(format!("{what} {value} is too large")))
+}
+
+fn small_opt(value: Option<u64>, what: &str) -> Result<Option<u32>, ApiError> {
+    value.map(|v| small(v, what)).transpose()
+}
+
+/// Every command but `serve` is one or more Studio commands: the same list
+/// the desktop app and the web mode serve, so each is scriptable and the
+/// checks and formats exist once.
+async fn run(cli: Cli) -> Result<Done, ApiError> {
+    let studio = Studio::new(&a2_studio_api::profiles::default_dir());
+    // This binary carries the demo contract's code; it runs only when asked to.
+    studio.set_host_demo(matches!(cli.command, Command::Consume { mode: ConsumeKind::Run, .. }));
+    let read_only = read_only_of(&cli);
+    studio.connection_open(ConnectionOpen { url: Some(cli.store.clone()), profile: None, read_only }).await?;
     let out = print::Out { json: cli.json };
     match cli.command {
-        Command::Contracts => out.contracts(&op.contract_list().await?),
-        Command::Sessions { contract, limit, after, sort: Sort::Activity, .. } => {
-            let before = after.as_deref().map(str::parse::<ActivityCursor>).transpose()?;
-            let page = op.session_list_by_activity(ActivityQuery { contract, before, limit }).await?;
-            let next = page.next.as_ref().map(ActivityCursor::to_string);
-            out.sessions(&a2_operator::Page { items: page.items, next });
+        Command::Contracts => out.contracts(&studio.contract_list(NoArgs {}).await?),
+        Command::Sessions { contract, prefix, dead_letters, lagging, limit, after, sort } => {
+            let sort = match sort {
+                Sort::Id => SessionSort::Id,
+                Sort::Activity => SessionSort::Activity,
+            };
+            let request = SessionListRequest {
+                contract,
+                id_prefix: prefix,
+                has_dead_letters: dead_letters,
+                lagging,
+                sort,
+                after,
+                limit,
+            };
+            out.sessions(&studio.session_list(request).await?);
         }
-        Command::Sessions { contract, prefix, dead_letters, lagging, limit, after, sort: Sort::Id } => {
-            let query =
-                SessionQuery { contract, id_prefix: prefix, has_dead_letters: dead_letters, lagging, after, limit };
-            out.sessions(&op.session_list(query).await?)
-        }
-        Command::Session(t) => out.session(&op.session_get(&t.into()).await?),
+        Command::Session(t) => out.session(&studio.session_get(t.into()).await?),
         Command::Events { target, after, before, newest_first, limit } => {
-            out.events(&op.event_list(EventQuery { session: target.into(), after, before, newest_first, limit }).await?)
+            let request = EventListRequest {
+                contract: target.contract,
+                session: target.session,
+                after: small_opt(after, "--after")?,
+                before: small_opt(before, "--before")?,
+                newest_first,
+                limit,
+            };
+            out.events(&studio.event_list(request).await?);
         }
-        Command::Heads(t) => out.heads(&op.head_list(&t.into()).await?),
+        Command::Heads(t) => out.heads(&studio.head_list(t.into()).await?),
         Command::Consumers { contract, max_age } => {
-            let overview =
-                op.consumer_overview(TotalsQuery { contract, max_age_ms: i64::from(max_age) * 1000 }).await?;
-            out.consumers(&overview.totals)
+            let max_age_ms = max_age.saturating_mul(1000);
+            out.consumers(&studio.consumer_overview(ConsumerOverview { contract, max_age_ms }).await?.totals);
         }
         Command::DeadLetters { contract, session, consumer, limit, after } => {
             let after = after
                 .map(|a| {
-                    serde_json::from_str::<HeadKey>(&a).map_err(|e| {
-                        OperatorError::invalid(format!("--after is not a cursor from a previous page: {e}"))
-                    })
+                    serde_json::from_str::<HeadKey>(&a)
+                        .map_err(|e| ApiError::invalid(format!("--after is not a cursor from a previous page: {e}")))
                 })
                 .transpose()?;
-            let session = match (&contract, session) {
-                (Some(c), Some(s)) => Some(a2_store::session_key(c, &s)),
-                (None, Some(_)) => return Err(OperatorError::invalid("--session needs --contract")),
-                (_, None) => None,
-            };
-            out.dead_letters(&op.dead_letter_list(DeadLetterList { contract, session, consumer, after, limit }).await?)
+            out.dead_letters(
+                &studio.dead_letter_list(DeadLetterQuery { contract, session, consumer, after, limit }).await?,
+            );
         }
-        Command::Snapshots(t) => out.snapshots(&op.snapshot_list(&t.into()).await?),
+        Command::Snapshots(t) => out.snapshots(&studio.snapshot_list(t.into()).await?),
         Command::Redrive { contract, session, consumer, index, action, all, stop_at, rate } => {
             let action = match action {
                 Action::Retry => RedriveAction::Retry,
                 Action::Skip => RedriveAction::Skip,
             };
             if all {
-                let job = RedriveAll { contract, consumer, action, stop_at, rate };
-                let show = !cli.json;
-                // Ctrl-C stops the job between two redrives; what was done stays done and is audited.
-                let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-                let flag = stop.clone();
-                tokio::spawn(async move {
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        flag.store(true, std::sync::atomic::Ordering::SeqCst);
-                    }
-                });
-                let done = op
-                    .dead_letter_redrive_all(
-                        job,
-                        || stop.load(std::sync::atomic::Ordering::SeqCst),
-                        |p| {
-                            if show {
-                                eprint!("\r{}", print::progress_bar("redriving", p.done + p.failed, p.total, p.failed));
-                            }
-                        },
-                    )
-                    .await?;
-                if show {
-                    eprintln!();
-                }
+                let request =
+                    RedriveAllRequest { contract, consumer, action, stop_at: small_opt(stop_at, "--stop-at")?, rate };
+                let done = redrive_all(&studio, request, !cli.json).await?;
                 out.value(&json!(done), &format!("done {} of {}, {} failed", done.done, done.total, done.failed));
                 return Ok(if done.done > 0 { Done::Changed } else { Done::Unchanged });
             }
             let (Some(contract), Some(session), Some(consumer), Some(index)) = (contract, session, consumer, index)
             else {
-                return Err(OperatorError::invalid(
+                return Err(ApiError::invalid(
                     "redrive needs --contract, --session, --consumer and --index (or --all)",
                 ));
             };
-            let redrive = Redrive { session: SessionRef::new(contract, session), consumer, index, action };
-            let done = op.dead_letter_redrive(redrive).await?;
+            let target = DeadLetterRef { contract, session, consumer, index: small(index, "--index")? };
+            let done = studio.dead_letter_redrive(RedriveOne { target, action }).await?;
             out.value(&json!(done), &format!("redriven: {}", done.redriven));
             return Ok(if done.redriven { Done::Changed } else { Done::Unchanged });
         }
         Command::Consume { target, consumer, through, mode, out: file } => {
-            let mode = match mode {
-                ConsumeKind::Run => ConsumeMode::Run,
-                ConsumeKind::Ack => ConsumeMode::Ack,
-                ConsumeKind::Export => ConsumeMode::Export,
+            let request = ConsumeRequest {
+                contract: target.contract,
+                session: target.session,
+                consumer,
+                through: small_opt(through, "--through")?,
+                mode: match mode {
+                    ConsumeKind::Run => ConsumeMode::Run,
+                    ConsumeKind::Ack => ConsumeMode::Ack,
+                    ConsumeKind::Export => ConsumeMode::Export,
+                },
+                export_path: file.map(|f| f.display().to_string()),
             };
-            let target = ConsumeTarget { session: target.into(), consumer, through };
-            let preview = op.consume_preview(&target).await?;
+            let preview = studio.consume_preview(request.clone()).await?;
             if !cli.json {
-                eprintln!("consuming {preview} event(s) for '{}'", target.consumer);
+                eprintln!("consuming {} event(s) for '{}'", preview.events, request.consumer);
             }
-            let done = op.session_consume(&target, mode, file.as_deref()).await?;
+            let done = studio.session_consume(request).await?;
             out.value(&json!(done), &format!("handled through index {}", done.index));
         }
         Command::Clear { target, if_last_index } => {
-            let done = op.session_clear(ClearSession { session: target.into(), if_last_index }).await?;
+            let request = ClearRequest {
+                contract: target.contract,
+                session: target.session,
+                if_last_index: small_opt(if_last_index, "--if-last-index")?,
+            };
+            let done = studio.session_clear(request).await?;
             out.value(&json!(done), &format!("cleared: {} (index {})", done.cleared, done.index));
             return Ok(if done.cleared { Done::Changed } else { Done::Unchanged });
         }
-        Command::Audit { limit, after } => out.audit(&op.audit_list(AuditList { before: after, limit }).await?),
+        Command::Audit { limit, after } => {
+            out.audit(&studio.audit_list(AuditQuery { before: small_opt(after, "--after")?, limit }).await?);
+        }
         Command::GrantReader { role } => {
-            op.reader_role_grant(&role).await?;
+            studio.reader_role_grant(ReaderGrant { role: role.clone() }).await?;
             out.value(&json!({ "granted": role }), &format!("granted read-only access to role {role}"));
         }
         // Served by `serve` before any connection is made here.
-        Command::Serve { .. } => return Err(OperatorError::invalid("serve runs on its own")),
+        Command::Serve { .. } => return Err(ApiError::invalid("serve runs on its own")),
         Command::Demo { sessions, seed, fail_rate, bulk, long_session } => {
-            if op.is_read_only() {
-                return Err(OperatorError::ReadOnly { action: "demo".into() });
-            }
-            if !(0.0..=1.0).contains(&fail_rate) {
-                return Err(OperatorError::invalid(format!("--fail-rate must be between 0 and 1, not {fail_rate}")));
-            }
-            let options = DemoOptions { sessions, seed, fail_rate, bulk };
-            let mut events = op.demo_seed(options).await?;
-            if long_session > 0 {
-                events += op.demo_seed_long_session("long-00000", long_session).await?;
-            }
-            out.value(
-                &json!({ "sessions": sessions, "events": events }),
-                &format!("seeded {sessions} sessions, {events} events"),
-            );
+            let done = studio.demo_seed(DemoSeed { sessions, seed, fail_rate, bulk, long_session }).await?;
+            out.value(&json!(done), &format!("seeded {} sessions, {} events", done.sessions, done.events));
         }
     }
     Ok(Done::Changed)
+}
+
+/// Redrive every matching dead letter as a Studio job, showing its progress;
+/// Ctrl-C cancels it between two redrives (what was done stays done and is audited).
+async fn redrive_all(studio: &Studio, request: RedriveAllRequest, show: bool) -> Result<JobProgress, ApiError> {
+    let job = studio.job_redrive_all(request).await?;
+    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = interrupted.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let mut cancelled = false;
+    let view = loop {
+        let view = studio.job_get(JobRef { id: job.id }).await?;
+        if show {
+            let p = view.progress;
+            eprint!("\r{}", print::progress_bar("redriving", p.done + p.failed, p.total, p.failed));
+        }
+        if view.finished {
+            break view;
+        }
+        if !cancelled && interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+            studio.job_cancel(JobRef { id: job.id }).await?;
+            cancelled = true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    if show {
+        eprintln!();
+    }
+    match view.error {
+        Some(error) => Err(error),
+        None => Ok(view.progress),
+    }
 }
 
 fn main() -> ExitCode {
@@ -429,7 +462,7 @@ async fn cli_main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("a2: {error}");
-                ExitCode::from(a2_operator::exit_code(error.code.as_str()))
+                ExitCode::from(error.exit_code())
             }
         };
     }
@@ -438,11 +471,68 @@ async fn cli_main() -> ExitCode {
         Ok(Done::Unchanged) => ExitCode::from(5),
         Err(error) => {
             if json {
-                println!("{}", json!({ "error": { "code": error.code(), "message": error.to_string() } }));
+                println!("{}", json!({ "error": { "code": error.code, "message": error.message } }));
             } else {
-                eprintln!("a2: {error} [{}]", error.code());
+                eprintln!("a2: {} [{}]", error.message, error.code);
             }
             ExitCode::from(error.exit_code())
         }
+    }
+}
+
+/// The Studio commands `a2` calls, and those it leaves to the apps on purpose.
+#[cfg(test)]
+mod parity {
+    macro_rules! command_names {
+        ($( $name:ident($request:ty) -> $response:ty; )*) => {
+            &[$(stringify!($name)),*]
+        };
+    }
+
+    /// Every command the desktop app and the web mode serve.
+    const SERVED: &[&str] = a2_studio_api::studio_commands!(command_names);
+
+    const CALLED: &[&str] = &[
+        "connection_open",
+        "contract_list",
+        "consumer_overview",
+        "session_list",
+        "session_get",
+        "event_list",
+        "head_list",
+        "dead_letter_list",
+        "snapshot_list",
+        "audit_list",
+        "dead_letter_redrive",
+        "job_redrive_all",
+        "job_get",
+        "job_cancel",
+        "consume_preview",
+        "session_consume",
+        "session_clear",
+        "demo_seed",
+        "reader_role_grant",
+    ];
+
+    /// A window's state, not an operator's action: a one-shot command has no use for them.
+    const APP_ONLY: &[&str] = &[
+        "connection_get",
+        "connection_close",
+        "profile_list",
+        "profile_save",
+        "profile_delete",
+        "dead_letter_redrive_many",
+        "change_wait",
+        "demo_traffic",
+    ];
+
+    /// A command added to the list must be given to the CLI or named app-only here.
+    #[test]
+    fn every_studio_command_is_scriptable_or_named_app_only() {
+        let mut accounted: Vec<&str> = CALLED.iter().chain(APP_ONLY).copied().collect();
+        let mut served = SERVED.to_vec();
+        accounted.sort_unstable();
+        served.sort_unstable();
+        assert_eq!(accounted, served);
     }
 }

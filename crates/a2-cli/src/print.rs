@@ -1,8 +1,10 @@
 //! Tables for people, one JSON document for scripts.
 
-use a2_operator::{HeadView, Page};
-use a2_store::{AuditRecord, ConsumerTotal, DeadLetter, Event, HeadKey, SessionSummary, SnapshotInfo};
+use a2_studio_api::{
+    AuditView, ConsumerTotal, DeadLetterPage, EventView, HeadView, SessionPage, SessionSummary, SnapshotView,
+};
 use serde::Serialize;
+use serde_json::Value;
 
 pub struct Out {
     pub json: bool,
@@ -23,6 +25,22 @@ fn table(headers: &[&str], rows: Vec<Vec<String>>) {
     for row in rows {
         line(row);
     }
+}
+
+/// The views carry JSON as text (exact in any client); a script gets it as JSON again.
+fn json_fields<T: Serialize>(items: &[T], fields: &[&str]) -> Value {
+    let parse = |item: &T| {
+        let mut value = serde_json::to_value(item).unwrap_or(Value::Null);
+        for field in fields {
+            if let Some(slot) = value.get_mut(*field) {
+                if let Some(parsed) = slot.as_str().and_then(|text| serde_json::from_str::<Value>(text).ok()) {
+                    *slot = parsed;
+                }
+            }
+        }
+        value
+    };
+    Value::Array(items.iter().map(parse).collect())
 }
 
 fn opt<T: ToString>(value: &Option<T>) -> String {
@@ -52,7 +70,7 @@ impl Out {
         }
     }
 
-    pub fn sessions(&self, page: &Page<SessionSummary, String>) {
+    pub fn sessions(&self, page: &SessionPage) {
         if self.emit(page) {
             return;
         }
@@ -92,11 +110,11 @@ impl Out {
         }
     }
 
-    pub fn events(&self, events: &[Event]) {
-        if !self.emit(&events) {
+    pub fn events(&self, events: &[EventView]) {
+        if !self.emit(&json_fields(events, &["payload"])) {
             let rows = events
                 .iter()
-                .map(|e| vec![e.index.to_string(), e.event_type.clone(), e.id.clone(), e.payload.to_string()])
+                .map(|e| vec![e.index.to_string(), e.event_type.clone(), e.id.clone(), e.payload.clone()])
                 .collect();
             table(&["index", "type", "id", "payload"], rows);
         }
@@ -141,7 +159,7 @@ impl Out {
         }
     }
 
-    pub fn dead_letters(&self, page: &Page<DeadLetter, HeadKey>) {
+    pub fn dead_letters(&self, page: &DeadLetterPage) {
         if self.emit(page) {
             return;
         }
@@ -166,8 +184,8 @@ impl Out {
         }
     }
 
-    pub fn snapshots(&self, snapshots: &[SnapshotInfo]) {
-        if !self.emit(&snapshots) {
+    pub fn snapshots(&self, snapshots: &[SnapshotView]) {
+        if !self.emit(&json_fields(snapshots, &["state"])) {
             let rows = snapshots
                 .iter()
                 .map(|s| {
@@ -178,18 +196,18 @@ impl Out {
         }
     }
 
-    pub fn audit(&self, records: &[AuditRecord]) {
-        if !self.emit(&records) {
+    pub fn audit(&self, records: &[AuditView]) {
+        if !self.emit(&json_fields(records, &["parameters", "outcome"])) {
             let rows = records
                 .iter()
                 .map(|r| {
                     vec![
                         r.id.to_string(),
-                        r.entry.at.to_string(),
-                        r.entry.user.clone(),
-                        r.entry.action.clone(),
-                        opt(&r.entry.session_id),
-                        r.entry.outcome.to_string(),
+                        r.at.to_string(),
+                        r.user.clone(),
+                        r.action.clone(),
+                        opt(&r.session),
+                        r.outcome.clone(),
                     ]
                 })
                 .collect();

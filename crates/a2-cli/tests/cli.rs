@@ -24,14 +24,9 @@ async fn store_url(kind: &str) -> (String, Arc<dyn Store>) {
             .unwrap_or_else(|e| panic!("{e}"));
         return (format!("sqlite:{}", path.display()), Arc::new(store));
     }
-    let base =
-        std::env::var("A2_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let schema = format!("a2_conf_{}_cli", std::process::id());
+    let base = a2_test_support::postgres_url();
+    let schema = a2_test_support::fresh_schema("cli");
     let admin = sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("{e}"));
-    sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        .execute(&admin)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
     sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
     let separator = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");

@@ -422,4 +422,28 @@ impl Studio {
     pub async fn demo_traffic(&self, request: DemoTraffic) -> Result<DemoTrafficState, ApiError> {
         self.open()?.demo_traffic(request.on)
     }
+
+    pub async fn demo_seed(&self, request: DemoSeed) -> Result<DemoSeeded, ApiError> {
+        let operator = self.writable_operator("demo")?;
+        if !(0.0..=1.0).contains(&request.fail_rate) {
+            return Err(ApiError::invalid(format!("the fail rate must be between 0 and 1, not {}", request.fail_rate)));
+        }
+        let options = DemoOptions {
+            sessions: request.sessions as usize,
+            seed: request.seed,
+            fail_rate: request.fail_rate,
+            bulk: request.bulk,
+        };
+        let mut events = operator.demo_seed(options).await?;
+        if request.long_session > 0 {
+            events += operator.demo_seed_long_session("long-00000", request.long_session).await?;
+        }
+        self.bump();
+        Ok(DemoSeeded { sessions: request.sessions, events })
+    }
+
+    pub async fn reader_role_grant(&self, request: ReaderGrant) -> Result<bool, ApiError> {
+        self.operator()?.reader_role_grant(&request.role).await?;
+        Ok(true)
+    }
 }

@@ -96,6 +96,11 @@ impl ApiError {
         Self::new(ErrorCode::InvalidInput, message)
     }
 
+    /// The CLI's exit code for this error (1 error, 2 usage, 3 read-only, 4 not found).
+    pub fn exit_code(&self) -> u8 {
+        a2_operator::exit_code(self.code.as_str())
+    }
+
     pub fn not_connected() -> Self {
         Self::new(ErrorCode::NotConnected, "no store is open: connect to one first")
     }

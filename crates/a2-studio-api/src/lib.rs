@@ -53,6 +53,8 @@ macro_rules! studio_commands {
             session_clear(ClearRequest) -> Cleared;
             change_wait(ChangeWait) -> ChangeTick;
             demo_traffic(DemoTraffic) -> DemoTrafficState;
+            demo_seed(DemoSeed) -> DemoSeeded;
+            reader_role_grant(ReaderGrant) -> bool;
         }
     };
 }

@@ -295,3 +295,28 @@ pub(crate) fn check_limit(limit: u32) -> Result<u32, ApiError> {
         _ => Err(ApiError::invalid(format!("a page holds at most 500 rows, not {limit}"))),
     }
 }
+
+/// Seed the demo `shop` contract into the open store, through the engine.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct DemoSeed {
+    pub sessions: u32,
+    pub seed: u64,
+    /// Share of events whose first attempt fails; a tenth of it always fails.
+    pub fail_rate: f64,
+    /// Append only, 10 events a session: for scale tests.
+    pub bulk: bool,
+    /// Also one session `long-00000` of this many unhandled events.
+    pub long_session: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
+pub struct DemoSeeded {
+    pub sessions: u32,
+    pub events: u64,
+}
+
+/// Let a Postgres role read the open store and nothing more.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct ReaderGrant {
+    pub role: String,
+}
