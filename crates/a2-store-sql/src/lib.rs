@@ -8,12 +8,11 @@
 mod conn;
 mod each;
 mod explain;
-mod reads;
 pub mod rows;
 mod statements;
+mod steps;
 mod store;
 mod value;
-mod writes;
 
 use std::ops::Deref;
 use std::sync::Arc;

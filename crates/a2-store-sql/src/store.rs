@@ -1,10 +1,18 @@
-//! The store trait, implemented once for every SQL backend.
+//! The store trait, implemented once for every SQL backend: each method is
+//! the operation itself, over the backend's statements; `steps.rs` holds
+//! what several of them share.
 
 use std::sync::Arc;
 
+use a2_store::codec::to_i64;
+use a2_store::rules::{check_batch, claim_head, cursor_state, untaken_cursor};
 use a2_store::*;
 
-use crate::{SqlBackend, SqlStore};
+use crate::each::run_each;
+use crate::rows::{contract_range, dead_letter, event, head_ref, head_state, snapshot_info, summary};
+use crate::steps::{fenced, keyed};
+use crate::value::Arg;
+use crate::{page, SqlBackend, SqlStore};
 
 #[async_trait::async_trait]
 impl<B: SqlBackend> Store for SqlStore<B> {
@@ -15,28 +23,177 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         self.backend.changes()
     }
     async fn event_append(&self, params: EventAppend) -> Result<Appended, StoreError> {
-        self.append(params).await
+        check_session_key(&params.session)?;
+        check_batch(&params.session, &params.events)?;
+        if params.events.is_empty() {
+            let mut conn = self.backend.work().await?;
+            let head = self.session_row(conn.as_mut(), &params.session).await?.map_or(0, |(h, _)| h);
+            return Ok(Appended { head, events: Vec::new(), duplicate: false });
+        }
+        if let Some(appended) = self.backend.append_fast(&params).await? {
+            self.backend.announce(&params.session);
+            return Ok(appended);
+        }
+        let mut tx = self.backend.begin().await?;
+        let (events, duplicate) =
+            self.append_in(tx.as_mut(), &params.session, params.events, &params.consumers, self.now()).await?;
+        let head = self.session_row(tx.as_mut(), &params.session).await?.map_or(0, |(h, _)| h);
+        tx.commit().await?;
+        if !duplicate {
+            self.backend.announce(&params.session);
+        }
+        Ok(Appended { head, events, duplicate })
     }
     async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
-        self.claim(params).await
+        check_session_key(&params.session)?;
+        let key = params.session.as_str();
+        let mut tx = self.backend.begin().await?;
+        let Some((head, clear)) = self.session_row(tx.as_mut(), key).await? else {
+            return Ok(Claimed::default());
+        };
+        self.ensure_cursors(tx.as_mut(), key, (head, clear), &params.consumers).await?;
+        let now = self.now();
+        for consumer in &params.consumers {
+            self.skip_untaken(tx.as_mut(), key, head, consumer, now).await?;
+        }
+        let names = Arg::texts(params.consumers.iter().map(|c| c.name.as_str()));
+        let through = Arg::OptInt(params.through.map(to_i64));
+        let limit = params.limit.max(1) as usize;
+        let waits_args = vec![Arg::text(key), names.clone(), through.clone(), Arg::Int(now), Arg::Int(to_i64(head))];
+        let waits = tx.fetch_one(self.sql().claim_waits, waits_args).await?;
+        let mut claimed = Claimed {
+            session_head: head,
+            busy_until: waits.opt_int("busy_until")?,
+            retry_at: waits.opt_int("retry_at")?,
+            ..Claimed::default()
+        };
+        // Where each statement reads its own snapshot (Postgres, READ
+        // COMMITTED), a cursor the skip above saw held can be completed onto
+        // an untaken event before the selection reads it: such a cursor is
+        // locked, skipped and looked at again, never run.
+        for _pass in 0..4 {
+            let fetch = i64::try_from(limit + params.exclude.len()).unwrap_or(i64::MAX);
+            let args = vec![Arg::text(key), names.clone(), through.clone(), Arg::Int(now), Arg::Int(fetch)];
+            let candidates = tx.fetch(self.sql().claim_candidates, args).await?;
+            let (mut changed, mut untaken) = (Vec::new(), Vec::new());
+            for row in &candidates {
+                if claimed.heads.len() >= limit {
+                    break;
+                }
+                let head_ref = head_ref(row)?;
+                if params.exclude.contains(&head_ref) {
+                    continue;
+                }
+                let mut state = head_state(row)?;
+                let event = event(row, key, "e_")?;
+                if untaken_cursor(&params, &head_ref, &event.event_type) {
+                    untaken.push(head_ref.consumer);
+                    continue;
+                }
+                if claim_head(&mut state, head_ref.clone(), event, &params, now, &mut claimed) {
+                    changed.push((head_ref, state));
+                }
+            }
+            self.put_states(tx.as_mut(), key, &changed).await?;
+            if untaken.is_empty() || claimed.heads.len() >= limit {
+                break;
+            }
+            // The cursor may stand past the head read above: skip up to the head now.
+            let head_now = self.session_row(tx.as_mut(), key).await?.map_or(head, |(h, _)| h);
+            for consumer in params.consumers.iter().filter(|c| untaken.contains(&c.name)) {
+                self.skip_untaken(tx.as_mut(), key, head_now, consumer, now).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(claimed)
     }
     async fn head_renew(&self, params: HeadRenew) -> Result<Renewed, StoreError> {
-        self.renew(params).await
+        let expires = self.now() + params.ttl_ms;
+        let leading = [Arg::text(&params.session), Arg::text(&params.holder), Arg::Int(expires)];
+        let rows: Vec<Vec<Arg>> = params.heads.iter().map(fenced).collect();
+        let mut tx = self.backend.begin().await?;
+        let kept = run_each(tx.as_mut(), &self.sql().heads_renew, &leading, &rows).await?;
+        tx.commit().await?;
+        let kept = kept.iter().map(head_ref).collect::<Result<Vec<_>, _>>()?;
+        let (renewed, superseded) = params.heads.into_iter().map(|h| h.head).partition(|h| kept.contains(h));
+        Ok(Renewed { renewed, superseded, lease_expires_at: expires })
     }
     async fn head_complete(&self, params: HeadComplete) -> Result<CompleteOutcome, StoreError> {
-        self.complete(params).await
+        let key = params.session.as_str();
+        let now = self.now();
+        let mut tx = self.backend.begin().await?;
+        let Some((kind, state)) = self.lock_head(tx.as_mut(), key, &params.head).await? else {
+            return Ok(CompleteOutcome::Superseded);
+        };
+        if !state.is_current(params.attempt) {
+            return Ok(CompleteOutcome::Superseded);
+        }
+        let (appended, duplicate) = self.append_in(tx.as_mut(), key, params.events, &params.consumers, now).await?;
+        // No touch of the session row: completions of one session's heads must not queue on it.
+        self.settle(tx.as_mut(), key, &params.head, kind).await?;
+        let session_head = self.session_row(tx.as_mut(), key).await?.map_or(0, |(h, _)| h);
+        tx.commit().await?;
+        let appended = if duplicate { Vec::new() } else { appended };
+        if !appended.is_empty() {
+            self.backend.announce(key);
+        }
+        Ok(CompleteOutcome::Completed { session_head, appended })
     }
+    /// Cursors move on and per-event heads go, each fenced by its attempt.
     async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
-        self.complete_many(params).await
+        let leading = [Arg::text(&params.session)];
+        let rows: Vec<Vec<Arg>> = params.heads.iter().map(fenced).collect();
+        let mut tx = self.backend.begin().await?;
+        let mut settled = run_each(tx.as_mut(), &self.sql().cursors_complete, &leading, &rows).await?;
+        settled.extend(run_each(tx.as_mut(), &self.sql().event_heads_complete, &leading, &rows).await?);
+        tx.commit().await?;
+        settled.iter().map(head_ref).collect()
     }
     async fn head_fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError> {
-        self.fail(params).await
+        let key = params.session.as_str();
+        let mut tx = self.backend.begin().await?;
+        let Some((_, mut state)) = self.lock_head(tx.as_mut(), key, &params.head).await? else {
+            return Ok(FailOutcome::Superseded);
+        };
+        if !state.is_current(params.attempt) {
+            return Ok(FailOutcome::Superseded);
+        }
+        let outcome = state.fail(self.now(), params.error, params.max_failures, params.backoff);
+        self.put_states(tx.as_mut(), key, &[(params.head, state)]).await?;
+        tx.commit().await?;
+        Ok(outcome)
     }
     async fn dead_letter_redrive(&self, params: DeadLetterRedrive) -> Result<bool, StoreError> {
-        self.redrive(params).await
+        let mut tx = self.backend.begin().await?;
+        let redriven = self.redrive_in(tx.as_mut(), &params).await?;
+        if let Some(mut entry) = params.audit {
+            // The action and its record commit together, or neither does.
+            entry.outcome = serde_json::json!({ "redriven": redriven });
+            self.audit_insert(tx.as_mut(), &entry).await?;
+        }
+        tx.commit().await?;
+        Ok(redriven)
     }
     async fn cursor_wake(&self, params: CursorWake) -> Result<CursorState, StoreError> {
-        self.wake(params).await
+        check_session_key(&params.session)?;
+        if params.consumer.log.is_none() {
+            return Err(StoreError::invalid(format!(
+                "consumer '{}' has no string lane, so it has no cursor",
+                params.consumer.name
+            )));
+        }
+        let key = params.session.as_str();
+        let mut tx = self.backend.begin().await?;
+        let Some((head, clear)) = self.session_row(tx.as_mut(), key).await? else {
+            return Ok(CursorState::default());
+        };
+        self.ensure_cursors(tx.as_mut(), key, (head, clear), std::slice::from_ref(&params.consumer)).await?;
+        self.skip_untaken(tx.as_mut(), key, head, &params.consumer, self.now()).await?;
+        let args = vec![Arg::text(key), Arg::text(&params.consumer.name)];
+        let row = tx.fetch_optional(self.sql().cursor_get, args).await?;
+        tx.commit().await?;
+        let Some(row) = row else { return Ok(CursorState { session_head: head, ..CursorState::default() }) };
+        Ok(cursor_state(head, row.u64("idx")?, head_state(&row)?))
     }
     async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
         let mut conn = self.backend.work().await?;
@@ -44,19 +201,98 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         Ok(bounds.map_or_else(SessionBounds::default, |(head, clear_index)| SessionBounds { head, clear_index }))
     }
     async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
-        self.clear(params).await
+        check_session_key(&params.session)?;
+        let mut tx = self.backend.begin().await?;
+        let cleared = self.clear_in(tx.as_mut(), &params).await?;
+        if let Some(mut entry) = params.audit {
+            // The action and its record commit together, or neither does.
+            entry.outcome = serde_json::json!(cleared);
+            self.audit_insert(tx.as_mut(), &entry).await?;
+        }
+        tx.commit().await?;
+        Ok(cleared)
     }
     async fn snapshot_put(&self, params: SnapshotPut) -> Result<(), StoreError> {
-        self.put_snapshot(params).await
+        let key = params.session.as_str();
+        let mut tx = self.backend.begin().await?;
+        let Some((head, clear)) = self.session_row(tx.as_mut(), key).await? else {
+            return Err(StoreError::not_found(format!("session {key:?}")));
+        };
+        if params.index <= clear || params.index > head {
+            return Ok(());
+        }
+        let at = |index: u64| vec![Arg::text(key), Arg::text(&params.reducer), Arg::Int(to_i64(index))];
+        let existing = tx.fetch(self.sql().snapshots_below, at(params.index)).await?;
+        let mut pins: Vec<HeadRef> = params.pin.into_iter().collect();
+        for row in &existing {
+            let index = row.u64("idx")?;
+            let row_pins: Vec<HeadRef> = row.json("pins")?;
+            if index == params.index {
+                pins.extend(row_pins);
+                continue;
+            }
+            // Older snapshots of this reducer go, unless a running head still pins them.
+            let mut live = false;
+            for pin in &row_pins {
+                live |= tx.fetch_one(self.sql().pin_live, keyed(key, pin)).await?.bool("live")?;
+            }
+            if !live {
+                tx.execute(self.sql().snapshot_delete, at(index)).await?;
+            }
+        }
+        pins.sort();
+        pins.dedup();
+        let pins = serde_json::to_value(&pins).map_err(|e| StoreError::invalid(e.to_string()))?;
+        let mut args = at(params.index);
+        args.extend([Arg::Json(params.state), Arg::Json(pins), Arg::Int(self.now())]);
+        tx.execute(self.sql().snapshot_put, args).await?;
+        tx.commit().await?;
+        Ok(())
     }
     async fn snapshot_get(&self, params: SnapshotGet) -> Result<Option<Snapshot>, StoreError> {
-        self.read_snapshot(params).await
+        let args = vec![Arg::Text(params.session), Arg::Text(params.reducer), Arg::Int(to_i64(params.at_most))];
+        let row = self.backend.read().await?.fetch_optional(self.sql().snapshot_get, args).await?;
+        row.map(|r| {
+            Ok(Snapshot {
+                reducer: r.text("reducer")?,
+                index: r.u64("idx")?,
+                state: r.json("state")?,
+                pins: r.json("pins")?,
+                created_at: r.int("created_at")?,
+            })
+        })
+        .transpose()
     }
     async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<RunnablePage, StoreError> {
-        self.read_runnable(params).await
+        let (lo, hi) = codec::prefix_range(&session_key(&params.contract, ""));
+        let after = params.after.map(|a| session_key(&params.contract, &a)).unwrap_or_default();
+        let args = vec![
+            Arg::Text(lo),
+            Arg::Text(hi),
+            Arg::Text(after),
+            Arg::Texts(params.consumers),
+            Arg::Int(self.now()),
+            Arg::Int(i64::from(params.limit.clamp(1, MAX_PAGE))),
+        ];
+        // The engine's own connections: the rescuer works, it does not inspect.
+        let mut conn = self.backend.work().await?;
+        let rows = conn.fetch(self.sql().runnable_sessions, args).await?;
+        let scanned = rows
+            .iter()
+            .map(|r| Ok((r.text("session")?, r.bool("runnable")?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(RunnablePage::from_scan(scanned, params.limit))
     }
     async fn event_list(&self, params: EventList) -> Result<Vec<Event>, StoreError> {
-        self.read_events(params).await
+        let sql = if params.newest_first { self.sql().events_newest_first } else { self.sql().events_oldest_first };
+        let args = vec![
+            Arg::text(&params.session),
+            Arg::Int(to_i64(params.after.unwrap_or(0))),
+            Arg::Int(params.before.map_or(i64::MAX, to_i64)),
+            page(params.limit),
+        ];
+        let rows = self.backend.read().await?.fetch(sql, args).await?;
+        rows.iter().map(|r| event(r, &params.session, "")).collect()
     }
     async fn contract_list(&self) -> Result<Vec<String>, StoreError> {
         // A loose index scan: one seek per contract, not a scan of every session.
@@ -64,39 +300,118 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         rows.iter().map(|r| r.text("contract")).collect()
     }
     async fn session_list(&self, params: SessionList) -> Result<Vec<SessionSummary>, StoreError> {
-        self.read_sessions(params).await
+        let prefix = session_key(&params.contract, params.id_prefix.as_deref().unwrap_or(""));
+        let (lo, hi) = codec::prefix_range(&prefix);
+        let after = params.after.map(|a| session_key(&params.contract, &a)).unwrap_or_default();
+        let args = vec![Arg::Text(lo), Arg::Text(hi), Arg::Text(after), page(params.limit)];
+        let rows = self.backend.read().await?.fetch(self.sql().session_page, args).await?;
+        rows.iter().map(summary).collect()
     }
     async fn session_list_by_activity(&self, params: SessionsByActivity) -> Result<Vec<SessionSummary>, StoreError> {
-        self.read_sessions_by_activity(params).await
+        // The first page starts above every real key: a keyset, never an OR the planner cannot seek on.
+        let (at, after) = params
+            .before
+            .map_or((i64::MAX, "\u{10FFFF}".to_owned()), |(at, id)| (at, session_key(&params.contract, &id)));
+        let args = vec![Arg::text(&params.contract), Arg::Int(at), Arg::Text(after), page(params.limit)];
+        let rows = self.backend.read().await?.fetch(self.sql().sessions_by_activity, args).await?;
+        rows.iter().map(summary).collect()
     }
     async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
-        self.read_session(session).await
+        let row = self.backend.read().await?.fetch_optional(self.sql().session_get, vec![Arg::text(session)]).await?;
+        row.as_ref().map(summary).transpose()
     }
     async fn head_list(&self, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
-        self.read_heads(session).await
+        self.heads_on(self.backend.read().await?.as_mut(), session).await
     }
     async fn head_scan(&self, params: HeadScan) -> Result<Vec<HeadInfo>, StoreError> {
-        self.read_head_scan(params).await
+        let limit = page_size(params.limit);
+        let from = params.after.as_ref().map(|a| a.session.clone()).unwrap_or_default();
+        let args = vec![
+            Arg::Text(from),
+            Arg::OptText(params.consumer.clone()),
+            Arg::Int(i64::try_from(limit + 1).unwrap_or(i64::MAX)),
+        ];
+        let mut conn = self.backend.read().await?;
+        let sessions = conn.fetch(self.sql().sessions_with_heads, args).await?;
+        let mut found = Vec::new();
+        for row in sessions {
+            let session = row.text("session")?;
+            let infos = self.heads_on(conn.as_mut(), &session).await?;
+            found.extend(a2_store::rules::scan_heads([(session, infos)], &params, limit - found.len()));
+            if found.len() == limit {
+                break;
+            }
+        }
+        Ok(found)
     }
     async fn dead_letter_list(&self, params: DeadLetterList) -> Result<Vec<DeadLetter>, StoreError> {
-        self.read_dead_letters(params).await
+        let (lo, hi) = contract_range(params.contract.as_deref());
+        let after =
+            params.after.unwrap_or(HeadKey { session: String::new(), consumer: String::new(), lane: None, index: 0 });
+        let args = vec![
+            Arg::Text(lo),
+            Arg::Text(hi),
+            Arg::OptText(params.session),
+            Arg::OptText(params.consumer),
+            Arg::Text(after.session),
+            Arg::Text(after.consumer),
+            Arg::text(codec::lane_column(after.lane.as_deref())),
+            Arg::Int(to_i64(after.index)),
+            page(params.limit),
+        ];
+        let rows = self.backend.read().await?.fetch(self.sql().dead_letters, args).await?;
+        rows.iter().map(dead_letter).collect()
     }
     async fn consumer_totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>, StoreError> {
-        self.read_totals(contract).await
+        let (lo, hi) = contract_range(contract);
+        let rows =
+            self.backend.read().await?.fetch(self.sql().consumer_totals, vec![Arg::Text(lo), Arg::Text(hi)]).await?;
+        rows.iter().map(|r| crate::rows::consumer_total(r, "lagging")).collect()
     }
     async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError> {
-        self.refresh_totals().await
+        let totals = self.consumer_totals(None).await?;
+        let computed_at = self.now();
+        let mut tx = self.backend.begin().await?;
+        tx.execute(self.sql().totals_clear, Vec::new()).await?;
+        for t in &totals {
+            let args = vec![
+                Arg::text(&t.contract),
+                Arg::text(&t.consumer),
+                Arg::Int(to_i64(t.sessions)),
+                Arg::Int(to_i64(t.lagging_sessions)),
+                Arg::Int(to_i64(t.total_lag)),
+                Arg::Int(to_i64(t.dead_letters)),
+                Arg::Int(computed_at),
+            ];
+            tx.execute(self.sql().totals_put, args).await?;
+        }
+        tx.commit().await?;
+        Ok(TotalsSnapshot { computed_at, totals })
     }
     async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError> {
-        self.read_kept_totals(contract).await
+        let rows = self.backend.read().await?.fetch(self.sql().kept_totals, vec![Arg::opt_text(contract)]).await?;
+        let mut computed_at: Option<Millis> = None;
+        let mut totals = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let at = row.int("computed_at")?;
+            computed_at = Some(computed_at.map_or(at, |c| c.min(at)));
+            totals.push(crate::rows::consumer_total(row, "lagging_sessions")?);
+        }
+        Ok(computed_at.map(|computed_at| TotalsSnapshot { computed_at, totals }))
     }
     async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
-        self.read_snapshots(session).await
+        let rows = self.backend.read().await?.fetch(self.sql().snapshots_of_session, vec![Arg::text(session)]).await?;
+        rows.iter().map(snapshot_info).collect()
     }
     async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {
-        self.audit_append(entry).await
+        let mut tx = self.backend.begin().await?;
+        let id = self.audit_insert(tx.as_mut(), &entry).await?;
+        tx.commit().await?;
+        Ok(id)
     }
     async fn audit_list(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError> {
-        self.read_audit(params).await
+        let args = vec![Arg::Int(params.before.map_or(i64::MAX, to_i64)), page(params.limit)];
+        let rows = self.backend.read().await?.fetch(self.sql().audit_list, args).await?;
+        rows.iter().map(crate::rows::audit_record).collect()
     }
 }

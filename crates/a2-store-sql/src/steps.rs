@@ -1,0 +1,253 @@
+//! The steps several store operations share (a session's bounds, new
+//! cursors, skipping untaken events, an append inside a transaction, writing
+//! head states back, settling a head, the audit record): statements from the
+//! backend, decisions from `a2_store::rules`, so every backend does them the same way.
+
+use a2_store::codec::{kind_code, lane_column, target_kind, to_i64};
+use a2_store::rules::{check_batch, head_infos, plan_batch, BatchPlan, HeadState};
+use a2_store::*;
+
+use crate::conn::Conn;
+use crate::each::run_each;
+use crate::rows::{event, head_ref, head_row, head_state};
+use crate::value::Arg;
+use crate::{SqlBackend, SqlStore};
+
+/// The arguments naming one head: (consumer, lane, idx).
+fn head_args(head: &HeadRef) -> [Arg; 3] {
+    [Arg::text(&head.consumer), Arg::text(lane_column(head.lane.as_deref())), Arg::Int(to_i64(head.index))]
+}
+
+pub(crate) fn keyed(key: &str, head: &HeadRef) -> Vec<Arg> {
+    std::iter::once(Arg::text(key)).chain(head_args(head)).collect()
+}
+
+pub(crate) fn fenced(held: &HeldHead) -> Vec<Arg> {
+    head_args(&held.head).into_iter().chain([Arg::Int(i64::from(held.attempt))]).collect()
+}
+
+impl<B: SqlBackend> SqlStore<B> {
+    /// A session's heads as the Studio shows them, on `conn`.
+    pub(crate) async fn heads_on(&self, conn: &mut dyn Conn, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
+        let rows = conn.fetch(self.sql().heads_of_session, vec![Arg::text(session)]).await?;
+        let Some(first) = rows.first() else { return Ok(Vec::new()) };
+        let head = first.u64("session_head")?;
+        let rows = rows.iter().map(head_row).collect::<Result<Vec<_>, _>>()?;
+        Ok(head_infos(session, head, rows))
+    }
+
+    /// `(head, clear_index)` of a session, if it exists.
+    pub(crate) async fn session_row(&self, conn: &mut dyn Conn, key: &str) -> Result<Option<(u64, u64)>, StoreError> {
+        let row = conn.fetch_optional(self.sql().session_row, vec![Arg::text(key)]).await?;
+        row.map(|r| Ok((r.u64("head")?, r.u64("clear_index")?))).transpose()
+    }
+
+    /// Give log consumers without a cursor here one: after the head, or after
+    /// the clear boundary when backfilling. Existing cursors are left alone.
+    pub(crate) async fn ensure_cursors(
+        &self,
+        conn: &mut dyn Conn,
+        key: &str,
+        (head, clear): (u64, u64),
+        consumers: &[StoreConsumer],
+    ) -> Result<(), StoreError> {
+        let rows: Vec<Vec<Arg>> = consumers
+            .iter()
+            .filter_map(|c| c.log.as_ref().map(|log| (c, log)))
+            .map(|(c, log)| {
+                let next = if log.backfill { clear + 1 } else { head + 1 };
+                vec![Arg::text(&c.name), Arg::text(&log.lane), Arg::Int(to_i64(next))]
+            })
+            .collect();
+        run_each(conn, &self.sql().cursors_ensure, &[Arg::text(key)], &rows).await?;
+        Ok(())
+    }
+
+    /// Move a cursor no live attempt holds past events its consumer does not
+    /// take; a lapsed attempt on such an event is dropped with the move.
+    pub(crate) async fn skip_untaken(
+        &self,
+        conn: &mut dyn Conn,
+        key: &str,
+        head: u64,
+        consumer: &StoreConsumer,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let Some(LogSpec { types: Some(types), .. }) = &consumer.log else { return Ok(()) };
+        let args = vec![
+            Arg::text(key),
+            Arg::text(&consumer.name),
+            Arg::texts(types),
+            Arg::Int(to_i64(head + 1)),
+            Arg::Int(to_i64(head)),
+            Arg::Int(now),
+        ];
+        conn.execute(self.sql().untaken_skip, args).await?;
+        Ok(())
+    }
+
+    /// Append a batch inside `conn`'s transaction: all ids present is an
+    /// idempotent no-op (`true`), a mix of present and new is refused.
+    pub(crate) async fn append_in(
+        &self,
+        conn: &mut dyn Conn,
+        key: &str,
+        events: Vec<NewEvent>,
+        consumers: &[StoreConsumer],
+        now: Millis,
+    ) -> Result<(Vec<Event>, bool), StoreError> {
+        check_batch(key, &events)?;
+        if events.is_empty() {
+            return Ok((Vec::new(), false));
+        }
+        // Lock (creating if need be) the session row: appends to one session serialize here.
+        let row = conn.fetch_one(self.sql().session_open, vec![Arg::text(key), Arg::Int(now)]).await?;
+        let (head, clear) = (row.u64("head")?, row.u64("clear_index")?);
+        let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
+        let present = conn.fetch(self.sql().events_by_ids, vec![Arg::text(key), Arg::texts(&ids)]).await?;
+        let present: Vec<Event> = present.iter().map(|r| event(r, key, "")).collect::<Result<_, _>>()?;
+        let present_ids: Vec<&str> = present.iter().map(|e| e.id.as_str()).collect();
+        if plan_batch(key, &events, &present_ids)? == BatchPlan::AllPresent {
+            let stored = ids.iter().filter_map(|id| present.iter().find(|e| e.id == *id).cloned()).collect();
+            return Ok((stored, true));
+        }
+        self.ensure_cursors(conn, key, (head, clear), consumers).await?;
+        let (mut event_rows, mut head_rows) = (Vec::with_capacity(events.len()), Vec::new());
+        let mut stored = Vec::with_capacity(events.len());
+        for (offset, new) in events.into_iter().enumerate() {
+            let index = head + 1 + offset as u64;
+            for target in &new.targets {
+                head_rows.push(vec![
+                    Arg::text(&target.consumer),
+                    Arg::text(lane_column(target.lane.as_deref())),
+                    Arg::Int(to_i64(index)),
+                    Arg::Int(i64::from(kind_code(target_kind(target.lane.as_deref())))),
+                ]);
+            }
+            let cause = new.cause.as_ref().map(serde_json::to_value).transpose();
+            event_rows.push(vec![
+                Arg::Int(to_i64(index)),
+                Arg::text(&new.id),
+                Arg::text(&new.event_type),
+                Arg::Json(new.payload.clone()),
+                Arg::OptJson(cause.map_err(|e| StoreError::invalid(format!("cause: {e}")))?),
+            ]);
+            stored.push(Event {
+                id: new.id,
+                event_type: new.event_type,
+                payload: new.payload,
+                index,
+                session: key.to_owned(),
+                created_at: now,
+                cause: new.cause,
+            });
+        }
+        run_each(conn, &self.sql().events_insert, &[Arg::text(key), Arg::Int(now)], &event_rows).await?;
+        run_each(conn, &self.sql().event_heads_insert, &[Arg::text(key)], &head_rows).await?;
+        let new_head = to_i64(head + stored.len() as u64);
+        conn.execute(self.sql().session_advance, vec![Arg::Int(new_head), Arg::Int(now), Arg::text(key)]).await?;
+        Ok((stored, false))
+    }
+
+    /// Write back the states of many heads.
+    pub(crate) async fn put_states(
+        &self,
+        conn: &mut dyn Conn,
+        key: &str,
+        heads: &[(HeadRef, HeadState)],
+    ) -> Result<(), StoreError> {
+        let rows: Vec<Vec<Arg>> = heads
+            .iter()
+            .map(|(head, s)| {
+                head_args(head)
+                    .into_iter()
+                    .chain([
+                        Arg::Int(i64::from(s.attempt_count)),
+                        Arg::Int(i64::from(s.failure_count)),
+                        Arg::OptText(s.last_error.clone()),
+                        Arg::OptInt(s.failed_at),
+                        Arg::OptText(s.lease_holder.clone()),
+                        Arg::OptInt(s.lease_expires_at),
+                        Arg::OptInt(s.next_attempt_at),
+                    ])
+                    .collect()
+            })
+            .collect();
+        run_each(conn, &self.sql().head_states_put, &[Arg::text(key)], &rows).await?;
+        Ok(())
+    }
+
+    /// Lock a head row and return its kind and state.
+    pub(crate) async fn lock_head(
+        &self,
+        conn: &mut dyn Conn,
+        key: &str,
+        head: &HeadRef,
+    ) -> Result<Option<(i64, HeadState)>, StoreError> {
+        let row = conn.fetch_optional(self.sql().head_lock, keyed(key, head)).await?;
+        row.map(|r| Ok((r.int("kind")?, head_state(&r)?))).transpose()
+    }
+
+    /// Settle a head: move a cursor on, or drop a per-event head.
+    pub(crate) async fn settle(
+        &self,
+        conn: &mut dyn Conn,
+        key: &str,
+        head: &HeadRef,
+        kind: i64,
+    ) -> Result<(), StoreError> {
+        let sql = if kind == 0 { self.sql().cursor_settle } else { self.sql().event_head_settle };
+        conn.execute(sql, keyed(key, head)).await?;
+        Ok(())
+    }
+
+    pub(crate) async fn redrive_in(&self, conn: &mut dyn Conn, params: &DeadLetterRedrive) -> Result<bool, StoreError> {
+        let key = params.session.as_str();
+        let args = vec![Arg::text(key), Arg::text(&params.consumer), Arg::Int(to_i64(params.index))];
+        let Some(row) = conn.fetch_optional(self.sql().dead_letter_lock, args).await? else { return Ok(false) };
+        let head = head_ref(&row)?;
+        match params.action {
+            RedriveAction::Skip => self.settle(conn, key, &head, row.int("kind")?).await?,
+            RedriveAction::Retry => {
+                let mut state = head_state(&row)?;
+                state.retry();
+                self.put_states(conn, key, &[(head, state)]).await?;
+            }
+        }
+        conn.execute(self.sql().session_touch, vec![Arg::Int(self.now()), Arg::text(key)]).await?;
+        Ok(true)
+    }
+
+    pub(crate) async fn clear_in(&self, conn: &mut dyn Conn, params: &SessionClear) -> Result<Cleared, StoreError> {
+        let key = Arg::text(&params.session);
+        let Some(row) = conn.fetch_optional(self.sql().session_lock, vec![key.clone()]).await? else {
+            return Ok(Cleared { cleared: params.if_last_index.is_none_or(|i| i == 0), index: 0 });
+        };
+        let head = row.u64("head")?;
+        if params.if_last_index.is_some_and(|i| i != head) {
+            return Ok(Cleared { cleared: false, index: head });
+        }
+        let boundary = Arg::Int(to_i64(head));
+        let sql = self.sql();
+        conn.execute(sql.clear_session, vec![boundary.clone(), Arg::Int(self.now()), key.clone()]).await?;
+        conn.execute(sql.clear_cursors, vec![boundary.clone(), key.clone()]).await?;
+        conn.execute(sql.clear_event_heads, vec![key.clone(), boundary]).await?;
+        conn.execute(sql.clear_snapshots, vec![key]).await?;
+        Ok(Cleared { cleared: true, index: head })
+    }
+
+    /// Write an audit entry inside the caller's transaction.
+    pub(crate) async fn audit_insert(&self, conn: &mut dyn Conn, entry: &AuditEntry) -> Result<u64, StoreError> {
+        let args = vec![
+            Arg::Int(entry.at),
+            Arg::text(&entry.user),
+            Arg::text(&entry.host),
+            Arg::text(&entry.action),
+            Arg::OptText(entry.contract.clone()),
+            Arg::OptText(entry.session_id.clone()),
+            Arg::Json(entry.parameters.clone()),
+            Arg::Json(entry.outcome.clone()),
+        ];
+        conn.fetch_one(self.sql().audit_insert, args).await?.u64("id")
+    }
+}
