@@ -89,6 +89,10 @@ fn shop(session: &str) -> SessionRef {
     SessionRef::new("shop", session)
 }
 
+fn redrive(session: &str, consumer: &str, index: u64, action: RedriveAction) -> Redrive {
+    Redrive { session: shop(session), consumer: consumer.into(), index, action }
+}
+
 fn consume(session: &str, consumer: &str, through: Option<u64>) -> ConsumeTarget {
     ConsumeTarget { session: shop(session), consumer: consumer.into(), through }
 }
@@ -145,37 +149,22 @@ async fn reads_and_actions(kind: StoreKind) {
 
     // Actions, each audited.
     assert!(
-        op.dead_letter_redrive(Redrive {
-            session: shop("o-1"),
-            consumer: "charger".into(),
-            index: 1,
-            action: RedriveAction::Skip
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .redriven
+        op.dead_letter_redrive(redrive("o-1", "charger", 1, RedriveAction::Skip))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .redriven
     );
     assert!(
-        !op.dead_letter_redrive(Redrive {
-            session: shop("o-1"),
-            consumer: "charger".into(),
-            index: 1,
-            action: RedriveAction::Skip
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .redriven
+        !op.dead_letter_redrive(redrive("o-1", "charger", 1, RedriveAction::Skip))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .redriven
     );
     assert!(
-        op.dead_letter_redrive(Redrive {
-            session: shop("o-3"),
-            consumer: "charger".into(),
-            index: 1,
-            action: RedriveAction::Retry
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .redriven
+        op.dead_letter_redrive(redrive("o-3", "charger", 1, RedriveAction::Retry))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .redriven
     );
     assert_eq!(
         op.dead_letter_list(DeadLetterList { limit: 10, ..Default::default() }).await.map(|p| p.items.len()).ok(),
@@ -236,14 +225,7 @@ async fn reads_and_actions(kind: StoreKind) {
     let ro = operator(store.clone(), kind, Mode::ReadOnly);
     let before = op.audit_list(AuditList { before: None, limit: 50 }).await.map(|a| a.len()).ok();
     let refusals: Vec<Result<(), OperatorError>> = vec![
-        ro.dead_letter_redrive(Redrive {
-            session: shop("o-1"),
-            consumer: "charger".into(),
-            index: 1,
-            action: RedriveAction::Retry,
-        })
-        .await
-        .map(|_| ()),
+        ro.dead_letter_redrive(redrive("o-1", "charger", 1, RedriveAction::Retry)).await.map(|_| ()),
         ro.session_clear(ClearSession { session: shop("o-0"), if_last_index: None }).await.map(|_| ()),
         ro.session_consume(&consume("o-0", "mailer", None), ConsumeMode::Ack, None).await.map(|_| ()),
     ];
