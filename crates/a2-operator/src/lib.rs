@@ -25,6 +25,15 @@ pub use params::{
 };
 pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redriven};
 
+/// The store's own values, as operator calls take and return them: shells
+/// name them through the operator and depend on no store crate.
+pub mod model {
+    pub use a2_store::{
+        Access, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter, DeadLetterList, HeadKey, HeadKind, HeadRef,
+        Millis, RedriveAction, SessionSummary, TotalsSnapshot,
+    };
+}
+
 type Result<T> = std::result::Result<T, OperatorError>;
 
 /// Who is acting, for the audit log.

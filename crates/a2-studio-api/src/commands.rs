@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use a2_operator::demo::{self, DemoOptions};
+use a2_operator::model::{AuditList, Cleared, DeadLetterList, RedriveAction, SessionSummary, TotalsSnapshot};
 use a2_operator::{
     ActivityCursor, ActivityQuery, Actor, ClearSession, Connect, ConsumeTarget, Consumed, EventQuery, HeadView,
     JobProgress, Mode, Operator, Redrive, RedriveAll, Redriven, SessionQuery, StoreKind, TotalsQuery,
 };
-use a2_store::{AuditList, Cleared, DeadLetterList, RedriveAction, SessionSummary, TotalsSnapshot};
 
 use crate::connection::Connection;
 use crate::jobs::Jobs;

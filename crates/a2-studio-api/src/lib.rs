@@ -12,11 +12,11 @@ pub mod profiles;
 mod types;
 pub mod web;
 
-pub use a2_operator::{ConsumeMode, Consumed, HeadView, JobProgress, Redriven, StoreKind};
-pub use a2_store::{
+pub use a2_operator::model::{
     Access, Cause, Cleared, ConsumerTotal, DeadLetter, HeadKey, HeadKind, HeadRef, RedriveAction, SessionSummary,
     TotalsSnapshot,
 };
+pub use a2_operator::{ConsumeMode, Consumed, HeadView, JobProgress, Redriven, StoreKind};
 pub use commands::Studio;
 pub use error::{ApiError, ErrorCode};
 pub use types::*;

@@ -4,8 +4,8 @@
 //! travel as JSON text: JavaScript's `JSON.parse` would round integers past
 //! 2^53, and the Studio shows them exact.
 
+use a2_operator::model::{HeadKey, Millis, RedriveAction};
 use a2_operator::{ConsumeMode, JobProgress, StoreKind};
-use a2_store::{HeadKey, Millis, RedriveAction};
 use serde::{Deserialize, Serialize};
 use specta::Type;
 
@@ -100,7 +100,7 @@ pub struct SessionListRequest {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 pub struct SessionPage {
-    pub items: Vec<a2_store::SessionSummary>,
+    pub items: Vec<a2_operator::model::SessionSummary>,
     pub next: Option<String>,
 }
 
@@ -135,7 +135,7 @@ pub struct EventView {
     /// The payload as JSON text, integers exact.
     pub payload: String,
     pub created_at: Millis,
-    pub cause: Option<a2_store::Cause>,
+    pub cause: Option<a2_operator::model::Cause>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
@@ -149,7 +149,7 @@ pub struct DeadLetterQuery {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 pub struct DeadLetterPage {
-    pub items: Vec<a2_store::DeadLetter>,
+    pub items: Vec<a2_operator::model::DeadLetter>,
     pub next: Option<HeadKey>,
 }
 
@@ -160,7 +160,7 @@ pub struct SnapshotView {
     pub size_bytes: u64,
     /// The reducer state as JSON text, integers exact.
     pub state: String,
-    pub pins: Vec<a2_store::HeadRef>,
+    pub pins: Vec<a2_operator::model::HeadRef>,
     pub created_at: Millis,
 }
 
