@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use a2_studio_api::{profiles, web, ConnectionOpen, Studio};
+use a2_studio_api::{profiles, web, ConnectionOpen, Limits, Studio};
 use clap::Parser;
 
 #[derive(Parser)]
@@ -19,7 +19,8 @@ struct Args {
     /// Open this store at start: sqlite:PATH, postgres://… or memory:.
     #[arg(long)]
     store: Option<String>,
-    /// Attach read-only (the default for a Postgres host that is not this machine).
+    /// A read-only ceiling for the whole process: no connection it opens,
+    /// now or later, can be read-write.
     #[arg(long)]
     read_only: bool,
     /// Open this SQLite dev store, seeding the demo when the file is new.
@@ -73,7 +74,18 @@ fn main() -> ExitCode {
             }
         };
     }
-    let studio = Arc::new(Studio::new(&profiles::default_dir()));
+    let config_dir = match profiles::default_dir() {
+        Ok(dir) => dir,
+        Err(error) => {
+            eprintln!("a2-studio: {}", error.message);
+            return ExitCode::FAILURE;
+        }
+    };
+    // Served to a browser, a page opens only the store named here and saved profiles.
+    let started_with =
+        args.store.clone().or_else(|| args.dev_store.as_ref().map(|p| format!("sqlite:{}", p.display())));
+    let limits = Limits { read_only: args.read_only, web: args.serve, started_with, ..Limits::default() };
+    let studio = Arc::new(Studio::with_limits(&config_dir, limits));
     if let Err(error) = tauri::async_runtime::block_on(open_at_start(&studio, &args)) {
         eprintln!("a2-studio: {error}");
         return ExitCode::from(1);
@@ -94,8 +106,15 @@ async fn open_at_start(studio: &Studio, args: &Args) -> Result<(), a2_studio_api
     if let Some(path) = &args.dev_store {
         studio.open_dev_store(path).await?;
     } else if let Some(url) = &args.store {
-        let read_only = args.read_only.then_some(true);
-        studio.connection_open(ConnectionOpen { url: Some(url.clone()), profile: None, read_only }).await?;
+        studio
+            .connection_open(ConnectionOpen {
+                url: Some(url.clone()),
+                profile: None,
+                password: None,
+                read_only: None,
+                init: false,
+            })
+            .await?;
     }
     if args.demo_traffic {
         studio.demo_traffic(a2_studio_api::DemoTraffic { on: Some(true) }).await?;

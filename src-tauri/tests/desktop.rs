@@ -113,6 +113,8 @@ async fn launch(dir: &Path, args: Vec<String>) -> (Client, Driver) {
         }
     });
     let serde_json::Value::Object(capabilities) = capabilities else { panic!("capabilities are an object") };
+    // Two rustls providers are linked (sqlx's ring, hyper-rustls's default): pick one before building.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut client = None;
     for _ in 0..50 {
         match ClientBuilder::rustls()

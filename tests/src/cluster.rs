@@ -1,7 +1,9 @@
 //! A Postgres cluster a test starts, stops and starts again: `initdb` and
 //! `pg_ctl` from Debian's server binaries, on a free loopback port, removed
 //! when dropped. As root the cluster belongs to the `postgres` user
-//! (initdb refuses to run as root).
+//! (initdb refuses to run as root). A TLS cluster accepts `hostssl` only,
+//! on 127.0.0.1 and 127.0.0.2 (a loopback address that is not "this
+//! machine" by name, for what a remote host gets).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -14,6 +16,13 @@ pub struct Cluster {
     root: PathBuf,
     bin: PathBuf,
     as_user: Option<String>,
+    tls: bool,
+}
+
+/// A server certificate and its key, PEM.
+pub struct ServerTls<'a> {
+    pub cert_pem: &'a str,
+    pub key_pem: &'a str,
 }
 
 fn pg_bin() -> Option<PathBuf> {
@@ -37,6 +46,15 @@ pub fn reachable(port: u16) -> bool {
 impl Cluster {
     /// Start a new cluster, or say why not.
     pub fn start() -> Result<Self, String> {
+        Self::start_with(None)
+    }
+
+    /// Start a cluster that refuses every connection without TLS.
+    pub fn start_tls(tls: ServerTls<'_>) -> Result<Self, String> {
+        Self::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<ServerTls<'_>>) -> Result<Self, String> {
         let bin =
             pg_bin().ok_or("no Postgres server binaries under /usr/lib/postgresql (apt-get install postgresql)")?;
         let port = TcpListener::bind("127.0.0.1:0")
@@ -52,7 +70,8 @@ impl Cluster {
                 return Err(format!("could not give {} to {user}", root.display()));
             }
         }
-        let cluster = Self { url: format!("postgres://postgres@127.0.0.1:{port}/postgres"), port, root, bin, as_user };
+        let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+        let cluster = Self { url, port, root, bin, as_user, tls: tls.is_some() };
         let data = cluster.data_dir();
         let out = cluster
             .command("initdb", &["-D", &data, "-U", "postgres", "--auth=trust", "--no-sync"])
@@ -61,8 +80,33 @@ impl Cluster {
         if !out.status.success() {
             return Err(format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr)));
         }
+        if let Some(tls) = tls {
+            cluster.install_tls(&tls)?;
+        }
         cluster.up()?;
         Ok(cluster)
+    }
+
+    /// The certificate and key in the data folder (the key the server's
+    /// user's alone, as Postgres demands), and `hostssl` as the only way in.
+    fn install_tls(&self, tls: &ServerTls<'_>) -> Result<(), String> {
+        let data = self.root.join("data");
+        let hba = "local all all trust\nhostssl all all 127.0.0.0/8 trust\nhostssl all all ::1/128 trust\n";
+        for (name, text, mode) in
+            [("server.crt", tls.cert_pem, 0o644), ("server.key", tls.key_pem, 0o600), ("pg_hba.conf", hba, 0o600)]
+        {
+            let path = data.join(name);
+            std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+            let chmod = Command::new("chmod").arg(format!("{mode:o}")).arg(&path).status().is_ok_and(|s| s.success());
+            let chown = match &self.as_user {
+                Some(user) => Command::new("chown").arg(user).arg(&path).status().is_ok_and(|s| s.success()),
+                None => true,
+            };
+            if !chmod || !chown {
+                return Err(format!("could not set the owner and mode of {}", path.display()));
+            }
+        }
+        Ok(())
     }
 
     fn data_dir(&self) -> String {
@@ -87,11 +131,16 @@ impl Cluster {
 
     /// Start the server and wait until it accepts connections.
     pub fn up(&self) -> Result<(), String> {
-        let options = format!(
-            "-c listen_addresses=127.0.0.1 -c port={} -c unix_socket_directories={} -c fsync=off -c max_connections=200",
+        let mut options = format!(
+            "-c port={} -c unix_socket_directories={} -c fsync=off -c max_connections=200",
             self.port,
             self.root.display()
         );
+        if self.tls {
+            options.push_str(" -c listen_addresses=127.0.0.1,127.0.0.2 -c ssl=on");
+        } else {
+            options.push_str(" -c listen_addresses=127.0.0.1");
+        }
         let log = self.root.join("server.log").display().to_string();
         let started =
             self.command("pg_ctl", &["-D", &self.data_dir(), "-o", &options, "-l", &log, "-w", "start"]).status();

@@ -78,9 +78,8 @@ fn serve(url: &str, read_only: bool) -> Served {
     let config = std::env::temp_dir().join(format!("a2-studio-config-{}", std::process::id()));
     let mut command = Command::new(a2_binary());
     command.args(["--store", url, "--json"]);
-    if read_only {
-        command.arg("--read-only");
-    }
+    // Postgres opens read-only unless asked: the read-write run asks.
+    command.arg(if read_only { "--read-only" } else { "--read-write" });
     let mut child = command
         .args(["serve", "--port", "0"])
         .env("A2_STUDIO_CONFIG_DIR", config)
@@ -106,7 +105,7 @@ fn browse(url: &str, mode: &str) {
 }
 
 fn run_both(url: &str) {
-    a2(url, &["demo"]);
+    a2(url, &["--read-write", "demo"]);
     {
         let served = serve(url, true);
         browse(&served.1, "ro");

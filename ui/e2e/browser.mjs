@@ -140,6 +140,26 @@ try {
     await page.getByRole("dialog").getByRole("button", { name: "Close" }).click();
     await page.waitForFunction((h) => document.querySelector("[data-testid=session-summary]")?.textContent?.includes(`cleared through ${h}`), head);
     step(`cleared order-00007 through ${head}`);
+    const attached = (await api("connection_get", {})).body;
+    if (attached.kind === "postgres") {
+      // Writing to Postgres is a step of its own: from the connect screen, asking
+      // read-write opens it read-only and names the database, host and server first.
+      await page.getByRole("button", { name: "Disconnect" }).click();
+      await page.getByRole("button", { name: "Postgres", exact: true }).click();
+      await page.getByTestId("postgres-url").fill(attached.url);
+      const roSwitch = page.getByTestId("read-only-switch");
+      await page.waitForFunction(() => document.querySelector("[data-testid=read-only-switch]")?.checked === true);
+      await roSwitch.uncheck();
+      await page.getByTestId("connect").click();
+      const confirm = page.getByTestId("confirm-read-write");
+      await confirm.waitFor();
+      const named = (await confirm.textContent()) ?? "";
+      const server = attached.server;
+      expect(named.includes(server.database) && named.includes(server.host) && named.includes(server.version), `the step names what it writes to: ${named}`);
+      await page.getByTestId("confirm-read-write-yes").click();
+      await page.locator(".badge.rw").waitFor();
+      step(`read-write confirmed by name: ${named.trim()}`);
+    }
   } else {
     await page.getByTestId("read-only-badge").waitFor();
     const connection = (await api("connection_get", {})).body;
@@ -171,6 +191,17 @@ try {
     ];
     for (const r of refusals) expect(r.status === 403 && r.body.code === "READ_ONLY", `the API refuses with READ_ONLY: ${JSON.stringify(r)}`);
     step("the HTTP API refused every action with READ_ONLY");
+    // `a2 serve --read-only` is a ceiling: the page cannot reopen its store read-write.
+    const raise = await api("connection_open", { url: connection.url, profile: null, read_only: false });
+    expect(raise.status === 403 && raise.body.code === "READ_ONLY", `read-write refused under the ceiling: ${JSON.stringify(raise)}`);
+    expect(connection.locked_read_only, "the connection says it is locked read-only");
+    if (connection.kind === "postgres") {
+      const tls = (await page.getByTestId("tls-badge").textContent()) ?? "";
+      // sslmode=prefer to this machine: encrypted when the server offers TLS, never verified.
+      expect(tls === "TLS off" || tls === "TLS unverified", `the TLS badge tells this machine's Postgres: ${tls}`);
+    }
+    expect(!page.url().includes("token="), `the token left the address bar: ${page.url()}`);
+    step("read-only is a ceiling; TLS state and token handling as expected");
     await open("#/dead-letters");
     await rows().first().waitFor();
     const after = await rowKeys();

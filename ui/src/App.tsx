@@ -107,9 +107,24 @@ export function App({ transport }: { transport: Transport }) {
           ) : (
             <span className="badge rw">read-write</span>
           )}
+          {info.tls && (
+            <span
+              className={`badge tls-${info.tls}`}
+              data-testid="tls-badge"
+              title={
+                info.tls === "verified"
+                  ? "Encrypted, and the server's certificate was checked against a trusted CA"
+                  : info.tls === "encrypted"
+                    ? "Encrypted, but the server's certificate was not checked (sslmode=require): use verify-full"
+                    : "Plain text: passwords and data cross the network readable"
+              }
+            >
+              {info.tls === "verified" ? "TLS verified" : info.tls === "encrypted" ? "TLS unverified" : "TLS off"}
+            </span>
+          )}
           {info.warning && (
             <span className="badge warn" data-testid="role-warning" title={info.warning}>
-              ⚠ role could write
+              {info.role_can_write ? "⚠ role could write" : "⚠ role unchecked"}
             </span>
           )}
           <span className="muted">{info.live ? "live" : "polling"}</span>

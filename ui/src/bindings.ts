@@ -6,6 +6,7 @@ import { invoke as __TAURI_INVOKE } from "@tauri-apps/api/core";
 
 /** Commands */
 export const commands = {
+	connectionDefault: (request: ConnectionDefaultRequest) => typedError<ConnectionDefault, ApiError>(__TAURI_INVOKE("connection_default", { request })),
 	connectionOpen: (request: ConnectionOpen) => typedError<ConnectionInfo, ApiError>(__TAURI_INVOKE("connection_open", { request })),
 	connectionGet: (request: NoArgs) => typedError<ConnectionInfo | null, ApiError>(__TAURI_INVOKE("connection_get", { request })),
 	connectionClose: (request: NoArgs) => typedError<boolean, ApiError>(__TAURI_INVOKE("connection_close", { request })),
@@ -56,6 +57,8 @@ export type AuditView = {
 	at: number,
 	user: string,
 	host: string,
+	/**  The database role it ran as (Postgres). */
+	db_user: string | null,
 	action: string,
 	contract: string | null,
 	session: string | null,
@@ -97,6 +100,22 @@ export type Cleared = {
 	index: number,
 };
 
+/**
+ *  How a store URL would be attached if the person changes nothing: decided
+ *  by the Studio, so the UI's switch starts where the backend would.
+ */
+export type ConnectionDefault = {
+	read_only: boolean,
+	/**  This process was started read-only: no connection can be read-write. */
+	locked: boolean,
+	/**  Why, in a sentence. */
+	reason: string,
+};
+
+export type ConnectionDefaultRequest = {
+	url: string,
+};
+
 /**  The open store as the UI shows it; the URL never carries a password. */
 export type ConnectionInfo = {
 	url: string,
@@ -113,6 +132,12 @@ export type ConnectionInfo = {
 	hosts_demo: boolean,
 	/**  Changes arrive as they happen (Postgres LISTEN/NOTIFY); else the UI polls. */
 	live: boolean,
+	/**  Postgres: the connection's TLS. */
+	tls: TlsView | null,
+	/**  Postgres: which server, database and role. */
+	server: ServerView | null,
+	/**  This process was started read-only (`--read-only`): the connection cannot be switched to read-write. */
+	locked_read_only: boolean,
 };
 
 export type ConnectionOpen = {
@@ -120,8 +145,22 @@ export type ConnectionOpen = {
 	url: string | null,
 	/**  A saved profile: its URL, mode and keychain password. */
 	profile: string | null,
-	/**  `None`: read-only for a remote Postgres host, else read-write. */
+	/**
+	 *  A password typed for this connection, given to the driver apart from
+	 *  the URL (so it is never shown, stored or logged with it).
+	 */
+	password?: string | null,
+	/**
+	 *  `None`: the profile's mode, else as `connection_default` says (every
+	 *  Postgres read-only). `Some(false)` is refused under a read-only ceiling
+	 *  or for a profile saved read-only.
+	 */
 	read_only: boolean | null,
+	/**
+	 *  Create the A2 schema even beside other tables (`a2 init`); otherwise a
+	 *  database or file that is not an A2 store is refused and left untouched.
+	 */
+	init?: boolean,
 };
 
 export type ConsumeMode = 
@@ -146,7 +185,10 @@ export type ConsumeRequest = {
 	/**  `None`: through the session head. */
 	through: number | null,
 	mode: ConsumeMode,
-	/**  Export mode: the JSON-lines file to append to. */
+	/**
+	 *  Export mode: the JSON-lines file to append to, a plain file name in
+	 *  the Studio's export directory (`--export-dir`, default `.a2/exports`).
+	 */
 	export_path: string | null,
 };
 
@@ -231,7 +273,9 @@ export type DemoTrafficState = {
 	appended: number,
 };
 
-export type ErrorCode = "READ_ONLY" | "NOT_FOUND" | "INVALID_INPUT" | "NOT_CONNECTED" | "UNAUTHORIZED" | "UNAVAILABLE" | "INTERNAL" | "KEYCHAIN_UNAVAILABLE" | "PROFILES_UNREADABLE" | "PROFILES_UNWRITABLE" | "STORE_UNAVAILABLE" | "STORE_TIMEOUT" | "SCHEMA_MISMATCH" | "PARTIAL_DUPLICATE_BATCH" | "UNKNOWN_EVENT_TYPE" | "INVALID_PAYLOAD" | "INVALID_EVENT_ID" | "INVALID_SESSION_ID" | "INVALID_CONSUMER" | "INVALID_CONTRACT" | "UNKNOWN_CONSUMER" | "UNKNOWN_REDUCER" | "INVALID_ARGUMENT" | "STORE_NOT_CONFIGURED" | "SUPERSEDED_ATTEMPT" | "CLAIM_EXPIRED" | "CONSUMER_DEAD_LETTERED" | "SESSION_CLEARED" | "CONSUME_CYCLE" | "CANCELLED" | 
+export type ErrorCode = "READ_ONLY" | "NOT_FOUND" | "INVALID_INPUT" | "NOT_CONNECTED" | "UNAUTHORIZED" | "UNAVAILABLE" | "INTERNAL" | "KEYCHAIN_UNAVAILABLE" | "PROFILES_UNREADABLE" | "PROFILES_UNWRITABLE" | 
+/**  This Studio process may not open that store (web mode opens its own store and saved profiles only). */
+"FORBIDDEN" | "STORE_UNAVAILABLE" | "STORE_TIMEOUT" | "SCHEMA_MISMATCH" | "PARTIAL_DUPLICATE_BATCH" | "NOT_AN_A2_STORE" | "TLS_FAILED" | "UNKNOWN_EVENT_TYPE" | "INVALID_PAYLOAD" | "INVALID_EVENT_ID" | "INVALID_SESSION_ID" | "INVALID_CONSUMER" | "INVALID_CONTRACT" | "UNKNOWN_CONSUMER" | "UNKNOWN_REDUCER" | "INVALID_ARGUMENT" | "STORE_NOT_CONFIGURED" | "SUPERSEDED_ATTEMPT" | "CLAIM_EXPIRED" | "CONSUMER_DEAD_LETTERED" | "SESSION_CLEARED" | "CONSUME_CYCLE" | "CANCELLED" | 
 /**  A client's transport: the Studio server did not answer, or not in JSON. */
 "TRANSPORT" | 
 /**  A client's: something failed that was not a Studio error at all. */
@@ -382,6 +426,16 @@ export type Redriven = {
 	redriven: boolean,
 };
 
+/**  The Postgres server a connection reaches, as a read-write switch names it. */
+export type ServerView = {
+	host: string,
+	port: number,
+	database: string,
+	version: string,
+	/**  The role the connection logged in as. */
+	session_user: string,
+};
+
 export type SessionListRequest = {
 	contract: string,
 	id_prefix: string | null,
@@ -432,6 +486,9 @@ export type SnapshotView = {
 };
 
 export type StoreKind = "memory" | "sqlite" | "postgres";
+
+/**  The connection's TLS: off, encrypted without checking the server, or verified. */
+export type TlsView = "off" | "encrypted" | "verified";
 
 /**
  *  Consumer totals as last computed: a whole-store aggregate is too costly

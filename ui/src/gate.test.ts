@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { defaultReadOnly, gate } from "./gate";
+import { gate } from "./gate";
 
 describe("read-only gating", () => {
   it("disables every action on a read-only connection, saying why", () => {
@@ -15,14 +15,5 @@ describe("read-only gating", () => {
     expect(gate({ read_only: false, hosts_demo: false }, "consume.run").allowed).toBe(false);
     expect(gate({ read_only: false, hosts_demo: true }, "consume.run")).toEqual({ allowed: true });
     expect(gate(null, "clear").allowed).toBe(false);
-  });
-
-  it("opens remote Postgres read-only by default", () => {
-    expect(defaultReadOnly("postgres://ops@db.example.com/app")).toBe(true);
-    expect(defaultReadOnly("postgresql://10.0.0.5:5432/app")).toBe(true);
-    expect(defaultReadOnly("postgres://127.0.0.1:5432/test")).toBe(false);
-    expect(defaultReadOnly("postgres://me:pw@localhost/test")).toBe(false);
-    expect(defaultReadOnly("postgres:///test?host=/run/postgresql")).toBe(false);
-    expect(defaultReadOnly("sqlite:.a2/dev.sqlite")).toBe(false);
   });
 });

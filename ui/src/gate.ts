@@ -19,11 +19,3 @@ export function gate(connection: Gateable | null | undefined, action: Action): G
   }
   return { allowed: true };
 }
-
-/** Remote Postgres hosts open read-only unless asked otherwise (as the Studio decides). */
-export function defaultReadOnly(url: string): boolean {
-  const match = /^postgres(?:ql)?:\/\/(?:[^@/]*@)?(\[[^\]]*\]|[^:/?]*)/.exec(url.trim());
-  if (!match) return false;
-  const host = match[1];
-  return !["", "localhost", "127.0.0.1", "::1", "[::1]"].includes(host);
-}

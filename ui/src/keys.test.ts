@@ -5,6 +5,7 @@ describe("query keys", () => {
   it("a store change refreshes every read but the connection and the profiles", () => {
     expect(changesWith(keys.connection())).toBe(false);
     expect(changesWith(keys.profiles())).toBe(false);
+    expect(changesWith(keys.connectionDefault("memory:"))).toBe(false);
     for (const key of [keys.contracts(), keys.heads("shop", "order-1"), keys.events("shop", "order-1", 0), keys.deadLetters(null, null, "")]) {
       expect(changesWith(key)).toBe(true);
     }

@@ -5,6 +5,7 @@ import type { SessionSort } from "./bindings";
 export const keys = {
   connection: () => ["connection"] as const,
   profiles: () => ["profiles"] as const,
+  connectionDefault: (url: string) => ["connection-default", url] as const,
   demoTraffic: (url: string | undefined) => ["demo-traffic", url] as const,
   contracts: () => ["contracts"] as const,
   consumerOverview: () => ["consumer-overview"] as const,
@@ -19,7 +20,8 @@ export const keys = {
     ["dead-letters", contract, session, consumer] as const,
 };
 
-/** Keys a store change can make stale: all but the connection itself and the saved profiles. */
+/** Keys a store change can make stale: all but the connection, the saved profiles and how a URL would open. */
 export function changesWith(key: readonly unknown[]): boolean {
-  return key[0] !== keys.connection()[0] && key[0] !== keys.profiles()[0];
+  const steady: readonly unknown[] = [keys.connection()[0], keys.profiles()[0], keys.connectionDefault("")[0]];
+  return !steady.includes(key[0]);
 }

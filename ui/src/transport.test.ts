@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { detectTransport, httpInvoke, tokenFrom } from "./transport";
+import { detectTransport, dropTokenFromAddress, httpInvoke, tokenFrom } from "./transport";
 
 function fakeFetch(status: number, body: unknown, seen: { url?: string; init?: RequestInit }) {
   return (async (url: string, init: RequestInit) => {
@@ -46,5 +46,17 @@ describe("transport", () => {
     expect(tokenFrom("?token=abc", storage)).toBe("abc");
     expect(tokenFrom("", storage)).toBe("abc");
     expect(tokenFrom("", undefined)).toBe("");
+  });
+
+  it("drops the token from the address bar once read, keeping the route", () => {
+    const replaced: string[] = [];
+    const host = {
+      location: { href: "http://127.0.0.1:4000/?token=abc&x=1#/sessions/shop" } as Location,
+      history: { state: null, replaceState: (_s: unknown, _t: string, url: string) => replaced.push(url) } as unknown as History,
+    };
+    dropTokenFromAddress(host);
+    expect(replaced).toEqual(["/?x=1#/sessions/shop"]);
+    dropTokenFromAddress({ ...host, location: { href: "http://127.0.0.1:4000/#/overview" } as Location });
+    expect(replaced).toHaveLength(1);
   });
 });

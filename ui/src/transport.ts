@@ -60,11 +60,21 @@ export function tokenFrom(search: string, storage: Pick<Storage, "getItem" | "se
   return storage?.getItem("a2.token") ?? "";
 }
 
+/** Remove `?token=` from the address shown (the tab keeps it in sessionStorage for reloads). */
+export function dropTokenFromAddress(host: Pick<Window, "location" | "history">): void {
+  const address = new URL(host.location.href);
+  if (!address.searchParams.has("token")) return;
+  address.searchParams.delete("token");
+  host.history.replaceState(host.history.state, "", address.pathname + address.search + address.hash);
+}
+
 /** Choose the transport at start; in a browser, route `invoke` over HTTP. */
 export function installTransport(host: Host & Window): Transport {
   const transport = detectTransport(host);
   if (transport === "http") {
     const token = tokenFrom(host.location.search, host.sessionStorage);
+    // Read once: out of the address bar, history and any link copied from it.
+    dropTokenFromAddress(host);
     let next = 1;
     host.__TAURI_INTERNALS__ = {
       invoke: httpInvoke(host.fetch.bind(host), host.location.origin, token),

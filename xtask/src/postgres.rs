@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 /// The tests' own throwaway cluster, one source for both (std only).
 #[path = "../../tests/src/cluster.rs"]
+#[allow(dead_code)] // start_tls serves the TLS tests
 mod cluster;
 
 pub enum Database {

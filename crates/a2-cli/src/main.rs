@@ -12,9 +12,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use a2_studio_api::{
-    web, ApiError, AuditQuery, ClearRequest, ConnectionOpen, ConsumeMode, ConsumeRequest, ConsumerOverview,
-    DeadLetterQuery, DeadLetterRef, DemoSeed, EventListRequest, HeadKey, JobProgress, JobRef, NoArgs, ReaderGrant,
-    RedriveAction, RedriveAllRequest, RedriveOne, SessionListRequest, SessionRef, SessionSort, Studio,
+    web, ApiError, AuditQuery, ClearRequest, ConnectionInfo, ConnectionOpen, ConsumeMode, ConsumeRequest,
+    ConsumerOverview, DeadLetterQuery, DeadLetterRef, DemoSeed, EventListRequest, HeadKey, JobProgress, JobRef, Limits,
+    NoArgs, ReaderGrant, RedriveAction, RedriveAllRequest, RedriveOne, SessionListRequest, SessionRef, SessionSort,
+    Studio,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
@@ -25,10 +26,12 @@ struct Cli {
     /// The store: sqlite:PATH, postgres://… or memory:.
     #[arg(long, global = true, env = "A2_STORE", default_value = "sqlite:.a2/dev.sqlite")]
     store: String,
-    /// Attach read-only (the default for a Postgres host that is not this machine).
+    /// Attach read-only (the default for every Postgres). With `serve`, a
+    /// ceiling: no connection the web page opens can be read-write.
     #[arg(long, global = true, conflicts_with = "read_write")]
     read_only: bool,
-    /// Attach read-write even to a remote Postgres.
+    /// Attach a Postgres store read-write (a step of its own: `a2` names the
+    /// database, host and server it will write to).
     #[arg(long, global = true)]
     read_write: bool,
     /// Print one JSON document instead of a table.
@@ -203,11 +206,18 @@ enum Command {
         #[arg(long)]
         role: String,
     },
-    /// Serve the Studio (UI and commands) over HTTP on 127.0.0.1, opened on --store.
+    /// Create the A2 schema in --store, even where the database or file holds
+    /// other tables (an attach never migrates a database that is not an A2 store).
+    Init,
+    /// Serve the Studio (UI and commands) over HTTP on 127.0.0.1, opened on
+    /// --store: the page can open that store and saved profiles, nothing else.
     Serve {
         /// 0: any free port.
         #[arg(long, default_value_t = 0)]
         port: u16,
+        /// Where consume's export writes its files.
+        #[arg(long, default_value = ".a2/exports")]
+        export_dir: PathBuf,
         /// Keep demo traffic flowing (the demo contract's consumers run in this process).
         #[arg(long)]
         demo_traffic: bool,
@@ -240,12 +250,14 @@ fn read_only_of(cli: &Cli) -> Option<bool> {
 }
 
 /// The Studio's web mode: the same commands as the desktop app, over HTTP with a token.
-async fn serve(cli: &Cli, port: u16, demo_traffic: bool) -> Result<(), ApiError> {
-    let studio = Arc::new(Studio::new(&a2_studio_api::profiles::default_dir()));
+async fn serve(cli: &Cli, port: u16, demo_traffic: bool, export_dir: PathBuf) -> Result<(), ApiError> {
+    let limits = Limits { read_only: cli.read_only, web: true, started_with: Some(cli.store.clone()), export_dir };
+    let studio = Arc::new(Studio::with_limits(&a2_studio_api::profiles::default_dir()?, limits));
     // Demo traffic runs the demo's consumers in this process, so it hosts them.
     studio.set_host_demo(demo_traffic);
     let read_only = read_only_of(cli);
-    studio.connection_open(ConnectionOpen { url: Some(cli.store.clone()), profile: None, read_only }).await?;
+    let info = studio.connection_open(open_request(cli, read_only)).await?;
+    announce_writes(&info);
     if demo_traffic {
         studio.demo_traffic(a2_studio_api::DemoTraffic { on: Some(true) }).await?;
     }
@@ -259,35 +271,62 @@ async fn serve(cli: &Cli, port: u16, demo_traffic: bool) -> Result<(), ApiError>
         println!("{}", json!({ "url": url }));
     } else {
         // Never print a password from the store URL.
-        println!("A2 Studio is serving {} on {url}", a2_studio_api::profiles::split_password(&cli.store).0);
+        println!("A2 Studio is serving {} on {url}", a2_studio_api::profiles::redact(&cli.store));
         println!("Open that URL in a browser on this machine; Ctrl-C stops it.");
     }
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    web::run(listener, studio, Arc::new(web::workspace_ui()), token, shutdown)
+    web::run(listener, studio, Arc::new(web::EmbeddedUi), token, shutdown)
         .await
         .map_err(|e| ApiError::new(a2_studio_api::ErrorCode::Unavailable, e.to_string()))
 }
 
-/// An index or count the Studio's commands carry as a 32-bit number.
-fn small(value: u64, what: &str) -> Result<u32, ApiError> {
-    u32::try_from(value).map_err(|_| ApiError::invalid(format!("{what} {value} is too large")))
+fn open_request(cli: &Cli, read_only: Option<bool>) -> ConnectionOpen {
+    ConnectionOpen {
+        url: Some(cli.store.clone()),
+        profile: None,
+        password: None,
+        read_only,
+        init: matches!(cli.command, Command::Init),
+    }
 }
 
-fn small_opt(value: Option<u64>, what: &str) -> Result<Option<u32>, ApiError> {
-    value.map(|v| small(v, what)).transpose()
+/// Writing to a Postgres database is a step of its own: say which one, before anything is written.
+fn announce_writes(info: &ConnectionInfo) {
+    if let (false, Some(server)) = (info.read_only, &info.server) {
+        eprintln!(
+            "a2: read-write on database '{}' at {}:{} (PostgreSQL {}) as role {}",
+            server.database, server.host, server.port, server.version, server.session_user
+        );
+    }
+}
+
+/// Where an export goes: the CLI's own user names any file, so its
+/// directory becomes this process's export directory.
+fn export_limits(cli: &Cli) -> Limits {
+    let mut limits = Limits::default();
+    if let Command::Consume { out: Some(file), .. } = &cli.command {
+        if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            limits.export_dir = dir.to_path_buf();
+        } else {
+            limits.export_dir = PathBuf::from(".");
+        }
+    }
+    limits
 }
 
 /// Every command but `serve` is one or more Studio commands: the same list
 /// the desktop app and the web mode serve, so each is scriptable and the
 /// checks and formats exist once.
 async fn run(cli: Cli) -> Result<Done, ApiError> {
-    let studio = Studio::new(&a2_studio_api::profiles::default_dir());
+    let studio = Studio::with_limits(&a2_studio_api::profiles::default_dir()?, export_limits(&cli));
     // This binary carries the demo contract's code; it runs only when asked to.
     studio.set_host_demo(matches!(cli.command, Command::Consume { mode: ConsumeKind::Run, .. }));
-    let read_only = read_only_of(&cli);
-    studio.connection_open(ConnectionOpen { url: Some(cli.store.clone()), profile: None, read_only }).await?;
+    // `init` exists to write: it asks read-write itself.
+    let read_only = if matches!(cli.command, Command::Init) { Some(false) } else { read_only_of(&cli) };
+    let info = studio.connection_open(open_request(&cli, read_only)).await?;
+    announce_writes(&info);
     let out = print::Out { json: cli.json };
     match cli.command {
         Command::Contracts => out.contracts(&studio.contract_list(NoArgs {}).await?),
@@ -307,13 +346,16 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             };
             out.sessions(&studio.session_list(request).await?);
         }
-        Command::Session(t) => out.session(&studio.session_get(t.into()).await?),
+        Command::Session(t) => {
+            out.header(&info);
+            out.session(&studio.session_get(t.into()).await?);
+        }
         Command::Events { target, after, before, newest_first, limit } => {
             let request = EventListRequest {
                 contract: target.contract,
                 session: target.session,
-                after: small_opt(after, "--after")?,
-                before: small_opt(before, "--before")?,
+                after,
+                before,
                 newest_first,
                 limit,
             };
@@ -321,6 +363,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
         }
         Command::Heads(t) => out.heads(&studio.head_list(t.into()).await?),
         Command::Consumers { contract, max_age } => {
+            out.header(&info);
             let max_age_ms = max_age.saturating_mul(1000);
             out.consumers(&studio.consumer_overview(ConsumerOverview { contract, max_age_ms }).await?.totals);
         }
@@ -342,8 +385,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
                 Action::Skip => RedriveAction::Skip,
             };
             if all {
-                let request =
-                    RedriveAllRequest { contract, consumer, action, stop_at: small_opt(stop_at, "--stop-at")?, rate };
+                let request = RedriveAllRequest { contract, consumer, action, stop_at, rate };
                 let done = redrive_all(&studio, request, !cli.json).await?;
                 out.value(&json!(done), &format!("done {} of {}, {} failed", done.done, done.total, done.failed));
                 return Ok(if done.done > 0 { Done::Changed } else { Done::Unchanged });
@@ -354,7 +396,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
                     "redrive needs --contract, --session, --consumer and --index (or --all)",
                 ));
             };
-            let target = DeadLetterRef { contract, session, consumer, index: small(index, "--index")? };
+            let target = DeadLetterRef { contract, session, consumer, index };
             let done = studio.dead_letter_redrive(RedriveOne { target, action }).await?;
             out.value(&json!(done), &format!("redriven: {}", done.redriven));
             return Ok(if done.redriven { Done::Changed } else { Done::Unchanged });
@@ -364,13 +406,13 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
                 contract: target.contract,
                 session: target.session,
                 consumer,
-                through: small_opt(through, "--through")?,
+                through,
                 mode: match mode {
                     ConsumeKind::Run => ConsumeMode::Run,
                     ConsumeKind::Ack => ConsumeMode::Ack,
                     ConsumeKind::Export => ConsumeMode::Export,
                 },
-                export_path: file.map(|f| f.display().to_string()),
+                export_path: file.and_then(|f| f.file_name().map(|n| n.to_string_lossy().into_owned())),
             };
             let preview = studio.consume_preview(request.clone()).await?;
             if !cli.json {
@@ -380,17 +422,13 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.value(&json!(done), &format!("handled through index {}", done.index));
         }
         Command::Clear { target, if_last_index } => {
-            let request = ClearRequest {
-                contract: target.contract,
-                session: target.session,
-                if_last_index: small_opt(if_last_index, "--if-last-index")?,
-            };
+            let request = ClearRequest { contract: target.contract, session: target.session, if_last_index };
             let done = studio.session_clear(request).await?;
             out.value(&json!(done), &format!("cleared: {} (index {})", done.cleared, done.index));
             return Ok(if done.cleared { Done::Changed } else { Done::Unchanged });
         }
         Command::Audit { limit, after } => {
-            out.audit(&studio.audit_list(AuditQuery { before: small_opt(after, "--after")?, limit }).await?);
+            out.audit(&studio.audit_list(AuditQuery { before: after, limit }).await?);
         }
         Command::GrantReader { role } => {
             studio.reader_role_grant(ReaderGrant { role: role.clone() }).await?;
@@ -398,6 +436,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
         }
         // Served by `serve` before any connection is made here.
         Command::Serve { .. } => return Err(ApiError::invalid("serve runs on its own")),
+        Command::Init => out.value(&json!(info), &format!("{} is an A2 store", info.url)),
         Command::Demo { sessions, seed, fail_rate, bulk, long_session } => {
             let done = studio.demo_seed(DemoSeed { sessions, seed, fail_rate, bulk, long_session }).await?;
             out.value(&json!(done), &format!("seeded {} sessions, {} events", done.sessions, done.events));
@@ -457,8 +496,8 @@ fn main() -> ExitCode {
 async fn cli_main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
-    if let Command::Serve { port, demo_traffic } = cli.command {
-        return match serve(&cli, port, demo_traffic).await {
+    if let Command::Serve { port, demo_traffic, export_dir } = &cli.command {
+        return match serve(&cli, *port, *demo_traffic, export_dir.clone()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("a2: {error}");
@@ -516,6 +555,8 @@ mod parity {
 
     /// A window's state, not an operator's action: a one-shot command has no use for them.
     const APP_ONLY: &[&str] = &[
+        // Where the UI's read-only switch starts; the CLI's flags say it outright.
+        "connection_default",
         "connection_get",
         "connection_close",
         "profile_list",

@@ -1,7 +1,8 @@
 //! Tables for people, one JSON document for scripts.
 
 use a2_studio_api::{
-    AuditView, ConsumerTotal, DeadLetterPage, EventView, HeadView, SessionPage, SessionSummary, SnapshotView,
+    AuditView, ConnectionInfo, ConsumerTotal, DeadLetterPage, EventView, HeadView, SessionPage, SessionSummary,
+    SnapshotView, TlsView,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -92,6 +93,21 @@ impl Out {
         if let Some(next) = &page.next {
             println!("next page: --after {next}");
         }
+    }
+
+    /// Which store, in which mode, over what TLS: above the tables an operator acts on.
+    pub fn header(&self, info: &ConnectionInfo) {
+        if self.json {
+            return;
+        }
+        let mode = if info.read_only { "read-only" } else { "read-write" };
+        let tls = match info.tls {
+            Some(TlsView::Verified) => " · TLS verified",
+            Some(TlsView::Encrypted) => " · TLS encrypted (server not verified)",
+            Some(TlsView::Off) => " · TLS off",
+            None => "",
+        };
+        println!("store {} · {mode}{tls}", info.url);
     }
 
     pub fn session(&self, s: &SessionSummary) {

@@ -80,13 +80,19 @@ async fn seed(store: &dyn Store) {
     }
 }
 
+/// `a2` on `store`; a Postgres store is attached read-write unless the
+/// arguments say `--read-only` (every Postgres is read-only unless asked).
 fn a2(store: &str, args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_a2"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("running a2: {e}"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_a2"));
+    command.arg("--store").arg(store);
+    if store.starts_with("postgres") && !args.contains(&"--read-only") {
+        command.arg("--read-write");
+    }
+    a2_output(command.args(args))
+}
+
+fn a2_output(command: &mut Command) -> (i32, String, String) {
+    let output = command.output().unwrap_or_else(|e| panic!("running a2: {e}"));
     (
         output.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -105,6 +111,24 @@ async fn reads_actions_and_exit_codes(kind: &str) {
     let shop = ["--contract", "shop"];
     let (code, out, _) = a2(path, &["--json", "contracts"]);
     assert_eq!((code, json_of(&out)), (0, json!(["shop"])));
+    if kind == "postgres" {
+        // Without --read-write a Postgres store is read-only, on this machine too.
+        let clear = ["--store", path, "clear", "--contract", "shop", "--session", "o-0"];
+        let (code, _, err) = a2_output(Command::new(env!("CARGO_BIN_EXE_a2")).args(clear));
+        assert_eq!(code, 3, "{err}");
+        let (code, _, err) = a2_output(Command::new(env!("CARGO_BIN_EXE_a2")).args([
+            "--store",
+            path,
+            "--read-write",
+            "session",
+            "--contract",
+            "shop",
+            "--session",
+            "o-0",
+        ]));
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("read-write on database"), "writing names the database it writes to: {err}");
+    }
 
     let (code, out, _) = a2(path, &["--json", "sessions", "--contract", "shop"]);
     assert_eq!(code, 0);

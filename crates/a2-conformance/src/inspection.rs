@@ -304,6 +304,8 @@ pub async fn audit_log_keeps_actions_newest_first(factory: &dyn StoreFactory) {
         at: clock.now_ms() + i64::try_from(n).unwrap_or(0),
         user: "ops".into(),
         host: "box-1".into(),
+        // The database role beside the OS user, or none (memory, SQLite).
+        db_user: (n != 3).then(|| "a2_reader".into()),
         action: if n.is_multiple_of(2) { "redrive.skip".into() } else { "clear".into() },
         contract: Some(CONTRACT.into()),
         session_id: (n != 2).then(|| format!("s{n}")),
@@ -318,6 +320,7 @@ pub async fn audit_log_keeps_actions_newest_first(factory: &dyn StoreFactory) {
     let all = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit list");
     assert_eq!(all.iter().map(|r| r.id).collect::<Vec<_>>(), ids.iter().rev().copied().collect::<Vec<_>>());
     assert_eq!(all[2].entry, entry(1), "an entry reads back as written");
+    assert_eq!(all[0].entry, entry(3), "an entry without a database role reads back without one");
     assert_eq!(all[1].entry.session_id, None);
     let older = store.audit_list(AuditList { before: Some(ids[2]), limit: 1 }).await.expect("keyset");
     assert_eq!(older.iter().map(|r| r.id).collect::<Vec<_>>(), vec![ids[1]]);
@@ -332,6 +335,7 @@ pub async fn redrive_and_clear_record_their_audit_entry_with_the_outcome(factory
         at: clock.now_ms(),
         user: "ops".into(),
         host: "box".into(),
+        db_user: None,
         action: action.into(),
         contract: Some(CONTRACT.into()),
         session_id: Some("s".into()),

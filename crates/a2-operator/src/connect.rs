@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2_store::{Store, SystemClock};
-use a2_store_postgres::PgStore;
+use a2_store_postgres::{PgServer, PgStore};
 use a2_store_registry::{Opened, StoreOptions};
 use serde::{Deserialize, Serialize};
 
@@ -18,15 +18,40 @@ pub type Mode = a2_store::Access;
 pub struct Connect {
     /// `sqlite:PATH`, `postgres://…` or `memory:`.
     pub url: String,
-    /// `None`: read-only for a Postgres host that is not this machine, else read-write.
+    /// `None`: as [`default_mode`] decides.
     pub mode: Option<Mode>,
     /// Inspection reads running longer are cancelled (Postgres).
     pub statement_timeout: Duration,
+    /// Postgres: a password kept apart from the URL (a keychain's), given to the driver as a password.
+    pub password: Option<String>,
+    /// Create the A2 schema even in a database or file that holds other tables (`a2 init`).
+    pub init: bool,
+    /// Open only a SQLite file that exists: the web mode never creates files.
+    pub must_exist: bool,
 }
 
 impl Connect {
     pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into(), mode: None, statement_timeout: Duration::from_secs(5) }
+        Self {
+            url: url.into(),
+            mode: None,
+            statement_timeout: Duration::from_secs(5),
+            password: None,
+            init: false,
+            must_exist: false,
+        }
+    }
+}
+
+/// The mode an attach gets when nobody chose one: every Postgres database
+/// read-only (port-forwards, proxies and sockets all look local, so where it
+/// runs says nothing about whose it is), a SQLite file or memory read-write.
+/// Decided here only: the UI and the CLI ask, they do not guess.
+pub fn default_mode(url: &str) -> Mode {
+    if a2_store_registry::is_postgres(url.trim()) {
+        Mode::ReadOnly
+    } else {
+        Mode::ReadWrite
     }
 }
 
@@ -47,8 +72,11 @@ pub struct Attached {
     pub kind: StoreKind,
     pub mode: Mode,
     /// Postgres: whether the role itself could write (a read-only attach with
-    /// such a role is protected by the session setting alone).
+    /// such a role is protected by the session setting alone); `None`: not
+    /// Postgres, or the check itself failed.
     pub role_can_write: Option<bool>,
+    /// Postgres: the server, database and role, and the connection's TLS.
+    pub server: Option<PgServer>,
     /// The same store as Postgres, for what only Postgres does (granting a reader role).
     pub(crate) postgres: Option<PgStore>,
 }
@@ -56,54 +84,68 @@ pub struct Attached {
 impl Attached {
     /// A store attached by hand (benchmarks, tests), with nothing Postgres-only.
     pub fn new(store: Arc<dyn Store>, kind: StoreKind, mode: Mode) -> Self {
-        Self { store, kind, mode, role_can_write: None, postgres: None }
-    }
-}
-
-fn local_host(host: Option<&str>) -> bool {
-    match host {
-        None => true,
-        Some(host) => matches!(host, "localhost" | "127.0.0.1" | "::1" | "[::1]" | ""),
+        Self { store, kind, mode, role_can_write: None, server: None, postgres: None }
     }
 }
 
 pub async fn attach(connect: &Connect) -> Result<Attached, OperatorError> {
     let url = connect.url.trim();
-    let mut options = StoreOptions { statement_timeout: Some(connect.statement_timeout), ..StoreOptions::default() };
+    let access = connect.mode.unwrap_or_else(|| default_mode(url));
+    let mut options = StoreOptions {
+        access: Some(access),
+        statement_timeout: Some(connect.statement_timeout),
+        password: connect.password.clone(),
+        init: connect.init,
+        must_exist: connect.must_exist,
+        ..StoreOptions::default()
+    };
     if a2_store_registry::is_postgres(url) {
-        // A remote database is attached read-only unless asked, and gently: two connections at most.
-        let local = local_host(a2_store_postgres::url_host(url)?.as_deref());
-        options.access = Some(connect.mode.unwrap_or(if local { Mode::ReadWrite } else { Mode::ReadOnly }));
+        // Gently: a DBA sees the Studio by name, it holds few connections,
+        // and its writes give up rather than queue behind the application's locks.
+        let host = a2_store_postgres::url_host(url)?;
+        let local = host.as_deref().is_none_or(a2_store_postgres::is_local_host);
         options.max_connections = Some(if local { 10 } else { 2 });
         options.read_connections = Some(2);
-    } else {
-        options.access = connect.mode;
+        options.application_name = Some("a2-studio".into());
+        options.lock_timeout = Some(Duration::from_secs(5));
     }
     let opened = a2_store_registry::open(url, &options, Arc::new(SystemClock)).await?;
-    let mode = opened.access(options.access.unwrap_or(Mode::ReadWrite));
+    let mode = opened.access(access);
     let (kind, postgres) = match &opened {
         Opened::Memory(_) => (StoreKind::Memory, None),
         Opened::Sqlite(_) => (StoreKind::Sqlite, None),
         Opened::Postgres(store) => (StoreKind::Postgres, Some(store.clone())),
     };
     let role_can_write = match &postgres {
-        Some(store) => store.role_can_write().await.ok(),
+        Some(store) => match store.role_can_write().await {
+            Ok(can) => Some(can),
+            Err(error) => {
+                tracing::warn!(%error, "could not tell whether the role can write");
+                None
+            }
+        },
         None => None,
     };
-    Ok(Attached { store: opened.store(), kind, mode, role_can_write, postgres })
+    let server = postgres.as_ref().map(|store| store.server().clone());
+    Ok(Attached { store: opened.store(), kind, mode, role_can_write, server, postgres })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::local_host;
+    use super::*;
 
     #[test]
-    fn only_this_machine_is_local() {
-        for host in [None, Some("localhost"), Some("127.0.0.1"), Some("::1")] {
-            assert!(local_host(host), "{host:?}");
+    fn every_postgres_attach_is_read_only_unless_asked() {
+        for url in [
+            "postgres://ops@db.example.com/app",
+            "postgres://postgres@127.0.0.1:5432/postgres",
+            "postgresql://localhost/app?host=db.prod",
+            "postgres:///app?host=/var/run/postgresql",
+        ] {
+            assert_eq!(default_mode(url), Mode::ReadOnly, "{url}");
         }
-        for host in ["db.example.com", "10.0.0.5", "127.0.0.2", "localhost.evil"] {
-            assert!(!local_host(Some(host)), "{host}");
+        for url in ["sqlite:.a2/dev.sqlite", "memory:"] {
+            assert_eq!(default_mode(url), Mode::ReadWrite, "{url}");
         }
     }
 }

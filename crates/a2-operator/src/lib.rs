@@ -17,7 +17,7 @@ use a2_engine::{BoxError, Consumer, Contract, Server};
 use a2_store::*;
 use serde_json::json;
 
-pub use connect::{attach, Attached, Connect, Mode, StoreKind};
+pub use connect::{attach, default_mode, Attached, Connect, Mode, StoreKind};
 pub use error::{exit_code, OperatorError};
 pub use params::{
     ActivityCursor, ActivityQuery, ClearSession, ConsumeTarget, EventQuery, Redrive, SessionQuery, SessionRef,
@@ -32,6 +32,7 @@ pub mod model {
         Access, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter, DeadLetterList, HeadKey, HeadKind, HeadRef,
         Millis, RedriveAction, SessionSummary, TotalsSnapshot,
     };
+    pub use a2_store_postgres::{PgServer, TlsState};
 }
 
 type Result<T> = std::result::Result<T, OperatorError>;
@@ -68,6 +69,15 @@ fn user_from_passwd() -> Option<String> {
         let fields: Vec<&str> = line.split(':').collect();
         (fields.get(2) == Some(&uid.as_str())).then(|| fields[0].to_owned())
     })
+}
+
+/// An export file, appended to, readable by this user alone (events hold production data).
+fn export_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
 }
 
 /// Which dead letters a bulk redrive takes, and how fast.
@@ -166,6 +176,7 @@ impl Operator {
             at: self.now(),
             user: self.actor.user.clone(),
             host: self.actor.host.clone(),
+            db_user: self.attached.server.as_ref().map(|s| s.session_user.clone()),
             action: action.to_owned(),
             contract: Some(contract.to_owned()),
             session_id: Some(session.to_owned()),
@@ -331,8 +342,10 @@ impl Operator {
     }
 
     /// Redrive every dead letter matching the filter, as a job: `progress`
-    /// hears after each one; `cancelled` stops it between two. The whole job
-    /// is one audit entry.
+    /// hears after each one; `cancelled` stops it between two. Each redrive
+    /// is audited in its own transaction as it happens (a crash mid-job
+    /// leaves the record of what was done); a closing entry says how the job
+    /// ended, failed included.
     pub async fn dead_letter_redrive_all(
         &self,
         job: RedriveAll,
@@ -344,9 +357,41 @@ impl Operator {
             RedriveAction::Skip => "redrive.all.skip",
         };
         self.writable(action_name)?;
-        if job.rate.is_some_and(|r| r.is_nan() || r <= 0.0) {
-            return Err(OperatorError::invalid("--rate must be a positive number per second"));
+        // Slower than one a hundred seconds is a job that never ends; the bound also keeps the pause finite.
+        if job.rate.is_some_and(|r| !(0.01..=100_000.0).contains(&r)) {
+            return Err(OperatorError::invalid("--rate must be between 0.01 and 100000 redrives a second"));
         }
+        let mut state = JobProgress::default();
+        let result = self.redrive_each(&job, action_name, &cancelled, &mut state, &mut progress).await;
+        let mut entry = self.entry(
+            action_name,
+            job.contract.as_deref().unwrap_or(""),
+            "",
+            json!({ "consumer": job.consumer, "stop_at": job.stop_at, "rate": job.rate }),
+        );
+        entry.contract = job.contract.clone();
+        entry.session_id = None;
+        entry.outcome = match &result {
+            Ok(()) => {
+                json!({ "done": state.done, "total": state.total, "failed": state.failed, "cancelled": cancelled() })
+            }
+            Err(error) => json!({ "done": state.done, "total": state.total, "failed": state.failed,
+                                  "error": { "code": error.code(), "message": error.to_string() } }),
+        };
+        let recorded = self.store().audit_append(entry).await;
+        result?;
+        recorded?;
+        Ok(state)
+    }
+
+    async fn redrive_each(
+        &self,
+        job: &RedriveAll,
+        action_name: &str,
+        cancelled: &impl Fn() -> bool,
+        state: &mut JobProgress,
+        progress: &mut impl FnMut(JobProgress),
+    ) -> Result<()> {
         let stop_at = job.stop_at.unwrap_or(u64::MAX);
         // The matching set as it stands now: later dead letters wait for the next job.
         let mut targets = Vec::new();
@@ -366,41 +411,40 @@ impl Operator {
                 page.into_iter().take(usize::try_from(stop_at).unwrap_or(usize::MAX).saturating_sub(targets.len())),
             );
         }
-        let mut state = JobProgress { done: 0, total: targets.len() as u64, failed: 0 };
-        progress(state);
+        state.total = targets.len() as u64;
+        progress(*state);
         let pause = job.rate.map(|r| std::time::Duration::from_secs_f64(1.0 / r));
         for letter in targets {
             if cancelled() {
                 break;
             }
+            let contract = letter.contract.clone();
+            let audit = self.entry(
+                action_name,
+                &contract,
+                &letter.session_id,
+                json!({ "consumer": letter.consumer, "index": letter.index, "job": true }),
+            );
             let params = DeadLetterRedrive {
                 session: letter.key().session,
                 consumer: letter.consumer.clone(),
                 index: letter.index,
                 action: job.action,
-                audit: None,
+                audit: Some(audit),
             };
             match self.store().dead_letter_redrive(params).await {
                 Ok(true) => state.done += 1,
-                Ok(false) | Err(_) => state.failed += 1,
+                Ok(false) => state.failed += 1,
+                // A store that stopped answering ends the job; one letter's refusal does not.
+                Err(error) if error.is_retryable() => return Err(error.into()),
+                Err(_) => state.failed += 1,
             }
-            progress(state);
+            progress(*state);
             if let Some(pause) = pause {
                 tokio::time::sleep(pause).await;
             }
         }
-        // The job is one record, written when it ends: it spans many transactions.
-        let mut entry = self.entry(
-            action_name,
-            job.contract.as_deref().unwrap_or(""),
-            "",
-            json!({ "consumer": job.consumer, "stop_at": job.stop_at, "rate": job.rate }),
-        );
-        entry.contract = job.contract.clone();
-        entry.session_id = None;
-        entry.outcome = json!(state);
-        self.store().audit_append(entry).await?;
-        Ok(state)
+        Ok(())
     }
 
     /// Let a Postgres role read this store and nothing more: attached
@@ -486,10 +530,7 @@ impl Operator {
             ConsumeMode::Ack | ConsumeMode::Export => {
                 let sink = match (mode, export_to) {
                     (ConsumeMode::Export, Some(path)) => Some(Arc::new(std::sync::Mutex::new(
-                        std::fs::OpenOptions::new()
-                            .create(true)
-                            .append(true)
-                            .open(path)
+                        export_file(path)
                             .map_err(|e| OperatorError::invalid(format!("cannot write {}: {e}", path.display())))?,
                     ))),
                     (ConsumeMode::Export, None) => {

@@ -14,6 +14,12 @@ pub fn db_error(error: sqlx::Error) -> StoreError {
                 "40001" | "40P01" | "55P03" | "53300" | "57P01" | "57P02" | "57P03" | "08000" | "08003" | "08006" => {
                     StoreError::unavailable(format!("{message} ({code})"))
                 }
+                "28000" if message.contains("no encryption") => StoreError::Tls {
+                    message: format!(
+                        "the server requires TLS ({message}): connect with sslmode=verify-full \
+                         (and sslrootcert= naming its CA) or at least sslmode=require"
+                    ),
+                },
                 "28P01" | "28000" => {
                     StoreError::Unavailable { message: format!("authentication failed: {message}"), retryable: false }
                 }
@@ -29,12 +35,27 @@ pub fn db_error(error: sqlx::Error) -> StoreError {
                 _ => StoreError::Unavailable { message: format!("{message} ({code})"), retryable: false },
             }
         }
-        sqlx::Error::Io(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::WorkerCrashed => StoreError::unavailable(error.to_string()),
+        sqlx::Error::Tls(_) => tls_error(&error),
+        // rustls reports a refused certificate through the socket, as an I/O error.
+        sqlx::Error::Io(io) if io.get_ref().is_some_and(|e| e.to_string().contains("certificate")) => tls_error(&error),
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => {
+            StoreError::unavailable(error.to_string())
+        }
         sqlx::Error::Configuration(_) => StoreError::invalid(error.to_string()),
         _ => StoreError::Unavailable { message: error.to_string(), retryable: false },
     }
+}
+
+/// A TLS failure says what failed, and for a certificate what to check.
+fn tls_error(error: &sqlx::Error) -> StoreError {
+    let text = error.to_string();
+    let message = if text.contains("certificate") {
+        format!(
+            "the server's certificate was refused ({text}): sslrootcert= must name the CA that signed it, \
+             and with verify-full the URL's host must be one the certificate names"
+        )
+    } else {
+        format!("TLS failed: {text}")
+    };
+    StoreError::Tls { message }
 }

@@ -9,6 +9,7 @@
 mod append;
 mod conn;
 mod error;
+mod server;
 mod sql;
 
 use std::str::FromStr;
@@ -22,6 +23,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 
 pub use error::db_error;
+pub use server::{is_local_host, PgServer, TlsState};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -41,6 +43,15 @@ pub struct PgOptions {
     /// Keep the A2 tables in this schema (created if missing) instead of `public`.
     pub schema: Option<String>,
     pub connect_timeout: Duration,
+    /// Given to the driver as the password (never spliced into a URL, where it could be logged).
+    pub password: Option<String>,
+    /// What `pg_stat_activity` shows for this store's connections.
+    pub application_name: String,
+    /// Writes waiting longer than this for a row lock give up (`lock_timeout`); `None`: wait.
+    pub lock_timeout: Option<Duration>,
+    /// Create the A2 schema even where the schema holds other tables (`a2 init`);
+    /// otherwise only an empty schema or an A2 store is migrated.
+    pub init: bool,
 }
 
 impl Default for PgOptions {
@@ -52,6 +63,10 @@ impl Default for PgOptions {
             statement_timeout: Duration::from_secs(5),
             schema: None,
             connect_timeout: Duration::from_secs(10),
+            password: None,
+            application_name: "a2".into(),
+            lock_timeout: None,
+            init: false,
         }
     }
 }
@@ -69,15 +84,21 @@ pub struct Postgres {
     changes: broadcast::Sender<String>,
     /// Session keys to announce, gathered so one NOTIFY carries many.
     announce: tokio::sync::mpsc::UnboundedSender<String>,
+    server: PgServer,
 }
 
 /// The connection settings of a store opened with `options`: the schema's
-/// search path, and read-only transactions by default when read-only.
-/// Public so tests can open exactly the connection a store uses.
+/// search path, read-only transactions by default when read-only, and
+/// `verify-full` TLS for a host that is not this machine unless the URL
+/// chose an `sslmode`. Public so tests can open exactly the connection a store uses.
 pub fn connect_options(url: &str, options: &PgOptions) -> Result<PgConnectOptions, StoreError> {
-    let connect = PgConnectOptions::from_str(url)
+    let mut connect = PgConnectOptions::from_str(url)
         .map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?
-        .application_name("a2");
+        .application_name(&options.application_name);
+    if let Some(password) = &options.password {
+        connect = connect.password(password);
+    }
+    let connect = server::default_tls(url, connect);
     let mut settings: Vec<(&str, String)> = Vec::new();
     if let Some(schema) = &options.schema {
         if !valid_schema(schema) {
@@ -111,6 +132,10 @@ impl Postgres {
         let connect = connect_options(url, &options)?;
         let reader_connect =
             connect.clone().options([("statement_timeout", options.statement_timeout.as_millis().to_string())]);
+        let work_connect = match options.lock_timeout {
+            Some(wait) => connect.clone().options([("lock_timeout", wait.as_millis().to_string())]),
+            None => connect.clone(),
+        };
         // The reader connects first, within the connect timeout: a bad host,
         // role or database fails fast and typed.
         let reader = PgPoolOptions::new()
@@ -124,9 +149,13 @@ impl Postgres {
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(Duration::from_secs(60))
-            .connect_lazy_with(connect);
+            .connect_lazy_with(work_connect);
+        let server = server::describe(&reader, &connect).await?;
         if let (Some(schema), Access::ReadWrite) = (&options.schema, options.access) {
             sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS {schema}")).execute(&pool).await.map_err(db_error)?;
+        }
+        if options.access == Access::ReadWrite && !options.init {
+            refuse_other_databases(&pool, &server).await?;
         }
         if options.access == Access::ReadWrite {
             MIGRATOR.run(&pool).await.map_err(|e| match e {
@@ -138,7 +167,7 @@ impl Postgres {
         check_schema(&reader).await?;
         let (changes, _) = broadcast::channel(1024);
         let announce = announcer(pool.clone());
-        let store = Self { clock: clock.clone(), pool, reader, access: options.access, changes, announce };
+        let store = Self { clock: clock.clone(), pool, reader, access: options.access, changes, announce, server };
         store.listen();
         Ok(SqlStore::new(store, &sql::SQL, clock))
     }
@@ -185,13 +214,15 @@ impl Postgres {
         let _ = self.announce.send(key.to_owned());
     }
 
-    /// Whether the connected role could write the A2 tables (a read-only
+    /// Whether the connected role could change any A2 table (a read-only
     /// attach with such a role is protected by the session setting alone).
     pub async fn role_can_write(&self) -> Result<bool, StoreError> {
-        sqlx::query_scalar("SELECT has_table_privilege(current_user, 'a2_events', 'INSERT')")
-            .fetch_one(&self.reader)
-            .await
-            .map_err(db_error)
+        server::role_can_write(&self.reader).await
+    }
+
+    /// The server, database and role this store is attached to, and its TLS.
+    pub fn server(&self) -> &PgServer {
+        &self.server
     }
 
     /// Let `role` read the A2 tables and nothing more, now and after later
@@ -292,6 +323,20 @@ fn announcer(pool: PgPool) -> tokio::sync::mpsc::UnboundedSender<String> {
         }
     });
     announce
+}
+
+/// Refuse to migrate a schema that holds tables and none of A2's: it is
+/// someone else's database, and an attach must leave it as it found it.
+async fn refuse_other_databases(pool: &PgPool, server: &PgServer) -> Result<(), StoreError> {
+    if server::contents(pool).await? == server::Contents::Other {
+        return Err(StoreError::NotAStore {
+            message: format!(
+                "database '{}' on {} has tables and none of A2's: it was left untouched; `a2 init` creates an A2 store in it",
+                server.database, server.host
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn newer_schema(version: i64) -> StoreError {

@@ -97,8 +97,8 @@ pub(crate) static SQL: Statements = Statements {
     audit_list: "SELECT * FROM a2_audit WHERE id < $1 ORDER BY id DESC LIMIT $2",
     explain: ("EXPLAIN", "QUERY PLAN"),
 
-    audit_insert: "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+    audit_insert: "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome, db_user) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
     totals_clear: "DELETE FROM a2_consumer_totals",
     totals_put: "INSERT INTO a2_consumer_totals VALUES ($1, $2, $3, $4, $5, $6, $7) \
          ON CONFLICT (contract, consumer) DO UPDATE SET sessions = excluded.sessions, \

@@ -9,7 +9,7 @@ use std::time::Duration;
 use a2_store::memory::MemoryStore;
 use a2_store::{Access, Clock, Store, StoreError};
 use a2_store_postgres::{PgOptions, PgStore, Postgres};
-use a2_store_sqlite::{Sqlite, SqliteStore};
+use a2_store_sqlite::{Sqlite, SqliteOpen, SqliteStore};
 
 /// How to open; `None` leaves the backend's own default.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +22,16 @@ pub struct StoreOptions {
     pub read_connections: Option<u32>,
     /// Postgres: inspection reads running longer are cancelled.
     pub statement_timeout: Option<Duration>,
+    /// Postgres: the password, given to the driver apart from the URL.
+    pub password: Option<String>,
+    /// Postgres: the name `pg_stat_activity` shows.
+    pub application_name: Option<String>,
+    /// Postgres: writes waiting longer for a row lock give up.
+    pub lock_timeout: Option<Duration>,
+    /// Create the A2 schema even beside other tables (`a2 init`).
+    pub init: bool,
+    /// SQLite: open only a file that exists (never create one).
+    pub must_exist: bool,
 }
 
 /// An opened store, by backend, for what only one backend does.
@@ -69,7 +79,8 @@ pub async fn open(url: &str, options: &StoreOptions, clock: Arc<dyn Clock>) -> R
         return Ok(Opened::Memory(Arc::new(MemoryStore::new(clock))));
     }
     if url.starts_with("sqlite:") {
-        return Ok(Opened::Sqlite(Arc::new(Sqlite::open_url(url, access, clock).await?)));
+        let how = SqliteOpen { access, create: !options.must_exist, init: options.init };
+        return Ok(Opened::Sqlite(Arc::new(Sqlite::open_url_with(url, how, clock).await?)));
     }
     if is_postgres(url) {
         let defaults = PgOptions::default();
@@ -79,6 +90,10 @@ pub async fn open(url: &str, options: &StoreOptions, clock: Arc<dyn Clock>) -> R
             read_connections: options.read_connections.unwrap_or(defaults.read_connections),
             statement_timeout: options.statement_timeout.unwrap_or(defaults.statement_timeout),
             schema: options.schema.clone(),
+            password: options.password.clone(),
+            application_name: options.application_name.clone().unwrap_or(defaults.application_name.clone()),
+            lock_timeout: options.lock_timeout,
+            init: options.init,
             ..defaults
         };
         return Ok(Opened::Postgres(Postgres::connect(url, pg, clock).await?));

@@ -113,6 +113,7 @@ pub fn audit_record(row: &Row) -> Result<AuditRecord, StoreError> {
             at: row.int("at")?,
             user: row.text("user_name")?,
             host: row.text("host")?,
+            db_user: row.opt_text("db_user")?,
             action: row.text("action")?,
             contract: row.opt_text("contract")?,
             session_id: row.opt_text("session_id")?,

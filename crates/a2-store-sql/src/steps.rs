@@ -247,6 +247,7 @@ impl<B: SqlBackend> SqlStore<B> {
             Arg::OptText(entry.session_id.clone()),
             Arg::Json(entry.parameters.clone()),
             Arg::Json(entry.outcome.clone()),
+            Arg::OptText(entry.db_user.clone()),
         ];
         conn.fetch_one(self.sql().audit_insert, args).await?.u64("id")
     }

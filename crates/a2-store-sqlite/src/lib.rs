@@ -49,6 +49,22 @@ fn options(path: &Path, access: Access) -> SqliteConnectOptions {
     }
 }
 
+/// How to open a SQLite store beyond read-write or read-only.
+#[derive(Debug, Clone, Copy)]
+pub struct SqliteOpen {
+    pub access: Access,
+    /// Read-write: create the file (and its folder) when missing.
+    pub create: bool,
+    /// Create the A2 tables even in a file that holds other tables (`a2 init`).
+    pub init: bool,
+}
+
+impl SqliteOpen {
+    pub fn new(access: Access) -> Self {
+        Self { access, create: true, init: false }
+    }
+}
+
 impl Sqlite {
     /// Open (and, read-write, create and migrate) the store at `path`.
     pub async fn open(
@@ -56,14 +72,30 @@ impl Sqlite {
         access: Access,
         clock: Arc<dyn Clock>,
     ) -> Result<SqliteStore, StoreError> {
+        Self::open_with(path, SqliteOpen::new(access), clock).await
+    }
+
+    /// Open as `how` says. A file that is not empty and not an A2 store is
+    /// refused before anything is written to it (not even the WAL switch).
+    pub async fn open_with(
+        path: impl AsRef<Path>,
+        how: SqliteOpen,
+        clock: Arc<dyn Clock>,
+    ) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref().to_path_buf();
-        if access == Access::ReadWrite {
+        let access = how.access;
+        let exists = path.exists();
+        if !exists && (access == Access::ReadOnly || !how.create) {
+            return Err(StoreError::not_found(format!("SQLite store {}", path.display())));
+        }
+        if access == Access::ReadWrite && !exists {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| StoreError::unavailable(format!("creating {}: {e}", dir.display())))?;
             }
-        } else if !path.exists() {
-            return Err(StoreError::not_found(format!("SQLite store {}", path.display())));
+        }
+        if access == Access::ReadWrite && exists && !how.init {
+            refuse_other_files(&path).await?;
         }
         let writer = match access {
             Access::ReadWrite => Some(
@@ -93,16 +125,15 @@ impl Sqlite {
 
     /// Open by URL: `sqlite:PATH` or `sqlite://PATH` (`?mode=ro` for read-only).
     pub async fn open_url(url: &str, access: Access, clock: Arc<dyn Clock>) -> Result<SqliteStore, StoreError> {
-        let rest = url
-            .strip_prefix("sqlite://")
-            .or_else(|| url.strip_prefix("sqlite:"))
-            .ok_or_else(|| StoreError::invalid(format!("{url:?} is not a sqlite: URL")))?;
-        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
-        if path.is_empty() {
-            return Err(StoreError::invalid(format!("{url:?} names no file")));
-        }
-        let access = if query.split('&').any(|kv| kv == "mode=ro") { Access::ReadOnly } else { access };
-        Self::open(path, access, clock).await
+        Self::open_url_with(url, SqliteOpen::new(access), clock).await
+    }
+
+    /// Open by URL as `how` says; `?mode=ro` makes it read-only whatever `how` asks.
+    pub async fn open_url_with(url: &str, how: SqliteOpen, clock: Arc<dyn Clock>) -> Result<SqliteStore, StoreError> {
+        let path = url_path(url)?;
+        let read_only = url.split_once('?').is_some_and(|(_, query)| query.split('&').any(|kv| kv == "mode=ro"));
+        let how = if read_only { SqliteOpen { access: Access::ReadOnly, ..how } } else { how };
+        Self::open_with(path, how, clock).await
     }
 
     pub fn path(&self) -> &Path {
@@ -147,6 +178,48 @@ fn open_error(path: &Path, error: sqlx::Error) -> StoreError {
         }
         other => other,
     }
+}
+
+/// The file a `sqlite:` URL names.
+pub fn url_path(url: &str) -> Result<&str, StoreError> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+        .ok_or_else(|| StoreError::invalid(format!("{url:?} is not a sqlite: URL")))?;
+    let path = rest.split_once('?').map_or(rest, |(path, _)| path);
+    if path.is_empty() {
+        return Err(StoreError::invalid(format!("{url:?} names no file")));
+    }
+    Ok(path)
+}
+
+/// Refuse a file that holds tables and none of A2's, or is no SQLite
+/// database at all, reading it read-only so it stays exactly as it was.
+async fn refuse_other_files(path: &Path) -> Result<(), StoreError> {
+    if std::fs::metadata(path).map(|m| m.len()).unwrap_or(0) == 0 {
+        return Ok(());
+    }
+    let not_ours = |why: String| StoreError::NotAStore {
+        message: format!("{} {why}: it was left untouched; `a2 init` creates an A2 store in it", path.display()),
+    };
+    let read = async {
+        let reader = SqlitePoolOptions::new().max_connections(1).connect_with(options(path, Access::ReadOnly)).await?;
+        let tables = sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'").fetch_all(&reader).await;
+        reader.close().await;
+        tables
+    };
+    let tables: Vec<String> = match read.await {
+        Ok(tables) => tables,
+        Err(sqlx::Error::Database(e)) if e.message().contains("not a database") => {
+            return Err(not_ours("is not a SQLite database".into()))
+        }
+        Err(e) => return Err(open_error(path, e)),
+    };
+    let ours = |t: &String| t.starts_with("a2_") || t == "_sqlx_migrations";
+    if !tables.is_empty() && !tables.iter().any(|t| t == "a2_events") && !tables.iter().all(ours) {
+        return Err(not_ours(format!("holds tables ({}) and none of A2's", tables.join(", "))));
+    }
+    Ok(())
 }
 
 fn newer_schema(path: &Path, version: i64) -> StoreError {

@@ -84,8 +84,35 @@ async fn a_newer_schema_is_refused_and_garbage_is_a_typed_error() {
     let garbage = fresh_path();
     std::fs::write(&garbage, vec![0x42u8; 8192]).unwrap_or_else(|e| panic!("{e}"));
     let error = open(&garbage, Access::ReadWrite).await.expect_err("not a database");
-    assert_eq!(error.code(), "STORE_UNAVAILABLE", "{error}");
+    assert_eq!(error.code(), "NOT_AN_A2_STORE", "{error}");
     assert!(!error.is_retryable());
+    assert_eq!(std::fs::read(&garbage).unwrap_or_default(), vec![0x42u8; 8192], "left as it was");
+}
+
+#[tokio::test]
+async fn a_file_with_other_tables_is_refused_untouched_unless_initialised() {
+    let path = fresh_path();
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}?mode=rwc", path.display()))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+        .execute(&pool)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    pool.close().await;
+    let before = std::fs::read(&path).unwrap_or_default();
+    let error = open(&path, Access::ReadWrite).await.expect_err("someone else's file");
+    assert_eq!(error.code(), "NOT_AN_A2_STORE", "{error}");
+    assert!(error.to_string().contains("invoices") && error.to_string().contains("a2 init"), "{error}");
+    assert_eq!(std::fs::read(&path).unwrap_or_default(), before, "not a byte changed, not even the journal mode");
+    let how = a2_store_sqlite::SqliteOpen { init: true, ..a2_store_sqlite::SqliteOpen::new(Access::ReadWrite) };
+    let store = Sqlite::open_with(&path, how, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
+    store.close().await;
+    // Once initialised it is an A2 store, and opens like one.
+    open(&path, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).close().await;
+    let missing = a2_store_sqlite::SqliteOpen { create: false, ..a2_store_sqlite::SqliteOpen::new(Access::ReadWrite) };
+    let error = Sqlite::open_with(fresh_path(), missing, Arc::new(SystemClock)).await.expect_err("no file");
+    assert_eq!(error.code(), "NOT_FOUND");
 }
 
 #[tokio::test]

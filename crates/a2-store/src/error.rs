@@ -25,6 +25,12 @@ pub enum StoreError {
     /// The store's schema does not fit this binary.
     #[error("schema mismatch: {message}")]
     Schema { message: String },
+    /// The database or file holds something else: it is left untouched.
+    #[error("not an A2 store: {message}")]
+    NotAStore { message: String },
+    /// The connection's TLS was refused or failed: no plain-text fallback is tried.
+    #[error("TLS: {message}")]
+    Tls { message: String },
 }
 
 impl StoreError {
@@ -50,6 +56,8 @@ impl StoreError {
             Self::ReadOnly { .. } => "READ_ONLY",
             Self::Schema { .. } => "SCHEMA_MISMATCH",
             Self::Timeout { .. } => "STORE_TIMEOUT",
+            Self::NotAStore { .. } => "NOT_AN_A2_STORE",
+            Self::Tls { .. } => "TLS_FAILED",
         }
     }
 

@@ -586,6 +586,9 @@ pub struct AuditEntry {
     /// The OS user who acted.
     pub user: String,
     pub host: String,
+    /// The database role the action ran as (Postgres `session_user`), beside the OS user.
+    #[serde(default)]
+    pub db_user: Option<String>,
     /// What was done, e.g. `redrive.retry`, `clear`, `consume.ack`.
     pub action: String,
     pub contract: Option<String>,

@@ -1,7 +1,7 @@
 //! The commands, as methods of [`Studio`]: each validates its request,
 //! calls the operator API and shapes the answer for the UI.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use a2_operator::{
 
 use crate::connection::Connection;
 use crate::jobs::Jobs;
-use crate::profiles::{split_password, Profiles};
+use crate::profiles::{redact, Profiles};
 use crate::types::{check_limit, json_text};
 use crate::*;
 
@@ -23,8 +23,28 @@ const POLL: Duration = Duration::from_secs(2);
 /// How often a Postgres store is re-read between notifications (which only appends send).
 const LIVE_POLL: Duration = Duration::from_secs(5);
 
+/// What this Studio process may do whatever a request asks, set once at start.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// `--read-only`: a ceiling: no connection of this process opens read-write.
+    pub read_only: bool,
+    /// The web mode: a page may open only the store this process was started
+    /// with (`started_with`) and saved profiles, and never creates a file.
+    pub web: bool,
+    pub started_with: Option<String>,
+    /// Where consume's export writes (`--export-dir`).
+    pub export_dir: PathBuf,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { read_only: false, web: false, started_with: None, export_dir: PathBuf::from(".a2/exports") }
+    }
+}
+
 /// The Studio's state: the open store (one at a time), running jobs, saved profiles.
 pub struct Studio {
+    limits: Limits,
     connection: RwLock<Option<Arc<Connection>>>,
     /// Run the demo contract's consumers on stores that have it: only when
     /// asked (the dev store, demo traffic), never because a production store
@@ -39,18 +59,21 @@ fn lock_error<T>(_: T) -> ApiError {
     ApiError::new(ErrorCode::Internal, "a Studio lock was poisoned by an earlier panic")
 }
 
-fn index(value: u32, what: &str) -> Result<u64, ApiError> {
+fn index(value: u64, what: &str) -> Result<u64, ApiError> {
     if value == 0 {
         return Err(ApiError::invalid(format!("{what}: indexes start at 1")));
     }
-    Ok(u64::from(value))
+    Ok(value)
 }
 
-/// An activity cursor travels as `<millis>:<session id>`.
+/// Bulk redrives a second, at least and at most: slower would wait for days
+/// between two, faster is no limit at all.
+const RATE_RANGE: std::ops::RangeInclusive<f64> = 0.01..=100_000.0;
+
 /// The operator's redrive of one dead letter the UI named.
 fn redrive(target: DeadLetterRef, action: RedriveAction) -> Redrive {
     let session = a2_operator::SessionRef::new(target.contract, target.session);
-    Redrive { session, consumer: target.consumer, index: u64::from(target.index), action }
+    Redrive { session, consumer: target.consumer, index: target.index, action }
 }
 
 fn consume_target(contract: String, session: String, consumer: String, through: Option<u64>) -> ConsumeTarget {
@@ -60,7 +83,13 @@ fn consume_target(contract: String, session: String, consumer: String, through: 
 impl Studio {
     /// A Studio keeping its profiles in `config_dir`.
     pub fn new(config_dir: &Path) -> Self {
+        Self::with_limits(config_dir, Limits::default())
+    }
+
+    /// A Studio bound by `limits` for its whole life.
+    pub fn with_limits(config_dir: &Path, limits: Limits) -> Self {
         Self {
+            limits,
             connection: RwLock::new(None),
             host_demo: std::sync::atomic::AtomicBool::new(false),
             jobs: Mutex::new(Jobs::default()),
@@ -94,43 +123,90 @@ impl Studio {
         self.versions.send_modify(|v| *v = v.wrapping_add(1));
     }
 
-    /// Open the SQLite file at `path`, seeding the demo store when the file is new.
+    /// Open the SQLite file at `path`, seeding the demo store when the file is
+    /// new (under a read-only ceiling it must exist, and opens read-only).
     pub async fn open_dev_store(&self, path: &Path) -> Result<ConnectionInfo, ApiError> {
         let new = !path.exists();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", dir.display())))?;
-        }
         let url = format!("sqlite:{}", path.display());
-        if new {
+        if new && !self.limits.read_only {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", dir.display())))?;
+            }
             let operator = Operator::connect(&Connect::new(url.clone())).await?;
             operator.demo_seed(DemoOptions::default()).await?;
         }
-        let request = ConnectionOpen { url: Some(url), profile: None, read_only: Some(false) };
-        self.open_with(request, true).await
+        let request = ConnectionOpen { url: Some(url), profile: None, password: None, read_only: None, init: false };
+        self.open_with(request, !self.limits.read_only).await
     }
 
     // ── connection and profiles ─────────────────────────────────────
+
+    /// How `url` would be attached if the person changes nothing.
+    pub async fn connection_default(&self, request: ConnectionDefaultRequest) -> Result<ConnectionDefault, ApiError> {
+        let (read_only, reason) = if self.limits.read_only {
+            (true, "this Studio was started --read-only: every connection is read-only")
+        } else if a2_operator::default_mode(&request.url) == Mode::ReadOnly {
+            (true, "Postgres attaches read-only unless you switch to read-write")
+        } else {
+            (false, "a local file or memory store opens read-write")
+        };
+        Ok(ConnectionDefault { read_only, locked: self.limits.read_only, reason: reason.into() })
+    }
 
     pub async fn connection_open(&self, request: ConnectionOpen) -> Result<ConnectionInfo, ApiError> {
         self.open_with(request, self.host_demo.load(std::sync::atomic::Ordering::Relaxed)).await
     }
 
+    /// The mode a request gets: the ceiling first, then what the request asks,
+    /// then the profile's, then the default. Asking read-write is refused under
+    /// the ceiling and for a profile saved read-only.
+    fn mode_of(&self, request: &ConnectionOpen, url: &str, profile_read_only: Option<bool>) -> Result<Mode, ApiError> {
+        if request.read_only == Some(false) {
+            if self.limits.read_only {
+                return Err(ApiError::new(
+                    ErrorCode::ReadOnly,
+                    "this Studio was started --read-only: no connection can be opened read-write",
+                ));
+            }
+            if profile_read_only == Some(true) {
+                return Err(ApiError::new(
+                    ErrorCode::ReadOnly,
+                    format!(
+                        "profile '{}' is saved read-only: save it read-write to write with it",
+                        request.profile.as_deref().unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        let read_only = self.limits.read_only
+            || request.read_only.or(profile_read_only).unwrap_or(a2_operator::default_mode(url) == Mode::ReadOnly);
+        Ok(if read_only { Mode::ReadOnly } else { Mode::ReadWrite })
+    }
+
     /// Open a store; `host_demo`: run the demo contract's consumers if it has that contract.
     async fn open_with(&self, request: ConnectionOpen, host_demo: bool) -> Result<ConnectionInfo, ApiError> {
-        let (url, mut read_only) = match (&request.profile, &request.url) {
+        let (url, password, profile_read_only) = match (&request.profile, &request.url) {
             (Some(name), _) => {
-                let (url, read_only) = self.profiles.resolve(name)?;
-                (url, Some(read_only))
+                let profile = self.profiles.resolve(name)?;
+                (profile.url, profile.password, Some(profile.read_only))
             }
-            (None, Some(url)) => (url.clone(), None),
+            (None, Some(url)) => (url.trim().to_owned(), request.password.clone().filter(|p| !p.is_empty()), None),
             (None, None) => return Err(ApiError::invalid("give a store URL or a profile to connect to")),
         };
-        if request.read_only.is_some() {
-            read_only = request.read_only;
+        if self.limits.web && request.profile.is_none() {
+            let started = self.limits.started_with.as_deref().map(redact);
+            if started.as_deref() != Some(redact(&url).as_str()) {
+                let serves = started
+                    .map_or_else(|| "saved profiles only".to_owned(), |s| format!("{s} and saved profiles only"));
+                return Err(ApiError::new(ErrorCode::Forbidden, format!("this Studio's web mode opens {serves}")));
+            }
         }
         let mut connect = Connect::new(url.clone());
-        connect.mode = read_only.map(|r| if r { Mode::ReadOnly } else { Mode::ReadWrite });
+        connect.mode = Some(self.mode_of(&request, &url, profile_read_only)?);
+        connect.password = password;
+        connect.init = request.init;
+        connect.must_exist = self.limits.web;
         let mut operator = Operator::new(a2_operator::attach(&connect).await?, Actor::current());
         let attached = operator.attached().clone();
         let read_only = attached.mode == Mode::ReadOnly;
@@ -138,19 +214,41 @@ impl Studio {
         if hosts_demo {
             operator.demo_host()?;
         }
-        let warning = (read_only && attached.role_can_write == Some(true)).then(|| {
-            "read-only by session setting only: this database role could write. \
-             Attach with a role that has SELECT alone to make the database refuse every write."
-                .to_owned()
-        });
+        let postgres = attached.kind == StoreKind::Postgres;
+        let warning = match (read_only, postgres, attached.role_can_write) {
+            (true, _, Some(true)) => Some(
+                "read-only by session setting only: this database role could write. \
+                 Attach with a role that has SELECT alone to make the database refuse every write."
+                    .to_owned(),
+            ),
+            (true, true, None) => Some(
+                "could not tell whether this database role can write: read-only rests on the session setting"
+                    .to_owned(),
+            ),
+            _ => None,
+        };
+        let server = attached.server.as_ref();
         let info = ConnectionInfo {
-            url: split_password(&url).0,
+            url: redact(&url),
             kind: attached.kind,
             read_only,
             role_can_write: attached.role_can_write,
             warning,
             hosts_demo,
-            live: attached.kind == StoreKind::Postgres,
+            live: postgres,
+            tls: server.map(|s| match s.tls {
+                a2_operator::model::TlsState::Off => TlsView::Off,
+                a2_operator::model::TlsState::Encrypted => TlsView::Encrypted,
+                a2_operator::model::TlsState::Verified => TlsView::Verified,
+            }),
+            server: server.map(|s| ServerView {
+                host: s.host.clone(),
+                port: s.port,
+                database: s.database.clone(),
+                version: s.version.clone(),
+                session_user: s.session_user.clone(),
+            }),
+            locked_read_only: self.limits.read_only,
         };
         let now = operator.now_ms();
         let connection = Arc::new(Connection::new(operator, info.clone(), self.versions.clone()));
@@ -240,8 +338,8 @@ impl Studio {
             .operator()?
             .event_list(EventQuery {
                 session: a2_operator::SessionRef::new(request.contract, request.session),
-                after: request.after.map(u64::from),
-                before: request.before.map(u64::from),
+                after: request.after,
+                before: request.before,
                 newest_first: request.newest_first,
                 limit,
             })
@@ -297,7 +395,7 @@ impl Studio {
     }
 
     pub async fn audit_list(&self, request: AuditQuery) -> Result<Vec<AuditView>, ApiError> {
-        let query = AuditList { before: request.before.map(u64::from), limit: check_limit(request.limit)? };
+        let query = AuditList { before: request.before, limit: check_limit(request.limit)? };
         let records = self.operator()?.audit_list(query).await?;
         Ok(records
             .into_iter()
@@ -308,6 +406,7 @@ impl Studio {
                 outcome: json_text(&r.entry.outcome),
                 user: r.entry.user,
                 host: r.entry.host,
+                db_user: r.entry.db_user,
                 action: r.entry.action,
                 contract: r.entry.contract,
                 session: r.entry.session_id,
@@ -346,14 +445,18 @@ impl Studio {
 
     pub async fn job_redrive_all(&self, request: RedriveAllRequest) -> Result<JobView, ApiError> {
         let operator = self.writable_operator("redrive")?;
-        if request.rate.is_some_and(|r| r.is_nan() || r <= 0.0) {
-            return Err(ApiError::invalid("the rate must be a positive number of redrives a second"));
+        if request.rate.is_some_and(|r| !RATE_RANGE.contains(&r)) {
+            return Err(ApiError::invalid(format!(
+                "the rate must be between {} and {} redrives a second",
+                RATE_RANGE.start(),
+                RATE_RANGE.end()
+            )));
         }
         let job = RedriveAll {
             contract: request.contract.filter(|c| !c.is_empty()),
             consumer: request.consumer.filter(|c| !c.is_empty()),
             action: request.action,
-            stop_at: request.stop_at.map(u64::from),
+            stop_at: request.stop_at,
             rate: request.rate,
         };
         Ok(self.jobs.lock().map_err(lock_error)?.start(operator, job))
@@ -379,13 +482,16 @@ impl Studio {
 
     pub async fn session_consume(&self, request: ConsumeRequest) -> Result<Consumed, ApiError> {
         let through = request.through.map(|t| index(t, "through")).transpose()?;
-        let export = request.export_path.as_deref().filter(|p| !p.is_empty()).map(Path::new);
-        let consumed = self
-            .operator()?
+        let operator = self.operator()?;
+        let export = match request.export_path.as_deref().filter(|p| !p.is_empty()) {
+            Some(name) => Some(self.export_file(name)?),
+            None => None,
+        };
+        let consumed = operator
             .session_consume(
                 &consume_target(request.contract, request.session, request.consumer, through),
                 request.mode,
-                export,
+                export.as_deref(),
             )
             .await?;
         self.bump();
@@ -393,11 +499,30 @@ impl Studio {
     }
 
     pub async fn session_clear(&self, request: ClearRequest) -> Result<Cleared, ApiError> {
-        let if_last_index = request.if_last_index.map(u64::from);
+        let if_last_index = request.if_last_index;
         let session = a2_operator::SessionRef::new(request.contract, request.session);
         let cleared = self.operator()?.session_clear(ClearSession { session, if_last_index }).await?;
         self.bump();
         Ok(cleared)
+    }
+
+    /// Where an export named `name` is written: a plain file name, inside
+    /// the export directory (made for this user alone), never elsewhere.
+    fn export_file(&self, name: &str) -> Result<PathBuf, ApiError> {
+        let plain = Path::new(name).file_name().is_some_and(|f| f == std::ffi::OsStr::new(name));
+        if !plain || name.starts_with('.') || name.contains(['/', '\\', ':']) {
+            return Err(ApiError::invalid(format!(
+                "an export is named by a plain file name, written in {}: not {name:?}",
+                self.limits.export_dir.display()
+            )));
+        }
+        let dir = &self.limits.export_dir;
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(dir).map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", dir.display())))?;
+        Ok(dir.join(name))
     }
 
     /// Returns when the store changed since `since`: at once on a Postgres

@@ -43,11 +43,15 @@ error_codes! {
     KeychainUnavailable = "KEYCHAIN_UNAVAILABLE",
     ProfilesUnreadable = "PROFILES_UNREADABLE",
     ProfilesUnwritable = "PROFILES_UNWRITABLE",
+    /// This Studio process may not open that store (web mode opens its own store and saved profiles only).
+    Forbidden = "FORBIDDEN",
     // the store
     StoreUnavailable = "STORE_UNAVAILABLE",
     StoreTimeout = "STORE_TIMEOUT",
     SchemaMismatch = "SCHEMA_MISMATCH",
     PartialDuplicateBatch = "PARTIAL_DUPLICATE_BATCH",
+    NotAnA2Store = "NOT_AN_A2_STORE",
+    TlsFailed = "TLS_FAILED",
     // the engine
     UnknownEventType = "UNKNOWN_EVENT_TYPE",
     InvalidPayload = "INVALID_PAYLOAD",

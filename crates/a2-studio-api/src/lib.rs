@@ -17,7 +17,7 @@ pub use a2_operator::model::{
     TotalsSnapshot,
 };
 pub use a2_operator::{ConsumeMode, Consumed, HeadView, JobProgress, Redriven, StoreKind};
-pub use commands::Studio;
+pub use commands::{Limits, Studio};
 pub use error::{ApiError, ErrorCode};
 pub use types::*;
 
@@ -28,6 +28,7 @@ pub use types::*;
 macro_rules! studio_commands {
     ($callback:ident) => {
         $callback! {
+            connection_default(ConnectionDefaultRequest) -> ConnectionDefault;
             connection_open(ConnectionOpen) -> ConnectionInfo;
             connection_get(NoArgs) -> Option<ConnectionInfo>;
             connection_close(NoArgs) -> bool;

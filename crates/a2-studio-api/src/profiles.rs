@@ -12,16 +12,23 @@ use crate::{ApiError, Profile, ProfileList};
 const KEYCHAIN_SERVICE: &str = "a2-studio";
 const RECENT_KEPT: usize = 8;
 
-/// The profile file's location: `$A2_STUDIO_CONFIG_DIR`, else the XDG config dir.
-pub fn default_dir() -> PathBuf {
+/// The profile file's location: `$A2_STUDIO_CONFIG_DIR`, else the XDG config
+/// dir. Never a shared temporary directory: with neither `HOME` nor an XDG
+/// directory there is no place of this user's own to keep profiles.
+pub fn default_dir() -> Result<PathBuf, ApiError> {
     if let Some(dir) = std::env::var_os("A2_STUDIO_CONFIG_DIR") {
-        return PathBuf::from(dir);
+        return Ok(PathBuf::from(dir));
     }
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("a2-studio")
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::ProfilesUnwritable,
+                "no config directory of this user's: set HOME, XDG_CONFIG_HOME or A2_STUDIO_CONFIG_DIR",
+            )
+        })?;
+    Ok(base.join("a2-studio"))
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -37,31 +44,77 @@ pub struct Profiles {
     lock: std::sync::Mutex<()>,
 }
 
-/// A URL's password, cut out: (`postgres://user@host/db`, `Some(password)`).
+/// A URL's password, cut out of both places a URL can carry one
+/// (`user:pass@` and `?password=`): (the URL without it, the password).
+/// What is not a URL the `url` crate reads (`sqlite:…`, `memory:`) has none.
 pub fn split_password(url: &str) -> (String, Option<String>) {
-    let Some((scheme, rest)) = url.split_once("://") else { return (url.to_owned(), None) };
-    let (authority, tail) = match rest.find(['/', '?']) {
-        Some(at) => rest.split_at(at),
-        None => (rest, ""),
-    };
-    let Some((userinfo, host)) = authority.rsplit_once('@') else { return (url.to_owned(), None) };
-    match userinfo.split_once(':') {
-        Some((user, password)) => (format!("{scheme}://{user}@{host}{tail}"), Some(password.to_owned())),
-        None => (url.to_owned(), None),
+    let Ok(mut parsed) = url::Url::parse(url) else { return (url.to_owned(), None) };
+    if !parsed.has_host() && parsed.password().is_none() && !url.contains("password") {
+        return (url.to_owned(), None);
     }
+    let mut password = parsed.password().map(|p| percent_decode(p));
+    if parsed.password().is_some() {
+        // Only fails for URLs that cannot have a password, which this one just had.
+        let _ = parsed.set_password(None);
+    }
+    // The other parameters stay exactly as written (their encoding too): only `password=` goes.
+    if let Some(query) = parsed.query().map(str::to_owned) {
+        let (secret, kept): (Vec<&str>, Vec<&str>) =
+            query.split('&').partition(|part| part.split('=').next() == Some("password"));
+        if let Some(value) = secret.first().and_then(|part| part.split_once('=')).map(|(_, v)| v) {
+            password = password.or_else(|| Some(percent_decode(&value.replace('+', " "))));
+            parsed.set_query((!kept.is_empty()).then(|| kept.join("&")).as_deref());
+        }
+    }
+    (parsed.to_string(), password)
 }
 
-/// The URL with `password` put back in, for connecting.
-pub fn with_password(url: &str, password: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let (authority, tail) = match rest.find(['/', '?']) {
-        Some(at) => rest.split_at(at),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((user, host)) => format!("{scheme}://{user}:{password}@{host}{tail}"),
-        None => url.to_owned(),
+/// The URL as it may be shown, stored, logged or audited: without a password.
+pub fn redact(url: &str) -> String {
+    split_password(url).0
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
     }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A saved profile, ready to connect: its URL, its keychain password kept apart, its mode.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub url: String,
+    pub password: Option<String>,
+    pub read_only: bool,
+}
+
+/// Write `bytes` to `path` readable by this user only (0600 on Unix).
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    // A file that existed before keeps its mode through open(): narrow it.
+    #[cfg(unix)]
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 fn keychain(name: &str) -> Result<keyring::Entry, ApiError> {
@@ -130,7 +183,7 @@ impl Profiles {
         }
         let text = serde_json::to_vec_pretty(book).map_err(|e| ApiError::invalid(e.to_string()))?;
         let partial = self.file.with_extension("json.partial");
-        std::fs::write(&partial, text).map_err(fail)?;
+        write_private(&partial, &text).map_err(fail)?;
         std::fs::rename(&partial, &self.file).map_err(fail)
     }
 
@@ -182,17 +235,17 @@ impl Profiles {
         Ok(true)
     }
 
-    /// The URL to connect with (password from the keychain) and the profile's mode.
-    pub fn resolve(&self, name: &str) -> Result<(String, bool), ApiError> {
+    /// The profile to connect with, its password read from the keychain.
+    pub fn resolve(&self, name: &str) -> Result<Resolved, ApiError> {
         let book = self.list()?;
         let Some(profile) = book.profiles.into_iter().find(|p| p.name == name) else {
             return Err(ApiError::new(ErrorCode::NotFound, format!("no profile named '{name}'")));
         };
-        if !profile.has_password {
-            return Ok((profile.url, profile.read_only));
-        }
-        let password = keychain(name)?.get_password().map_err(keychain_error)?;
-        Ok((with_password(&profile.url, &password), profile.read_only))
+        let password = match profile.has_password {
+            true => Some(keychain(name)?.get_password().map_err(keychain_error)?),
+            false => None,
+        };
+        Ok(Resolved { url: profile.url, password, read_only: profile.read_only })
     }
 
     /// Remember a store as recently opened (and when its profile was last used).
@@ -215,12 +268,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn passwords_are_cut_from_urls_and_put_back() {
-        let (url, password) = split_password("postgres://ops:s3cr:et@db.example.com:5432/app?sslmode=require");
+    fn passwords_are_cut_from_both_places_a_url_carries_one() {
+        let (url, password) = split_password("postgres://ops:s3cr%3Aet@db.example.com:5432/app?sslmode=require");
         assert_eq!(url, "postgres://ops@db.example.com:5432/app?sslmode=require");
         assert_eq!(password.as_deref(), Some("s3cr:et"));
-        assert_eq!(with_password(&url, "s3cr:et"), "postgres://ops:s3cr:et@db.example.com:5432/app?sslmode=require");
+        let (url, password) = split_password("postgres://ops@db.example.com/app?password=hunter2&sslmode=verify-full");
+        assert_eq!(url, "postgres://ops@db.example.com/app?sslmode=verify-full");
+        assert_eq!(password.as_deref(), Some("hunter2"));
+        assert_eq!(redact("postgresql://db/app?password=x"), "postgresql://db/app");
         assert_eq!(split_password("sqlite:/tmp/a.sqlite"), ("sqlite:/tmp/a.sqlite".into(), None));
+        assert_eq!(split_password("sqlite:.a2/dev.sqlite"), ("sqlite:.a2/dev.sqlite".into(), None));
+        assert_eq!(split_password("memory:"), ("memory:".into(), None));
         assert_eq!(split_password("postgres://ops@db/app"), ("postgres://ops@db/app".into(), None));
     }
 
@@ -232,11 +290,18 @@ mod tests {
         let profile = profiles.save("prod", "postgres://ops:hunter2@db.example.com/app", None, true).unwrap();
         assert!(profile.has_password);
         assert_eq!(profile.url, "postgres://ops@db.example.com/app");
-        let (url, read_only) = profiles.resolve("prod").unwrap();
-        assert_eq!(url, "postgres://ops:hunter2@db.example.com/app", "the password came back from the keychain");
-        assert!(read_only);
+        let resolved = profiles.resolve("prod").unwrap();
+        assert_eq!(resolved.url, "postgres://ops@db.example.com/app", "the URL never carries the password");
+        assert_eq!(resolved.password.as_deref(), Some("hunter2"), "the password came back from the keychain");
+        assert!(resolved.read_only);
         let file = std::fs::read_to_string(dir.join("profiles.json")).unwrap_or_default();
         assert!(!file.contains("hunter2"), "{file}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.join("profiles.json")).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "the profile file is this user's alone");
+        }
         profiles.save("dev", "sqlite:/tmp/dev.sqlite", None, false).unwrap();
         profiles.touch("sqlite:/tmp/dev.sqlite", Some("dev"), 42).unwrap();
         let list = profiles.list().unwrap();

@@ -12,16 +12,65 @@ use specta::Type;
 use crate::ApiError;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct ConnectionOpen {
     /// `sqlite:PATH`, `postgres://…` or `memory:`; ignored when `profile` is given.
     pub url: Option<String>,
     /// A saved profile: its URL, mode and keychain password.
     pub profile: Option<String>,
-    /// `None`: read-only for a remote Postgres host, else read-write.
+    /// A password typed for this connection, given to the driver apart from
+    /// the URL (so it is never shown, stored or logged with it).
+    #[serde(default)]
+    pub password: Option<String>,
+    /// `None`: the profile's mode, else as `connection_default` says (every
+    /// Postgres read-only). `Some(false)` is refused under a read-only ceiling
+    /// or for a profile saved read-only.
     pub read_only: Option<bool>,
+    /// Create the A2 schema even beside other tables (`a2 init`); otherwise a
+    /// database or file that is not an A2 store is refused and left untouched.
+    #[serde(default)]
+    pub init: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectionDefaultRequest {
+    pub url: String,
+}
+
+/// How a store URL would be attached if the person changes nothing: decided
+/// by the Studio, so the UI's switch starts where the backend would.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct ConnectionDefault {
+    pub read_only: bool,
+    /// This process was started read-only: no connection can be read-write.
+    pub locked: bool,
+    /// Why, in a sentence.
+    pub reason: String,
+}
+
+/// The connection's TLS: off, encrypted without checking the server, or verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
+#[serde(rename_all = "snake_case")]
+pub enum TlsView {
+    Off,
+    Encrypted,
+    Verified,
+}
+
+/// The Postgres server a connection reaches, as a read-write switch names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct ServerView {
+    pub host: String,
+    pub port: u16,
+    pub database: String,
+    pub version: String,
+    /// The role the connection logged in as.
+    pub session_user: String,
 }
 
 /// The open store as the UI shows it; the URL never carries a password.
@@ -39,6 +88,12 @@ pub struct ConnectionInfo {
     pub hosts_demo: bool,
     /// Changes arrive as they happen (Postgres LISTEN/NOTIFY); else the UI polls.
     pub live: bool,
+    /// Postgres: the connection's TLS.
+    pub tls: Option<TlsView>,
+    /// Postgres: which server, database and role.
+    pub server: Option<ServerView>,
+    /// This process was started read-only (`--read-only`): the connection cannot be switched to read-write.
+    pub locked_read_only: bool,
 }
 
 /// A saved connection. Its password, if any, is in the OS keychain.
@@ -59,6 +114,7 @@ pub struct ProfileList {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct ProfileSave {
     pub name: String,
     /// A password in the URL is moved to the keychain.
@@ -68,11 +124,13 @@ pub struct ProfileSave {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct ProfileRef {
     pub name: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct ConsumerOverview {
     pub contract: Option<String>,
     /// Kept totals older than this are recomputed.
@@ -87,6 +145,7 @@ pub enum SessionSort {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct SessionListRequest {
     pub contract: String,
     pub id_prefix: Option<String>,
@@ -105,6 +164,7 @@ pub struct SessionPage {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct SessionRef {
     pub contract: String,
     pub session: String,
@@ -117,11 +177,12 @@ impl From<SessionRef> for a2_operator::SessionRef {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct EventListRequest {
     pub contract: String,
     pub session: String,
-    pub after: Option<u32>,
-    pub before: Option<u32>,
+    pub after: Option<u64>,
+    pub before: Option<u64>,
     pub newest_first: bool,
     pub limit: u32,
 }
@@ -139,6 +200,7 @@ pub struct EventView {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct DeadLetterQuery {
     pub contract: Option<String>,
     pub session: Option<String>,
@@ -165,8 +227,9 @@ pub struct SnapshotView {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct AuditQuery {
-    pub before: Option<u32>,
+    pub before: Option<u64>,
     pub limit: u32,
 }
 
@@ -176,6 +239,8 @@ pub struct AuditView {
     pub at: Millis,
     pub user: String,
     pub host: String,
+    /// The database role it ran as (Postgres).
+    pub db_user: Option<String>,
     pub action: String,
     pub contract: Option<String>,
     pub session: Option<String>,
@@ -187,36 +252,41 @@ pub struct AuditView {
 
 /// One dead letter, by where it is.
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct DeadLetterRef {
     pub contract: String,
     pub session: String,
     pub consumer: String,
-    pub index: u32,
+    pub index: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct RedriveOne {
     pub target: DeadLetterRef,
     pub action: RedriveAction,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct RedriveMany {
     pub targets: Vec<DeadLetterRef>,
     pub action: RedriveAction,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct RedriveAllRequest {
     pub contract: Option<String>,
     pub consumer: Option<String>,
     pub action: RedriveAction,
-    pub stop_at: Option<u32>,
+    pub stop_at: Option<u64>,
     /// Redrives a second, at most.
     pub rate: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct JobRef {
     pub id: u32,
 }
@@ -232,14 +302,16 @@ pub struct JobView {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct ConsumeRequest {
     pub contract: String,
     pub session: String,
     pub consumer: String,
     /// `None`: through the session head.
-    pub through: Option<u32>,
+    pub through: Option<u64>,
     pub mode: ConsumeMode,
-    /// Export mode: the JSON-lines file to append to.
+    /// Export mode: the JSON-lines file to append to, a plain file name in
+    /// the Studio's export directory (`--export-dir`, default `.a2/exports`).
     pub export_path: Option<String>,
 }
 
@@ -252,14 +324,16 @@ pub struct ConsumePreview {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct ClearRequest {
     pub contract: String,
     pub session: String,
     /// The head the operator saw: nothing is cleared if it moved since.
-    pub if_last_index: Option<u32>,
+    pub if_last_index: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct ChangeWait {
     /// The `version` of the last tick the UI saw.
     pub since: u32,
@@ -273,6 +347,7 @@ pub struct ChangeTick {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct DemoTraffic {
     /// `None`: only say whether it is flowing.
     pub on: Option<bool>,
@@ -298,6 +373,7 @@ pub(crate) fn check_limit(limit: u32) -> Result<u32, ApiError> {
 
 /// Seed the demo `shop` contract into the open store, through the engine.
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct DemoSeed {
     pub sessions: u32,
     pub seed: u64,
@@ -317,6 +393,7 @@ pub struct DemoSeeded {
 
 /// Let a Postgres role read the open store and nothing more.
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
 pub struct ReaderGrant {
     pub role: String,
 }

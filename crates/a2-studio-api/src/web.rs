@@ -5,11 +5,9 @@
 //! `x-a2-token` header: another local user or a web page cannot drive it.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -20,33 +18,31 @@ use serde::Serialize;
 use crate::ErrorCode;
 use crate::*;
 
-/// Where the built UI comes from: a directory, or assets embedded in a binary.
+/// Where the built UI comes from: assets embedded in a binary.
 pub trait Assets: Send + Sync + 'static {
     /// The bytes of `path` (relative, no leading slash), if there is such a file.
     fn get(&self, path: &str) -> Option<Vec<u8>>;
 }
 
-/// The UI as built by Vite into a directory (`ui/dist`).
-pub struct DirAssets {
-    pub root: PathBuf,
-}
+/// The UI as Vite built it into `ui/dist` when this crate was compiled,
+/// carried inside the binary (the desktop shell embeds it through Tauri).
+#[derive(rust_embed::RustEmbed)]
+#[folder = "../../ui/dist"]
+#[allow_missing = true]
+struct BuiltUi;
 
-impl Assets for DirAssets {
+/// The embedded UI, for `a2 serve`.
+pub struct EmbeddedUi;
+
+impl Assets for EmbeddedUi {
     fn get(&self, path: &str) -> Option<Vec<u8>> {
-        if path.split('/').any(|part| part == ".." || part.starts_with('.')) {
-            return None;
-        }
-        std::fs::read(self.root.join(path)).ok()
+        BuiltUi::get(path).map(|file| file.data.into_owned())
     }
 }
 
-/// The UI built into this workspace's `ui/dist`, for the `a2` CLI.
-pub fn workspace_ui() -> DirAssets {
-    let root = std::env::var_os("A2_UI_DIST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../ui/dist")));
-    DirAssets { root }
-}
+/// A request body larger than this is refused unread: the largest command
+/// (a multi-select redrive of 500 dead letters) is far smaller.
+const BODY_LIMIT: usize = 256 * 1024;
 
 macro_rules! web_dispatch {
     ($( $name:ident($request:ty) -> $response:ty; )*) => {
@@ -108,7 +104,11 @@ pub async fn run(
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
     let web = Arc::new(Web { studio, assets, token, port });
-    let app = Router::new().route("/api/{command}", post(command)).fallback(get(asset)).with_state(web);
+    let app = Router::new()
+        .route("/api/{command}", post(command))
+        .fallback(get(asset))
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(web);
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await
 }
 
@@ -118,7 +118,7 @@ fn error_response(status: StatusCode, error: ApiError) -> Response {
 
 fn status_of(error: &ApiError) -> StatusCode {
     match error.code {
-        ErrorCode::ReadOnly => StatusCode::FORBIDDEN,
+        ErrorCode::ReadOnly | ErrorCode::Forbidden => StatusCode::FORBIDDEN,
         ErrorCode::NotFound => StatusCode::NOT_FOUND,
         ErrorCode::NotConnected => StatusCode::CONFLICT,
         code if code.as_str().starts_with("INVALID") => StatusCode::BAD_REQUEST,
@@ -126,26 +126,39 @@ fn status_of(error: &ApiError) -> StatusCode {
     }
 }
 
+/// A request addressed to this server by its loopback name: a page of
+/// another site reaching it through DNS rebinding names another host.
+fn local_host(web: &Web, headers: &HeaderMap) -> bool {
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+    [format!("127.0.0.1:{}", web.port), format!("localhost:{}", web.port)].iter().any(|h| h == host)
+}
+
 /// Only a page served by this server, from this machine, may call the API.
 fn allowed(web: &Web, headers: &HeaderMap) -> bool {
     let token = headers.get("x-a2-token").and_then(|v| v.to_str().ok()).unwrap_or("");
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let local_host = [format!("127.0.0.1:{}", web.port), format!("localhost:{}", web.port)].iter().any(|h| h == host);
-    constant_time_eq(token.as_bytes(), web.token.as_bytes()) && local_host
+    constant_time_eq(token.as_bytes(), web.token.as_bytes()) && local_host(web, headers)
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-async fn command(State(web): State<Arc<Web>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
-    if !allowed(&web, &headers) {
+/// The token and host are checked before the body is read, and the body is read only up to [`BODY_LIMIT`].
+async fn command(State(web): State<Arc<Web>>, Path(name): Path<String>, request: Request) -> Response {
+    if !allowed(&web, request.headers()) {
         let error = ApiError::new(
             ErrorCode::Unauthorized,
             "the Studio's token is missing or wrong: open the URL `a2 serve` printed",
         );
         return error_response(StatusCode::UNAUTHORIZED, error);
     }
+    let body = match axum::body::to_bytes(request.into_body(), BODY_LIMIT).await {
+        Ok(body) => body,
+        Err(_) => {
+            let error = ApiError::invalid(format!("the request body is over {} KiB", BODY_LIMIT / 1024));
+            return error_response(StatusCode::PAYLOAD_TOO_LARGE, error);
+        }
+    };
     let body: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(body) => body,
         Err(e) => {
@@ -178,16 +191,28 @@ fn content_type(path: &str) -> &'static str {
     }
 }
 
+/// A path an asset may have: relative, no parent or hidden parts, no drive or backslash.
+fn plain_asset_path(path: &str) -> bool {
+    !path.is_empty()
+        && !path.contains([':', '\\'])
+        && path.split('/').all(|part| !part.is_empty() && part != ".." && !part.starts_with('.'))
+}
+
 /// A file of the UI; any other path is the app's page (routes live in the hash).
-async fn asset(State(web): State<Arc<Web>>, uri: Uri) -> Response {
+async fn asset(State(web): State<Arc<Web>>, headers: HeaderMap, uri: Uri) -> Response {
+    if !local_host(&web, &headers) {
+        return (StatusCode::MISDIRECTED_REQUEST, "this server answers to 127.0.0.1 and localhost only")
+            .into_response();
+    }
     let path = uri.path().trim_start_matches('/');
-    let (path, bytes) = match web.assets.get(path).filter(|_| !path.is_empty()) {
+    let found = if plain_asset_path(path) { web.assets.get(path) } else { None };
+    let (path, bytes) = match found {
         Some(bytes) => (path, bytes),
         None => match web.assets.get("index.html") {
             Some(bytes) => ("index.html", bytes),
             None => {
                 let message =
-                    "the Studio UI is not built: run `cargo xtask studio` (or `npm ci && npm run build` in ui/)";
+                    "this binary was built without the Studio UI: build ui/ first (`cargo xtask studio` does), then this binary";
                 return (StatusCode::NOT_FOUND, message).into_response();
             }
         },

@@ -46,7 +46,13 @@ async fn seeded(kind: StoreKind) -> (String, Studio) {
         sqlx_exec(&pool, &format!("CREATE SCHEMA IF NOT EXISTS {schema}")).await;
     }
     let info = studio
-        .connection_open(ConnectionOpen { url: Some(url.clone()), profile: None, read_only: Some(false) })
+        .connection_open(ConnectionOpen {
+            url: Some(url.clone()),
+            profile: None,
+            password: None,
+            read_only: Some(false),
+            init: false,
+        })
         .await
         .unwrap_or_else(|e| panic!("{url}: {e}"));
     assert_eq!(info.kind, kind);
@@ -54,11 +60,18 @@ async fn seeded(kind: StoreKind) -> (String, Studio) {
         // A memory store lives in its connection: seed through a second operator is impossible.
         return (url, studio);
     }
-    let operator = Operator::connect(&Connect::new(url.clone())).await.unwrap_or_else(|e| panic!("{e}"));
+    let writer = Connect { mode: Some(a2_operator::Mode::ReadWrite), ..Connect::new(url.clone()) };
+    let operator = Operator::connect(&writer).await.unwrap_or_else(|e| panic!("{e}"));
     operator.demo_seed(DemoOptions { sessions: 24, ..DemoOptions::default() }).await.unwrap_or_else(|e| panic!("{e}"));
     // Reopen, so the Studio sees the demo contract and hosts its consumers.
     studio
-        .connection_open(ConnectionOpen { url: Some(url.clone()), profile: None, read_only: Some(false) })
+        .connection_open(ConnectionOpen {
+            url: Some(url.clone()),
+            profile: None,
+            password: None,
+            read_only: Some(false),
+            init: false,
+        })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     (url, studio)
@@ -148,7 +161,7 @@ async fn reads_and_actions(kind: StoreKind) {
         contract: d.contract.clone(),
         session: d.session_id.clone(),
         consumer: d.consumer.clone(),
-        index: d.index as u32,
+        index: d.index,
     };
     let one = studio
         .dead_letter_redrive(RedriveOne { target: target(&dead.items[0]), action: RedriveAction::Skip })
@@ -187,17 +200,11 @@ async fn reads_and_actions(kind: StoreKind) {
     assert_eq!(view.progress.done + view.progress.failed, view.progress.total);
 
     // Clear only when the head is the one the operator saw.
-    let stale = ClearRequest {
-        contract: "shop".into(),
-        session: "order-00007".into(),
-        if_last_index: Some(summary.head as u32 + 5),
-    };
+    let stale =
+        ClearRequest { contract: "shop".into(), session: "order-00007".into(), if_last_index: Some(summary.head + 5) };
     assert!(!studio.session_clear(stale).await.unwrap_or_else(|e| panic!("{e}")).cleared);
-    let fresh = ClearRequest {
-        contract: "shop".into(),
-        session: "order-00007".into(),
-        if_last_index: Some(summary.head as u32),
-    };
+    let fresh =
+        ClearRequest { contract: "shop".into(), session: "order-00007".into(), if_last_index: Some(summary.head) };
     assert!(studio.session_clear(fresh).await.unwrap_or_else(|e| panic!("{e}")).cleared);
 
     // Every action left an audit entry.
@@ -206,6 +213,12 @@ async fn reads_and_actions(kind: StoreKind) {
     for expected in ["consume.ack", "redrive.skip", "redrive.retry", "redrive.all.skip", "clear"] {
         assert!(actions.contains(&expected), "{expected} in {actions:?}");
     }
+    // The job is audited as it goes: an entry per redrive, in its own transaction, then one for the job.
+    let job_entries: Vec<&AuditView> = audit.iter().filter(|a| a.action == "redrive.all.skip").collect();
+    assert_eq!(job_entries.len() as u64, view.progress.total + 1, "{job_entries:?}");
+    let closing = job_entries.first().unwrap_or_else(|| panic!("the job's closing entry"));
+    assert!(closing.session.is_none() && closing.outcome.contains(r#""done""#), "{closing:?}");
+    assert!(job_entries[1..].iter().all(|e| e.session.is_some()), "each redrive names its session");
     let overview = studio
         .consumer_overview(ConsumerOverview { contract: Some("shop".into()), max_age_ms: 0 })
         .await
@@ -215,7 +228,13 @@ async fn reads_and_actions(kind: StoreKind) {
     // Read-only: every action refused with READ_ONLY, nothing changed.
     let ro = Studio::new(&scratch());
     let info = ro
-        .connection_open(ConnectionOpen { url: Some(url.clone()), profile: None, read_only: Some(true) })
+        .connection_open(ConnectionOpen {
+            url: Some(url.clone()),
+            profile: None,
+            password: None,
+            read_only: Some(true),
+            init: false,
+        })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(info.read_only && !info.hosts_demo);
@@ -310,10 +329,20 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
         stop_at: None,
         rate: Some(-1.0),
     };
-    assert_eq!(studio.job_redrive_all(rate).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
+    assert_eq!(studio.job_redrive_all(rate.clone()).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
+    // So slow it would wait forever between two (and overflow a Duration): refused, not a panic.
+    let glacial = RedriveAllRequest { rate: Some(1e-300), ..rate };
+    assert_eq!(studio.job_redrive_all(glacial).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
     assert_eq!(studio.job_get(JobRef { id: 999 }).await.err().map(|e| e.code), Some(ErrorCode::NotFound));
-    let bad_url =
-        studio.connection_open(ConnectionOpen { url: Some("mysql://x".into()), profile: None, read_only: None }).await;
+    let bad_url = studio
+        .connection_open(ConnectionOpen {
+            url: Some("mysql://x".into()),
+            profile: None,
+            password: None,
+            read_only: None,
+            init: false,
+        })
+        .await;
     assert_eq!(bad_url.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
     assert!(studio.connection_close(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")));
     assert_eq!(studio.contract_list(NoArgs {}).await.err().map(|e| e.code), Some(ErrorCode::NotConnected));
@@ -368,7 +397,13 @@ async fn the_web_mode_needs_its_token_and_refuses_actions_read_only() {
     operator.demo_seed(DemoOptions { sessions: 8, ..DemoOptions::default() }).await.unwrap_or_else(|e| panic!("{e}"));
     let studio = Arc::new(Studio::new(&dir));
     studio
-        .connection_open(ConnectionOpen { url: Some(url), profile: None, read_only: Some(true) })
+        .connection_open(ConnectionOpen {
+            url: Some(url),
+            profile: None,
+            password: None,
+            read_only: Some(true),
+            init: false,
+        })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let listener = web::bind(0).await.unwrap_or_else(|e| panic!("{e}"));
@@ -410,7 +445,13 @@ async fn a_store_with_a_shop_contract_runs_no_demo_code_unless_asked() {
     let (url, _) = seeded(StoreKind::Sqlite).await;
     let studio = Studio::new(&scratch());
     let info = studio
-        .connection_open(ConnectionOpen { url: Some(url), profile: None, read_only: Some(false) })
+        .connection_open(ConnectionOpen {
+            url: Some(url),
+            profile: None,
+            password: None,
+            read_only: Some(false),
+            init: false,
+        })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(!info.hosts_demo, "a contract named like the demo's is not the demo");

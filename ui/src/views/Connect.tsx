@@ -1,11 +1,13 @@
 // Connect: saved profiles, recent stores, and a new connection (a SQLite
-// file or a Postgres URL). Remote Postgres opens read-only by default;
-// passwords go to the OS keychain, never into the profile file.
+// file or a Postgres URL). Whether a URL opens read-only is the Studio's
+// decision (`connection_default`): every Postgres does. Writing to Postgres
+// is a step of its own: the store opens read-only first, then the person
+// confirms the database, host and server it will write to. Passwords go to
+// the driver and the OS keychain, never into a URL or the profile file.
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { commands, type ConnectionInfo, type ConnectionOpen } from "../bindings";
 import { unwrap } from "../api";
-import { defaultReadOnly } from "../gate";
 import { ErrorBox } from "../ui";
 import type { Transport } from "../transport";
 import { keys } from "../keys";
@@ -30,20 +32,49 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
   const [readOnly, setReadOnly] = useState<boolean | null>(null);
   const [profileName, setProfileName] = useState("");
 
-  const url = kind === "sqlite" ? `sqlite:${path}` : pgUrl;
-  const effectiveReadOnly = readOnly ?? (kind === "postgres" && defaultReadOnly(pgUrl));
-  const urlWithPassword = () => {
-    if (kind !== "postgres" || !password) return url;
-    return url.replace(/^(postgres(?:ql)?:\/\/)([^@/:]+)@/, (_m, scheme: string, user: string) => `${scheme}${user}:${encodeURIComponent(password)}@`);
-  };
+  // A Postgres the person asked to write to, opened read-only until they confirm it by name.
+  const [confirmWrite, setConfirmWrite] = useState<{ info: ConnectionInfo; request: ConnectionOpen } | null>(null);
 
+  const url = kind === "sqlite" ? `sqlite:${path}` : pgUrl;
+  const defaults = useQuery({
+    queryKey: keys.connectionDefault(url),
+    queryFn: () => unwrap(commands.connectionDefault({ url })),
+  });
+  const locked = defaults.data?.locked ?? false;
+  const effectiveReadOnly = locked || (readOnly ?? defaults.data?.read_only ?? true);
+
+  const finish = (info: ConnectionInfo) => {
+    client.clear();
+    onConnected(info);
+  };
+  /** `wantWrite`: the person asked to write to a Postgres; it opens read-only, then they confirm by name. */
   const open = useMutation({
-    mutationFn: (request: ConnectionOpen) => unwrap(commands.connectionOpen(request)),
-    onSuccess: (info) => {
-      client.clear();
-      onConnected(info);
+    mutationFn: ({ request }: { request: ConnectionOpen; wantWrite: boolean }) => unwrap(commands.connectionOpen(request)),
+    onSuccess: (info, { request, wantWrite }) => {
+      if (wantWrite && info.server) {
+        setConfirmWrite({ info, request: { ...request, read_only: false } });
+        return;
+      }
+      finish(info);
     },
   });
+  const openWrite = useMutation({
+    mutationFn: (request: ConnectionOpen) => unwrap(commands.connectionOpen(request)),
+    onSuccess: finish,
+  });
+  const connect = () => {
+    const wantWrite = kind === "postgres" && readOnly === false;
+    const request: ConnectionOpen = {
+      url,
+      profile: null,
+      password: kind === "postgres" && password ? password : null,
+      // null: as the Studio decides; only a switch the person moved is sent.
+      read_only: wantWrite ? null : readOnly,
+      init: false,
+    };
+    open.mutate({ request, wantWrite });
+  };
+  const openNamed = (request: ConnectionOpen) => open.mutate({ request, wantWrite: false });
   const save = useMutation({
     mutationFn: () =>
       unwrap(commands.profileSave({ name: profileName.trim(), url, password: password || null, read_only: effectiveReadOnly })),
@@ -104,18 +135,19 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
           <input
             type="checkbox"
             checked={effectiveReadOnly}
-            onChange={(e) => setReadOnly(e.target.checked)}
+            disabled={locked}
+            onChange={(e) => setReadOnly(e.target.checked === defaults.data?.read_only ? null : e.target.checked)}
             data-testid="read-only-switch"
           />
-          Read-only {kind === "postgres" && defaultReadOnly(pgUrl) && <small>(on by default for a remote host)</small>}
+          Read-only {defaults.data && <small>({defaults.data.reason})</small>}
         </label>
         <div className="row">
           <button
             type="button"
             className="primary"
             data-testid="connect"
-            disabled={open.isPending}
-            onClick={() => open.mutate({ url: urlWithPassword(), profile: null, read_only: effectiveReadOnly })}
+            disabled={open.isPending || openWrite.isPending}
+            onClick={connect}
           >
             {open.isPending ? "Connecting…" : "Connect"}
           </button>
@@ -124,7 +156,42 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
             Save profile
           </button>
         </div>
-        <ErrorBox error={open.error ?? save.error} />
+        <ErrorBox error={open.error ?? openWrite.error ?? save.error} />
+        {confirmWrite?.info.server && (
+          <div className="confirm" role="alertdialog" data-testid="confirm-read-write">
+            <p>
+              Write to database <strong>{confirmWrite.info.server.database}</strong> on{" "}
+              <code>
+                {confirmWrite.info.server.host}:{confirmWrite.info.server.port}
+              </code>{" "}
+              (PostgreSQL {confirmWrite.info.server.version}) as role <code>{confirmWrite.info.server.session_user}</code>?
+            </p>
+            <div className="row">
+              <button
+                type="button"
+                className="danger"
+                data-testid="confirm-read-write-yes"
+                onClick={() => {
+                  const request = confirmWrite.request;
+                  setConfirmWrite(null);
+                  openWrite.mutate(request);
+                }}
+              >
+                Open read-write
+              </button>
+              <button
+                type="button"
+                onClick={() => {
+                  const info = confirmWrite.info;
+                  setConfirmWrite(null);
+                  finish(info);
+                }}
+              >
+                Stay read-only
+              </button>
+            </div>
+          </div>
+        )}
       </section>
 
       <section className="card">
@@ -134,7 +201,7 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
           <ul className="list">
             {profiles.data.profiles.map((p) => (
               <li key={p.name}>
-                <button type="button" className="link" onClick={() => open.mutate({ url: null, profile: p.name, read_only: null })}>
+                <button type="button" className="link" onClick={() => openNamed({ url: null, profile: p.name, password: null, read_only: null, init: false })}>
                   {p.name}
                 </button>{" "}
                 <code>{p.url}</code> {p.read_only && <span className="badge ro">read-only</span>}
@@ -153,7 +220,7 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
           <ul className="list">
             {profiles.data.recent.map((r) => (
               <li key={r}>
-                <button type="button" className="link" onClick={() => open.mutate({ url: r, profile: null, read_only: defaultReadOnly(r) ? true : null })}>
+                <button type="button" className="link" onClick={() => openNamed({ url: r, profile: null, password: null, read_only: null, init: false })}>
                   {r}
                 </button>
               </li>

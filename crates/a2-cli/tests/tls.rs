@@ -1,0 +1,124 @@
+//! Attaching to a Postgres that accepts TLS only, as managed services do:
+//! a second cluster this test starts (`hostssl` only, a certificate from a
+//! CA made here with rcgen), reached through the `a2` binary and through
+//! the Studio's `connection_open`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use a2_studio_api::{ConnectionOpen, ErrorCode, Studio, TlsView};
+
+#[path = "../../../tests/src/cluster.rs"]
+#[allow(dead_code)] // the plain cluster and its URL serve other tests
+mod cluster;
+
+/// A CA and a server certificate it signed, for localhost, 127.0.0.1 and 127.0.0.2.
+struct Pki {
+    ca_pem: String,
+    cert_pem: String,
+    key_pem: String,
+}
+
+fn pki(name: &str) -> Pki {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap_or_else(|e| panic!("{e}"));
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, name);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap_or_else(|e| panic!("{e}"));
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
+    let names = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "127.0.0.2".to_owned()];
+    let mut params = CertificateParams::new(names).unwrap_or_else(|e| panic!("{e}"));
+    params.distinguished_name.push(DnType::CommonName, "localhost");
+    let cert = params.signed_by(&key, &issuer).unwrap_or_else(|e| panic!("{e}"));
+    Pki { ca_pem: ca_cert.pem(), cert_pem: cert.pem(), key_pem: key.serialize_pem() }
+}
+
+fn scratch() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("a2-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    dir
+}
+
+fn a2(store: &str, args: &[&str], config: &Path) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_a2"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .env("A2_STUDIO_CONFIG_DIR", config)
+        .env_remove("PGSSLMODE")
+        .output()
+        .unwrap_or_else(|e| panic!("running a2: {e}"));
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_only_postgres_is_attached_verified_and_refused_without_tls_or_with_a_wrong_ca() {
+    let dir = scratch();
+    let server = pki("a2 test CA");
+    let stranger = pki("some other CA");
+    let ca = dir.join("ca.pem");
+    let wrong_ca = dir.join("wrong-ca.pem");
+    std::fs::write(&ca, &server.ca_pem).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&wrong_ca, &stranger.ca_pem).unwrap_or_else(|e| panic!("{e}"));
+    let cluster =
+        cluster::Cluster::start_tls(cluster::ServerTls { cert_pem: &server.cert_pem, key_pem: &server.key_pem })
+            .unwrap_or_else(|e| panic!("{e}"));
+    let port = cluster.port;
+    let verified =
+        format!("postgres://postgres@localhost:{port}/postgres?sslmode=verify-full&sslrootcert={}", ca.display());
+    // 127.0.0.2 is not this machine by name: no sslmode given means verify-full.
+    let remote_default = format!("postgres://postgres@127.0.0.2:{port}/postgres?sslrootcert={}", ca.display());
+    let plain = format!("postgres://postgres@localhost:{port}/postgres?sslmode=disable");
+    let wrong =
+        format!("postgres://postgres@localhost:{port}/postgres?sslmode=verify-full&sslrootcert={}", wrong_ca.display());
+    let config = dir.join("config");
+
+    // The CLI: create the store explicitly, then read it with the TLS state in the header.
+    let (code, _, err) = a2(&verified, &["init"], &config);
+    assert_eq!(code, 0, "init over verify-full: {err}");
+    let (code, out, err) = a2(&verified, &["consumers"], &config);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("read-only") && out.contains("TLS verified"), "the header says it: {out}");
+    let (code, out, err) = a2(&remote_default, &["consumers"], &config);
+    assert_eq!(code, 0, "a host that is not this machine is verified by default: {err}");
+    assert!(out.contains("TLS verified"), "{out}");
+
+    let (code, _, err) = a2(&plain, &["consumers"], &config);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("requires TLS") && err.contains("TLS_FAILED"), "the refusal says TLS is required: {err}");
+    let (code, _, err) = a2(&wrong, &["consumers"], &config);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("certificate") && err.contains("TLS_FAILED"), "the refusal names the certificate: {err}");
+
+    // The Studio's connection_open: the same three ways.
+    let studio = Studio::new(&config);
+    let open = |url: &str| ConnectionOpen {
+        url: Some(url.to_owned()),
+        profile: None,
+        password: None,
+        read_only: None,
+        init: false,
+    };
+    let info = studio.connection_open(open(&verified)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(info.tls, Some(TlsView::Verified));
+    assert!(info.read_only, "Postgres attaches read-only unless asked");
+    let server_info = info.server.unwrap_or_else(|| panic!("a Postgres connection names its server"));
+    assert_eq!((server_info.database.as_str(), server_info.session_user.as_str()), ("postgres", "postgres"));
+    let require = format!("postgres://postgres@localhost:{port}/postgres?sslmode=require");
+    let info = studio.connection_open(open(&require)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(info.tls, Some(TlsView::Encrypted), "encrypted, server not checked");
+    let error = studio.connection_open(open(&plain)).await.err().unwrap_or_else(|| panic!("plain text was let in"));
+    assert_eq!(error.code, ErrorCode::TlsFailed, "{error}");
+    assert!(error.message.contains("requires TLS"), "{error}");
+    let error = studio.connection_open(open(&wrong)).await.err().unwrap_or_else(|| panic!("a wrong CA was trusted"));
+    assert_eq!(error.code, ErrorCode::TlsFailed, "{error}");
+    assert!(error.message.contains("certificate"), "{error}");
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,150 @@
+//! What the Studio tells an operator about the database it attached to —
+//! which server, as which role, over what TLS — and the checks that keep an
+//! attach from changing a database that is not an A2 store.
+
+use serde::{Deserialize, Serialize};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgSslMode};
+
+use a2_store::StoreError;
+
+use crate::db_error;
+
+/// The connection's TLS, as the badge beside read-only shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TlsState {
+    /// Plain text.
+    Off,
+    /// Encrypted, but the server's certificate was not checked (`sslmode=require`/`prefer`).
+    Encrypted,
+    /// Encrypted to a server whose certificate chains to a trusted root (`verify-ca`/`verify-full`).
+    Verified,
+}
+
+/// The server and role a store is attached to, read once at connect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PgServer {
+    /// The host as connected to (a socket directory for a Unix socket).
+    pub host: String,
+    pub port: u16,
+    pub database: String,
+    /// `server_version`, e.g. `15.19 (Debian 15.19-0+deb12u1)`.
+    pub version: String,
+    /// The role the connection logged in as (`session_user`).
+    pub session_user: String,
+    pub tls: TlsState,
+}
+
+/// Hosts that are this machine; a Unix socket directory counts as this machine.
+pub fn is_local_host(host: &str) -> bool {
+    host.starts_with('/') || matches!(host, "" | "localhost" | "127.0.0.1" | "::1" | "[::1]")
+}
+
+/// Whether the URL (or `PGSSLMODE`) chose an `sslmode` itself.
+pub(crate) fn names_sslmode(url: &str) -> bool {
+    let named =
+        url::Url::parse(url).map(|u| u.query_pairs().any(|(k, _)| k == "sslmode" || k == "ssl-mode")).unwrap_or(false);
+    named || std::env::var_os("PGSSLMODE").is_some()
+}
+
+/// A host that is not this machine is reached with `verify-full` unless the URL says otherwise.
+pub(crate) fn default_tls(url: &str, connect: PgConnectOptions) -> PgConnectOptions {
+    if names_sslmode(url) || is_local_host(connect.get_host()) {
+        connect
+    } else {
+        connect.ssl_mode(PgSslMode::VerifyFull)
+    }
+}
+
+/// Read which server and role `reader` reaches, and how its connection is protected.
+pub(crate) async fn describe(reader: &PgPool, connect: &PgConnectOptions) -> Result<PgServer, StoreError> {
+    let (database, version, session_user, ssl): (String, String, String, Option<bool>) = sqlx::query_as(
+        "SELECT current_database()::text, current_setting('server_version'), session_user::text, \
+         (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid())",
+    )
+    .fetch_one(reader)
+    .await
+    .map_err(db_error)?;
+    let tls = match (ssl.unwrap_or(false), connect.get_ssl_mode()) {
+        (false, _) => TlsState::Off,
+        (true, PgSslMode::VerifyCa | PgSslMode::VerifyFull) => TlsState::Verified,
+        (true, _) => TlsState::Encrypted,
+    };
+    Ok(PgServer { host: connect.get_host().to_owned(), port: connect.get_port(), database, version, session_user, tls })
+}
+
+/// The A2 tables this binary knows, in the connection's schema.
+const A2_TABLES: &str = "'a2_sessions', 'a2_events', 'a2_heads', 'a2_snapshots', 'a2_audit', 'a2_consumer_totals'";
+
+/// What the schema a read-write attach would migrate holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Contents {
+    Empty,
+    A2Store,
+    /// Tables, none of them A2's.
+    Other,
+}
+
+pub(crate) async fn contents(pool: &PgPool) -> Result<Contents, StoreError> {
+    let (tables, ours): (i64, i64) = sqlx::query_as(&format!(
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE tablename IN ({A2_TABLES}, '_sqlx_migrations')) \
+         FROM pg_tables WHERE schemaname = current_schema()"
+    ))
+    .fetch_one(pool)
+    .await
+    .map_err(db_error)?;
+    let has_events: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'a2_events')",
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(db_error)?;
+    Ok(match (tables, ours, has_events) {
+        (0, _, _) => Contents::Empty,
+        (_, _, true) => Contents::A2Store,
+        // Only sqlx's bookkeeping table: a first migration that stopped half-way is ours to finish.
+        (tables, ours, false) if tables == ours => Contents::A2Store,
+        _ => Contents::Other,
+    })
+}
+
+/// Whether the connected role could change any A2 table in any way: a
+/// read-only attach with such a role is protected by the session setting alone.
+pub(crate) async fn role_can_write(reader: &PgPool) -> Result<bool, StoreError> {
+    sqlx::query_scalar(&format!(
+        "SELECT COALESCE(bool_or(has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')), false) \
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relname IN ({A2_TABLES})"
+    ))
+    .fetch_one(reader)
+    .await
+    .map_err(db_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_this_machine_is_local() {
+        for host in ["localhost", "127.0.0.1", "::1", "/var/run/postgresql", ""] {
+            assert!(is_local_host(host), "{host}");
+        }
+        for host in ["db.example.com", "10.0.0.5", "127.0.0.2", "localhost.evil"] {
+            assert!(!is_local_host(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn a_remote_host_is_verified_unless_the_url_says_otherwise() {
+        use std::str::FromStr;
+        let open = |url: &str| default_tls(url, PgConnectOptions::from_str(url).expect("url")).get_ssl_mode();
+        if std::env::var_os("PGSSLMODE").is_some() {
+            return;
+        }
+        assert!(matches!(open("postgres://ops@db.example.com/app"), PgSslMode::VerifyFull));
+        assert!(matches!(open("postgres://ops@localhost/app?host=db.prod"), PgSslMode::VerifyFull));
+        assert!(matches!(open("postgres://ops@db.example.com/app?sslmode=require"), PgSslMode::Require));
+        assert!(matches!(open("postgres://ops@127.0.0.1/app"), PgSslMode::Prefer));
+    }
+}
