@@ -43,6 +43,23 @@ pub fn reachable(port: u16) -> bool {
     TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok()
 }
 
+/// A free loopback port and an empty folder for a cluster on it, owned by `as_user`.
+fn fresh_root(kind: &str, as_user: Option<&str>) -> Result<(u16, PathBuf), String> {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port: {e}"))?;
+    let root = std::env::temp_dir().join(format!("a2-{kind}-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
+    if let Some(user) = as_user {
+        let owned = Command::new("chown").args(["-R", user]).arg(&root).status();
+        if !owned.is_ok_and(|s| s.success()) {
+            return Err(format!("could not give {} to {user}", root.display()));
+        }
+    }
+    Ok((port, root))
+}
+
 impl Cluster {
     /// Start a new cluster, or say why not.
     pub fn start() -> Result<Self, String> {
@@ -57,19 +74,8 @@ impl Cluster {
     fn start_with(tls: Option<ServerTls<'_>>) -> Result<Self, String> {
         let bin =
             pg_bin().ok_or("no Postgres server binaries under /usr/lib/postgresql (apt-get install postgresql)")?;
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .map_err(|e| format!("no free port: {e}"))?;
-        let root = std::env::temp_dir().join(format!("a2-cluster-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
         let as_user = is_root().then(|| "postgres".to_owned());
-        if let Some(user) = &as_user {
-            let owned = Command::new("chown").args(["-R", user]).arg(&root).status();
-            if !owned.is_ok_and(|s| s.success()) {
-                return Err(format!("could not give {} to {user}", root.display()));
-            }
-        }
+        let (port, root) = fresh_root("cluster", as_user.as_deref())?;
         let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
         let cluster = Self { url, port, root, bin, as_user, tls: tls.is_some() };
         let data = cluster.data_dir();
@@ -107,6 +113,27 @@ impl Cluster {
             }
         }
         Ok(())
+    }
+
+    /// A hot standby of this cluster: `pg_basebackup -R` into a new data
+    /// folder (streaming from this one), started on its own free port.
+    pub fn start_standby(&self) -> Result<Self, String> {
+        let (port, root) = fresh_root("standby", self.as_user.as_deref())?;
+        let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+        let standby = Self { url, port, root, bin: self.bin.clone(), as_user: self.as_user.clone(), tls: self.tls };
+        let primary_port = self.port.to_string();
+        let data = standby.data_dir();
+        let args =
+            ["-h", "127.0.0.1", "-p", &primary_port, "-U", "postgres", "-D", &data, "-R", "-X", "stream", "--no-sync"];
+        let out = standby
+            .command("pg_basebackup", &args)
+            .output()
+            .map_err(|e| format!("could not run pg_basebackup: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("pg_basebackup failed: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        standby.up()?;
+        Ok(standby)
     }
 
     fn data_dir(&self) -> String {

@@ -21,7 +21,12 @@ import { keys } from "./keys";
 export function App({ transport }: { transport: Transport }) {
   const client = useQueryClient();
   const route = useRoute();
-  const connection = useQuery({ queryKey: keys.connection(), queryFn: () => unwrap(commands.connectionGet({})) });
+  const connection = useQuery({
+    queryKey: keys.connection(),
+    queryFn: () => unwrap(commands.connectionGet({})),
+    // A replica's delay behind its primary is re-read as often as its data is polled.
+    refetchInterval: (query) => (query.state.data?.replica ? 2_000 : false),
+  });
   const info = connection.data ?? null;
   const [palette, setPalette] = useState(false);
   const demoState = useQuery({
@@ -125,6 +130,15 @@ export function App({ transport }: { transport: Transport }) {
           {info.warning && (
             <span className="badge warn" data-testid="role-warning" title={info.warning}>
               {info.role_can_write ? "⚠ role could write" : "⚠ role unchecked"}
+            </span>
+          )}
+          {info.replica && (
+            <span
+              className="badge warn"
+              data-testid="replica-badge"
+              title="A hot standby: every action is refused here (act on the primary), and what it shows trails the primary by the replay delay"
+            >
+              replica, {info.replica_delay_ms === null ? "nothing replayed yet" : `${Math.round(info.replica_delay_ms / 1000)} s behind`}
             </span>
           )}
           <span className="muted">{info.live ? "live" : "polling"}</span>

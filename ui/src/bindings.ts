@@ -138,6 +138,10 @@ export type ConnectionInfo = {
 	server: ServerView | null,
 	/**  This process was started read-only (`--read-only`): the connection cannot be switched to read-write. */
 	locked_read_only: boolean,
+	/**  Postgres: a hot standby (read-only whatever was asked; polled, since notifications never reach it). */
+	replica: boolean,
+	/**  On a replica, how far it trails the primary (ms), as of this answer; `None` before it replayed anything. */
+	replica_delay_ms: number | null,
 };
 
 export type ConnectionOpen = {

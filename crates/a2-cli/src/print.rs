@@ -107,7 +107,12 @@ impl Out {
             Some(TlsView::Off) => " · TLS off",
             None => "",
         };
-        println!("store {} · {mode}{tls}", info.url);
+        let replica = match (info.replica, info.replica_delay_ms) {
+            (false, _) => String::new(),
+            (true, Some(ms)) => format!(" · replica, {} s behind", ms / 1000),
+            (true, None) => " · replica, nothing replayed yet".to_owned(),
+        };
+        println!("store {} · {mode}{tls}{replica}", info.url);
     }
 
     pub fn session(&self, s: &SessionSummary) {

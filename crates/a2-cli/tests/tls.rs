@@ -4,13 +4,12 @@
 //! the Studio's `connection_open`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use a2_studio_api::{ConnectionOpen, ErrorCode, Studio, TlsView};
 
-#[path = "../../../tests/src/cluster.rs"]
-#[allow(dead_code)] // the plain cluster and its URL serve other tests
-mod cluster;
+mod common;
+
+use common::cluster;
 
 /// A CA and a server certificate it signed, for localhost, 127.0.0.1 and 127.0.0.2.
 struct Pki {
@@ -42,19 +41,7 @@ fn scratch() -> PathBuf {
 }
 
 fn a2(store: &str, args: &[&str], config: &Path) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_a2"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env("A2_STUDIO_CONFIG_DIR", config)
-        .env_remove("PGSSLMODE")
-        .output()
-        .unwrap_or_else(|e| panic!("running a2: {e}"));
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    common::a2_with_config(store, args, config)
 }
 
 #[tokio::test(flavor = "multi_thread")]

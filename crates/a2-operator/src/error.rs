@@ -6,8 +6,9 @@ use a2_store::StoreError;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum OperatorError {
-    #[error("refused: the connection is read-only ({action} changes the store)")]
-    ReadOnly { action: String },
+    /// `why`: the connection is read-only, or what makes it so (a read replica).
+    #[error("refused: {action} changes the store, and {why}")]
+    ReadOnly { action: String, why: String },
     #[error("not found: {what}")]
     NotFound { what: String },
     #[error("invalid: {message}")]
@@ -52,7 +53,7 @@ impl OperatorError {
 impl From<StoreError> for OperatorError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::ReadOnly { message } => Self::ReadOnly { action: message },
+            StoreError::ReadOnly { message } => Self::ReadOnly { action: "this write".into(), why: message },
             StoreError::NotFound { what } => Self::NotFound { what },
             StoreError::Invalid { message } => Self::Invalid { message },
             other => Self::Store(other),
@@ -98,6 +99,6 @@ mod tests {
         }
         let superseded = A2Error::SupersededAttempt { consumer: "c".into(), session: "s".into(), index: 1 };
         assert!(!OperatorError::from(superseded).is_retryable());
-        assert!(!OperatorError::ReadOnly { action: "redrive".into() }.is_retryable());
+        assert!(!OperatorError::ReadOnly { action: "redrive".into(), why: "it is read-only".into() }.is_retryable());
     }
 }

@@ -142,6 +142,19 @@ impl Operator {
         self.attached.mode == Mode::ReadOnly
     }
 
+    /// Attached to a hot standby: read-only whatever was asked, and no notifications.
+    pub fn is_replica(&self) -> bool {
+        self.attached.server.as_ref().is_some_and(|s| s.replica)
+    }
+
+    /// On a hot standby, how far it trails its primary (ms).
+    pub async fn replica_delay_ms(&self) -> Result<Option<i64>> {
+        match &self.attached.postgres {
+            Some(postgres) => Ok(postgres.replica_delay_ms().await?),
+            None => Ok(None),
+        }
+    }
+
     fn store(&self) -> &dyn Store {
         &*self.attached.store
     }
@@ -165,7 +178,11 @@ impl Operator {
     /// that must refuse up front what the operator would refuse later.
     pub fn writable(&self, action: &str) -> Result<()> {
         if self.is_read_only() {
-            return Err(OperatorError::ReadOnly { action: action.to_owned() });
+            let why = match self.attached.server.as_ref().filter(|s| s.replica) {
+                Some(s) => format!("{}:{} is a read replica (hot standby): act on the primary", s.host, s.port),
+                None => "the connection is read-only".to_owned(),
+            };
+            return Err(OperatorError::ReadOnly { action: action.to_owned(), why });
         }
         Ok(())
     }
@@ -275,10 +292,13 @@ impl Operator {
     pub async fn consumer_overview(&self, query: TotalsQuery) -> Result<TotalsSnapshot> {
         let (contract, max_age_ms) = (query.contract.as_deref(), query.max_age_ms);
         let now = self.now();
-        if let Some(kept) = self.store().consumer_totals_snapshot(contract).await? {
-            if now - kept.computed_at <= max_age_ms {
-                return Ok(kept);
-            }
+        let kept = self.store().consumer_totals_snapshot(contract).await?;
+        if let Some(kept) = kept.as_ref().filter(|k| now - k.computed_at <= max_age_ms) {
+            return Ok(kept.clone());
+        }
+        // A replica cannot refresh them: the primary's last refresh is what there is, its age shown.
+        if let (true, Some(kept)) = (self.is_replica(), kept) {
+            return Ok(kept);
         }
         if self.is_read_only() {
             return Ok(TotalsSnapshot { computed_at: now, totals: self.store().consumer_totals(contract).await? });

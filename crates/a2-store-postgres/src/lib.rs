@@ -151,6 +151,8 @@ impl Postgres {
             .acquire_timeout(Duration::from_secs(60))
             .connect_lazy_with(work_connect);
         let server = server::describe(&reader, &connect).await?;
+        // A hot standby refuses every write: it is attached read-only whatever was asked.
+        let options = if server.replica { PgOptions { access: Access::ReadOnly, ..options } } else { options };
         if let (Some(schema), Access::ReadWrite) = (&options.schema, options.access) {
             sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS {schema}")).execute(&pool).await.map_err(db_error)?;
         }
@@ -168,7 +170,10 @@ impl Postgres {
         let (changes, _) = broadcast::channel(1024);
         let announce = announcer(pool.clone());
         let store = Self { clock: clock.clone(), pool, reader, access: options.access, changes, announce, server };
-        store.listen();
+        // A standby cannot LISTEN (nor would a NOTIFY reach it): readers poll instead.
+        if !store.server.replica {
+            store.listen();
+        }
         Ok(SqlStore::new(store, &sql::SQL, clock))
     }
 
@@ -225,6 +230,14 @@ impl Postgres {
         &self.server
     }
 
+    /// On a hot standby, how far it trails the primary (ms); `None` on a primary.
+    pub async fn replica_delay_ms(&self) -> Result<Option<i64>, StoreError> {
+        if !self.server.replica {
+            return Ok(None);
+        }
+        server::replica_delay_ms(&self.reader).await
+    }
+
     /// Let `role` read the A2 tables and nothing more, now and after later
     /// migrations. A read-only attach with such a role is refused every write
     /// by the database itself, even a session that turns read-only mode off.
@@ -254,6 +267,12 @@ impl Postgres {
     fn writable(&self) -> Result<(), StoreError> {
         match self.access {
             Access::ReadWrite => Ok(()),
+            Access::ReadOnly if self.server.replica => Err(StoreError::ReadOnly {
+                message: format!(
+                    "{}:{} is a read replica (hot standby): act on the primary",
+                    self.server.host, self.server.port
+                ),
+            }),
             Access::ReadOnly => {
                 Err(StoreError::ReadOnly { message: "this Postgres store was attached read-only".into() })
             }
@@ -291,7 +310,7 @@ impl SqlBackend for Postgres {
     }
 
     fn changes(&self) -> Option<broadcast::Receiver<String>> {
-        Some(self.subscribe())
+        (!self.server.replica).then(|| self.subscribe())
     }
 }
 

@@ -33,6 +33,8 @@ pub struct PgServer {
     /// The role the connection logged in as (`session_user`).
     pub session_user: String,
     pub tls: TlsState,
+    /// A hot standby (`pg_is_in_recovery()`): it refuses every write and delivers no notifications.
+    pub replica: bool,
 }
 
 /// Hosts that are this machine; a Unix socket directory counts as this machine.
@@ -58,9 +60,9 @@ pub(crate) fn default_tls(url: &str, connect: PgConnectOptions) -> PgConnectOpti
 
 /// Read which server and role `reader` reaches, and how its connection is protected.
 pub(crate) async fn describe(reader: &PgPool, connect: &PgConnectOptions) -> Result<PgServer, StoreError> {
-    let (database, version, session_user, ssl): (String, String, String, Option<bool>) = sqlx::query_as(
+    let (database, version, session_user, ssl, replica): (String, String, String, Option<bool>, bool) = sqlx::query_as(
         "SELECT current_database()::text, current_setting('server_version'), session_user::text, \
-         (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid())",
+         (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), pg_is_in_recovery()",
     )
     .fetch_one(reader)
     .await
@@ -70,7 +72,30 @@ pub(crate) async fn describe(reader: &PgPool, connect: &PgConnectOptions) -> Res
         (true, PgSslMode::VerifyCa | PgSslMode::VerifyFull) => TlsState::Verified,
         (true, _) => TlsState::Encrypted,
     };
-    Ok(PgServer { host: connect.get_host().to_owned(), port: connect.get_port(), database, version, session_user, tls })
+    Ok(PgServer {
+        host: connect.get_host().to_owned(),
+        port: connect.get_port(),
+        database,
+        version,
+        session_user,
+        tls,
+        replica,
+    })
+}
+
+/// How far a standby's data trails its primary, in milliseconds: 0 when it
+/// has replayed all it received (an idle primary sends nothing, and the last
+/// replayed commit's age would read as lag), else the age of that commit.
+/// `None` before it replayed anything.
+pub(crate) async fn replica_delay_ms(reader: &PgPool) -> Result<Option<i64>, StoreError> {
+    sqlx::query_scalar(
+        "SELECT CASE \
+           WHEN pg_last_wal_receive_lsn() IS NOT NULL AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 \
+           ELSE (EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint END",
+    )
+    .fetch_one(reader)
+    .await
+    .map_err(db_error)
 }
 
 /// The A2 tables this binary knows, in the connection's schema.

@@ -215,6 +215,8 @@ impl Studio {
             operator.demo_host()?;
         }
         let postgres = attached.kind == StoreKind::Postgres;
+        let replica = operator.is_replica();
+        let replica_delay_ms = operator.replica_delay_ms().await?;
         let warning = match (read_only, postgres, attached.role_can_write) {
             (true, _, Some(true)) => Some(
                 "read-only by session setting only: this database role could write. \
@@ -235,7 +237,7 @@ impl Studio {
             role_can_write: attached.role_can_write,
             warning,
             hosts_demo,
-            live: postgres,
+            live: postgres && !replica,
             tls: server.map(|s| match s.tls {
                 a2_operator::model::TlsState::Off => TlsView::Off,
                 a2_operator::model::TlsState::Encrypted => TlsView::Encrypted,
@@ -249,6 +251,8 @@ impl Studio {
                 session_user: s.session_user.clone(),
             }),
             locked_read_only: self.limits.read_only,
+            replica,
+            replica_delay_ms,
         };
         let now = operator.now_ms();
         let connection = Arc::new(Connection::new(operator, info.clone(), self.versions.clone()));
@@ -261,8 +265,14 @@ impl Studio {
         Ok(info)
     }
 
+    /// The open connection; on a replica with how far it trails the primary now.
     pub async fn connection_get(&self, _: NoArgs) -> Result<Option<ConnectionInfo>, ApiError> {
-        Ok(self.connection.read().map_err(lock_error)?.as_ref().map(|c| c.info.clone()))
+        let Some(connection) = self.connection.read().map_err(lock_error)?.clone() else { return Ok(None) };
+        let mut info = connection.info.clone();
+        if info.replica {
+            info.replica_delay_ms = connection.operator.replica_delay_ms().await?;
+        }
+        Ok(Some(info))
     }
 
     pub async fn connection_close(&self, _: NoArgs) -> Result<bool, ApiError> {

@@ -163,7 +163,7 @@ mod tests {
             .into_iter()
             .map(OperatorError::from)
             .chain(engine.into_iter().map(OperatorError::from))
-            .chain([OperatorError::ReadOnly { action: text() }, OperatorError::invalid("x")]);
+            .chain([OperatorError::ReadOnly { action: text(), why: text() }, OperatorError::invalid("x")]);
         for error in operator {
             let code = error.code();
             assert_eq!(ApiError::from(error).code.as_str(), code);

@@ -94,6 +94,10 @@ pub struct ConnectionInfo {
     pub server: Option<ServerView>,
     /// This process was started read-only (`--read-only`): the connection cannot be switched to read-write.
     pub locked_read_only: bool,
+    /// Postgres: a hot standby (read-only whatever was asked; polled, since notifications never reach it).
+    pub replica: bool,
+    /// On a replica, how far it trails the primary (ms), as of this answer; `None` before it replayed anything.
+    pub replica_delay_ms: Option<i64>,
 }
 
 /// A saved connection. Its password, if any, is in the OS keychain.

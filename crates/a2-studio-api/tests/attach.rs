@@ -3,26 +3,15 @@
 //! mode bound to its own store, exports under one directory, no password
 //! shown, stored or audited.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use a2_studio_api::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use common::{http, open};
 
-static NEXT: AtomicU64 = AtomicU64::new(0);
+mod common;
 
 fn scratch() -> std::path::PathBuf {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "a2-attach-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::create_dir_all(&dir);
-    dir
-}
-
-fn open(url: &str, read_only: Option<bool>) -> ConnectionOpen {
-    ConnectionOpen { url: Some(url.to_owned()), profile: None, password: None, read_only, init: false }
+    common::scratch("attach")
 }
 
 /// A fresh, empty Postgres schema, reached through the URL's search path.
@@ -219,37 +208,6 @@ async fn exports_are_written_only_under_the_export_directory() {
 
 // ── the web mode ────────────────────────────────────────────────────
 
-struct Ui;
-impl web::Assets for Ui {
-    fn get(&self, path: &str) -> Option<Vec<u8>> {
-        match path {
-            "index.html" => Some(b"<!doctype html><title>A2 Studio</title>".to_vec()),
-            "app.js" => Some(b"console.log(1)".to_vec()),
-            _ => None,
-        }
-    }
-}
-
-/// One HTTP/1.1 exchange: (status, body).
-async fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap_or_else(|e| panic!("{e}"));
-    let mut request = format!("{method} {path} HTTP/1.1\r\nconnection: close\r\ncontent-length: {}\r\n", body.len());
-    if !headers.iter().any(|(k, _)| *k == "host") {
-        request.push_str(&format!("host: 127.0.0.1:{port}\r\n"));
-    }
-    for (key, value) in headers {
-        request.push_str(&format!("{key}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).await.unwrap_or_else(|e| panic!("{e}"));
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response).await;
-    let status = response.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn web_mode_under_a_read_only_ceiling_opens_its_own_store_read_only_and_nothing_else() {
     let dir = scratch();
@@ -258,13 +216,8 @@ async fn web_mode_under_a_read_only_ceiling_opens_its_own_store_read_only_and_no
     let studio = Arc::new(Studio::with_limits(&dir, limits));
     let info = studio.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(info.read_only && info.locked_read_only);
-    let listener = web::bind(0).await.unwrap_or_else(|e| panic!("{e}"));
-    let port = listener.local_addr().unwrap_or_else(|e| panic!("{e}")).port();
-    let token = web::new_token();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(web::run(listener, studio, Arc::new(Ui), token.clone(), async {
-        let _ = stopped.await;
-    }));
+    let served = common::serve(studio).await;
+    let (port, token) = (served.port, served.token.clone());
     let headers = [("x-a2-token", token.as_str()), ("content-type", "application/json")];
     let call = |command: &'static str, request: serde_json::Value| {
         let body = serde_json::json!({ "request": request }).to_string();
@@ -305,6 +258,5 @@ async fn web_mode_under_a_read_only_ceiling_opens_its_own_store_read_only_and_no
     assert!(status == 200 && body.contains("A2 Studio"), "a drive-like path is no asset: {status}");
     let (status, _) = http(port, "GET", "/app.js", &[("host", "evil.example:80")], "").await;
     assert_eq!(status, 421, "assets too answer to this machine's names only");
-    let _ = stop.send(());
-    let _ = server.await;
+    served.stop().await;
 }

@@ -1,25 +1,18 @@
 //! The Studio's commands on every store (memory, SQLite, Postgres), the
 //! read-only refusals, bad input, and the web mode's HTTP contract.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use a2_operator::demo::DemoOptions;
 use a2_operator::{Connect, Operator};
 use a2_studio_api::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use common::{http, open};
 
-static NEXT: AtomicU64 = AtomicU64::new(0);
+mod common;
 
 fn scratch() -> std::path::PathBuf {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "a2-studio-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::create_dir_all(&dir);
-    dir
+    common::scratch("studio")
 }
 
 fn postgres_url() -> String {
@@ -45,16 +38,7 @@ async fn seeded(kind: StoreKind) -> (String, Studio) {
         let pool = sqlx_pool(&admin).await;
         sqlx_exec(&pool, &format!("CREATE SCHEMA IF NOT EXISTS {schema}")).await;
     }
-    let info = studio
-        .connection_open(ConnectionOpen {
-            url: Some(url.clone()),
-            profile: None,
-            password: None,
-            read_only: Some(false),
-            init: false,
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let info = studio.connection_open(open(&url, Some(false))).await.unwrap_or_else(|e| panic!("{url}: {e}"));
     assert_eq!(info.kind, kind);
     if kind == StoreKind::Memory {
         // A memory store lives in its connection: seed through a second operator is impossible.
@@ -64,16 +48,7 @@ async fn seeded(kind: StoreKind) -> (String, Studio) {
     let operator = Operator::connect(&writer).await.unwrap_or_else(|e| panic!("{e}"));
     operator.demo_seed(DemoOptions { sessions: 24, ..DemoOptions::default() }).await.unwrap_or_else(|e| panic!("{e}"));
     // Reopen, so the Studio sees the demo contract and hosts its consumers.
-    studio
-        .connection_open(ConnectionOpen {
-            url: Some(url.clone()),
-            profile: None,
-            password: None,
-            read_only: Some(false),
-            init: false,
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    studio.connection_open(open(&url, Some(false))).await.unwrap_or_else(|e| panic!("{e}"));
     (url, studio)
 }
 
@@ -227,16 +202,7 @@ async fn reads_and_actions(kind: StoreKind) {
 
     // Read-only: every action refused with READ_ONLY, nothing changed.
     let ro = Studio::new(&scratch());
-    let info = ro
-        .connection_open(ConnectionOpen {
-            url: Some(url.clone()),
-            profile: None,
-            password: None,
-            read_only: Some(true),
-            init: false,
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let info = ro.connection_open(open(&url, Some(true))).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(info.read_only && !info.hosts_demo);
     assert_read_only_refuses_everything(&ro).await;
 }
@@ -334,15 +300,7 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
     let glacial = RedriveAllRequest { rate: Some(1e-300), ..rate };
     assert_eq!(studio.job_redrive_all(glacial).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
     assert_eq!(studio.job_get(JobRef { id: 999 }).await.err().map(|e| e.code), Some(ErrorCode::NotFound));
-    let bad_url = studio
-        .connection_open(ConnectionOpen {
-            url: Some("mysql://x".into()),
-            profile: None,
-            password: None,
-            read_only: None,
-            init: false,
-        })
-        .await;
+    let bad_url = studio.connection_open(open("mysql://x", None)).await;
     assert_eq!(bad_url.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
     assert!(studio.connection_close(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")));
     assert_eq!(studio.contract_list(NoArgs {}).await.err().map(|e| e.code), Some(ErrorCode::NotConnected));
@@ -362,33 +320,6 @@ async fn a_store_without_notifications_is_polled() {
 
 // ── the web mode ────────────────────────────────────────────────────
 
-struct Ui;
-impl web::Assets for Ui {
-    fn get(&self, path: &str) -> Option<Vec<u8>> {
-        (path == "index.html").then(|| b"<!doctype html><title>A2 Studio</title>".to_vec())
-    }
-}
-
-/// One HTTP/1.1 exchange: (status, body).
-async fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap_or_else(|e| panic!("{e}"));
-    let mut request = format!("{method} {path} HTTP/1.1\r\nconnection: close\r\ncontent-length: {}\r\n", body.len());
-    if !headers.iter().any(|(k, _)| *k == "host") {
-        request.push_str(&format!("host: 127.0.0.1:{port}\r\n"));
-    }
-    for (key, value) in headers {
-        request.push_str(&format!("{key}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).await.unwrap_or_else(|e| panic!("{e}"));
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap_or_else(|e| panic!("{e}"));
-    let status = response.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_web_mode_needs_its_token_and_refuses_actions_read_only() {
     let dir = scratch();
@@ -396,23 +327,9 @@ async fn the_web_mode_needs_its_token_and_refuses_actions_read_only() {
     let operator = Operator::connect(&Connect::new(url.clone())).await.unwrap_or_else(|e| panic!("{e}"));
     operator.demo_seed(DemoOptions { sessions: 8, ..DemoOptions::default() }).await.unwrap_or_else(|e| panic!("{e}"));
     let studio = Arc::new(Studio::new(&dir));
-    studio
-        .connection_open(ConnectionOpen {
-            url: Some(url),
-            profile: None,
-            password: None,
-            read_only: Some(true),
-            init: false,
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let listener = web::bind(0).await.unwrap_or_else(|e| panic!("{e}"));
-    let port = listener.local_addr().unwrap_or_else(|e| panic!("{e}")).port();
-    let token = web::new_token();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(web::run(listener, studio, Arc::new(Ui), token.clone(), async {
-        let _ = stopped.await;
-    }));
+    studio.connection_open(open(&url, Some(true))).await.unwrap_or_else(|e| panic!("{e}"));
+    let served = common::serve(studio).await;
+    let (port, token) = (served.port, served.token.clone());
     let json = ("content-type", "application/json");
     let with_token = [("x-a2-token", token.as_str()), json];
 
@@ -436,24 +353,14 @@ async fn the_web_mode_needs_its_token_and_refuses_actions_read_only() {
     assert_eq!(status, 404);
     let (status, body) = http(port, "GET", "/session/shop/x", &[], "").await;
     assert!(status == 200 && body.contains("A2 Studio"), "routes fall back to the app page");
-    let _ = stop.send(());
-    let _ = server.await;
+    served.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_with_a_shop_contract_runs_no_demo_code_unless_asked() {
     let (url, _) = seeded(StoreKind::Sqlite).await;
     let studio = Studio::new(&scratch());
-    let info = studio
-        .connection_open(ConnectionOpen {
-            url: Some(url),
-            profile: None,
-            password: None,
-            read_only: Some(false),
-            init: false,
-        })
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let info = studio.connection_open(open(&url, Some(false))).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(!info.hosts_demo, "a contract named like the demo's is not the demo");
     let refused = studio.demo_traffic(DemoTraffic { on: Some(true) }).await;
     assert_eq!(refused.err().map(|e| e.code), Some(ErrorCode::InvalidInput));

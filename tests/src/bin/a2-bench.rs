@@ -9,6 +9,8 @@
 //!   working through sessions × events, as heads completed per second.
 //! - with `--reads`: the Studio's reads through the operator API on a demo
 //!   store of 100,000 sessions / 1,000,000 events, as p50 and p95.
+//! - with `--replica`: the same reads on a hot standby (a throwaway primary
+//!   and its `pg_basebackup -R` replica), seeded on the primary.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -196,8 +198,10 @@ where
     Ok((at(0.5), at(0.95)))
 }
 
-/// The Studio's reads through the operator API, on 100k sessions / 1M events.
-async fn reads(
+/// A demo store of `sessions` bulk sessions (10 events each) and a few
+/// hundred lively ones, analysed and with kept totals, as a production
+/// store the Studio reads would be.
+async fn seed_reads(
     name: &str,
     store: Arc<dyn Store>,
     sessions: usize,
@@ -220,10 +224,48 @@ async fn reads(
         }
         pool.close().await;
     }
-    // Writers keep consumer totals; the reads below are a read-only Studio's.
+    // Writers keep consumer totals; the reads are a read-only Studio's.
     store.consumer_totals_refresh().await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The Studio's reads through the operator API, on 100k sessions / 1M events.
+async fn reads(
+    name: &str,
+    store: Arc<dyn Store>,
+    sessions: usize,
+    analyze: Option<(&str, &str)>,
+) -> Result<(), String> {
+    seed_reads(name, store.clone(), sessions, analyze).await?;
     let attached = a2_operator::Attached::new(store, a2_operator::StoreKind::Memory, a2_operator::Mode::ReadOnly);
-    let op = a2_operator::Operator::new(attached, a2_operator::Actor::current());
+    measure_reads(name, a2_operator::Operator::new(attached, a2_operator::Actor::current()), sessions).await
+}
+
+/// The same reads on a hot standby of a throwaway primary, seeded there and
+/// replayed: how production is usually inspected.
+async fn replica_reads(sessions: usize) -> Result<(), String> {
+    let primary = a2_e2e::cluster::Cluster::start()?;
+    let standby = primary.start_standby()?;
+    let store = open_with(&primary.url, StoreOptions { max_connections: Some(16), ..StoreOptions::default() })
+        .await
+        .map_err(|e| e.to_string())?;
+    seed_reads("postgres-primary", store.clone(), sessions, Some((&primary.url, "public"))).await?;
+    let mut connect = a2_operator::Connect::new(standby.url.clone());
+    connect.statement_timeout = Duration::from_secs(30);
+    let op = a2_operator::Operator::connect(&connect).await.map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    while op.replica_delay_ms().await.map_err(|e| e.to_string())? != Some(0) {
+        if started.elapsed() > Duration::from_secs(300) {
+            return Err("the standby did not catch up within 5 minutes".into());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    eprintln!("a2-bench: the standby caught up {:?} after the seed", started.elapsed());
+    measure_reads("postgres-replica", op, sessions).await
+}
+
+/// p50/p95 of each Studio read through `op`, printed as `bench <name> <read> p50_ms= p95_ms=`.
+async fn measure_reads(name: &str, op: a2_operator::Operator, sessions: usize) -> Result<(), String> {
     let id = |i: usize| format!("order-{:05}", (i * 7919) % sessions);
     let samples = 100;
     let figures = [
@@ -330,6 +372,9 @@ async fn run() -> Result<(), String> {
         };
         let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
         reads("postgres", pg, sessions, Some((&url, &format!("{schema}_reads")))).await?;
+    }
+    if args.iter().any(|a| a == "--replica") {
+        replica_reads(100_000).await?;
     }
     if args.iter().any(|a| a == "--reads") && !args.iter().any(|a| a == "--postgres-only") {
         let sessions = 100_000;

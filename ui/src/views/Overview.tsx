@@ -6,10 +6,13 @@ import { commands, type TotalsSnapshot } from "../bindings";
 import { unwrap } from "../api";
 import { formatAge, formatCount } from "../format";
 import { go } from "../route";
-import { ErrorBox, Empty } from "../ui";
+import { ErrorBox, Empty, useConnection } from "../ui";
 import { keys } from "../keys";
 
 type Sample = { at: number; lag: number };
+
+/** Kept totals older than this are recomputed (on a replica, which cannot, they are shown as stale). */
+const KEPT_FOR_MS = 5_000;
 const history = new Map<string, Sample[]>();
 const KEPT = 240;
 
@@ -67,9 +70,10 @@ function LagChart() {
 
 export function Overview() {
   const contracts = useQuery({ queryKey: keys.contracts(), queryFn: () => unwrap(commands.contractList({})) });
+  const connection = useConnection();
   const totals = useQuery({
     queryKey: keys.consumerOverview(),
-    queryFn: () => unwrap(commands.consumerOverview({ contract: null, max_age_ms: 5_000 })),
+    queryFn: () => unwrap(commands.consumerOverview({ contract: null, max_age_ms: KEPT_FOR_MS })),
     refetchInterval: 5_000,
   });
   const [, redraw] = useState(0);
@@ -99,6 +103,12 @@ export function Overview() {
         <h2>
           Consumers{" "}
           {totals.data && <small className="muted">computed {formatAge(Date.now() - totals.data.computed_at)} ago</small>}
+          {totals.data && connection?.replica && Date.now() - totals.data.computed_at > KEPT_FOR_MS && (
+            <small className="warn" data-testid="totals-stale">
+              {" "}
+              stale: as the primary last refreshed them (a replica cannot refresh them)
+            </small>
+          )}
         </h2>
         <ErrorBox error={totals.error} />
         <table data-testid="consumers-table">
