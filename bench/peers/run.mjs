@@ -23,8 +23,10 @@ async function until(sql, done, start) {
 }
 
 async function graphileWorker() {
-  const { makeWorkerUtils, run } = await import("graphile-worker");
-  const utils = await makeWorkerUtils({ connectionString, schema });
+  const { Logger, makeWorkerUtils, run } = await import("graphile-worker");
+  // Silent, as a production worker's job log would go elsewhere: a line a job on stdout would slow it.
+  const logger = new Logger(() => () => {});
+  const utils = await makeWorkerUtils({ connectionString, schema, logger });
   await utils.migrate();
   for (let added = 0; added < jobs; added += BATCH) {
     const batch = Array.from({ length: Math.min(BATCH, jobs - added) }, (_, i) => ({ identifier: "noop", payload: { n: added + i } }));
@@ -37,6 +39,7 @@ async function graphileWorker() {
     schema,
     concurrency: 10,
     noHandleSignals: true,
+    logger,
     taskList: { noop: async () => {} },
     preset: { worker: { localQueue: { size: 200 }, completeJobBatchDelay: 0 } },
   });

@@ -15,6 +15,7 @@ use a2_store::{Clock, Store};
 pub mod engine;
 mod faulty;
 mod fidelity;
+mod grouping;
 mod healing;
 mod inspection;
 pub mod property;
@@ -56,6 +57,8 @@ macro_rules! conformance_suite {
                 use super::super::*;
                 $crate::__stamp!(multi_thread, $factory;
                     gap_free_indexes_under_concurrent_appenders,
+                    concurrent_appends_are_each_atomic,
+                    a_failing_append_does_not_fail_its_batch,
                     idempotent_reappend_by_id,
                     partial_duplicate_batch_is_refused_whole,
                     claim_is_exclusive_among_four_holders,

@@ -10,6 +10,7 @@ use crate::support::*;
 use crate::StoreFactory;
 
 pub use crate::fidelity::*;
+pub use crate::grouping::*;
 pub use crate::inspection::*;
 
 fn complete(

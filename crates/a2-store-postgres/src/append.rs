@@ -90,6 +90,142 @@ pub(crate) async fn fast_append(
         Err(error) => return Err(FastAppend::Failed(db_error(error))),
     };
     let base = to_u64(row.try_get::<i64, _>("base").map_err(|e| FastAppend::Failed(db_error(e)))?);
+    Ok(appended_at(params, base, now))
+}
+
+/// The columns of one statement appending to many sessions: a row a session,
+/// an event, a target and a new cursor, each naming its session.
+#[derive(Default)]
+struct Columns<'a> {
+    sessions: Vec<&'a str>,
+    counts: Vec<i64>,
+    ev_sessions: Vec<&'a str>,
+    ev_ordinals: Vec<i64>,
+    ids: Vec<&'a str>,
+    types: Vec<&'a str>,
+    payloads: Vec<Json<&'a serde_json::Value>>,
+    causes: Vec<Option<Json<&'a Cause>>>,
+    t_sessions: Vec<&'a str>,
+    t_consumers: Vec<&'a str>,
+    t_lanes: Vec<&'a str>,
+    t_ordinals: Vec<i64>,
+    t_kinds: Vec<i16>,
+    l_sessions: Vec<&'a str>,
+    l_consumers: Vec<&'a str>,
+    l_lanes: Vec<&'a str>,
+    l_backfill: Vec<bool>,
+}
+
+impl<'a> Columns<'a> {
+    fn push(&mut self, params: &'a EventAppend) {
+        let key = params.session.as_str();
+        self.sessions.push(key);
+        self.counts.push(i64::try_from(params.events.len()).unwrap_or(i64::MAX));
+        for (ordinal, event) in params.events.iter().enumerate() {
+            let ordinal = i64::try_from(ordinal + 1).unwrap_or(i64::MAX);
+            self.ev_sessions.push(key);
+            self.ev_ordinals.push(ordinal);
+            self.ids.push(&event.id);
+            self.types.push(&event.event_type);
+            self.payloads.push(Json(&event.payload));
+            self.causes.push(event.cause.as_ref().map(Json));
+            for target in &event.targets {
+                self.t_sessions.push(key);
+                self.t_consumers.push(&target.consumer);
+                self.t_lanes.push(lane_column(target.lane.as_deref()));
+                self.t_ordinals.push(ordinal);
+                self.t_kinds.push(kind_code(target_kind(target.lane.as_deref())));
+            }
+        }
+        for consumer in &params.consumers {
+            if let Some(log) = &consumer.log {
+                self.l_sessions.push(key);
+                self.l_consumers.push(&consumer.name);
+                self.l_lanes.push(&log.lane);
+                self.l_backfill.push(log.backfill);
+            }
+        }
+    }
+}
+
+/// Appends to many sessions (each at most once) as one statement and one
+/// commit: what [`fast_append`] does for one session, for all of them.
+/// Sessions are locked in key order, so two such statements cannot deadlock
+/// on each other. Any failure fails the whole statement; the caller then
+/// appends each on its own, so one bad append never fails its neighbours.
+pub(crate) async fn fast_append_many(
+    pool: &sqlx::PgPool,
+    batch: &[&EventAppend],
+    now: Millis,
+) -> Result<Vec<Appended>, sqlx::Error> {
+    let mut columns = Columns::default();
+    for params in batch {
+        columns.push(params);
+    }
+    let rows = sqlx::query(
+        "WITH req AS (SELECT * FROM UNNEST($1::text[], $2::bigint[]) AS r(session, n)), \
+         s AS ( \
+           INSERT INTO a2_sessions AS t (session, head, clear_index, created_at, updated_at) \
+           SELECT r.session, r.n, 0, $3, $3 FROM req r ORDER BY r.session \
+           ON CONFLICT (session) DO UPDATE SET head = t.head + EXCLUDED.head, updated_at = $3 \
+           RETURNING t.session, t.head, t.clear_index), \
+         b AS (SELECT s.session, s.head - r.n AS base, s.clear_index FROM s JOIN req r ON r.session = s.session), \
+         ev AS ( \
+           INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
+           SELECT x.s, b.base + x.o, x.d, x.t, x.p, $3, x.c \
+           FROM UNNEST($4::text[], $5::bigint[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[]) AS x(s, o, d, t, p, c) \
+           JOIN b ON b.session = x.s RETURNING 1), \
+         hd AS ( \
+           INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
+           SELECT y.s, y.c, y.l, b.base + y.o, y.k \
+           FROM UNNEST($10::text[], $11::text[], $12::text[], $13::bigint[], $14::smallint[]) AS y(s, c, l, o, k) \
+           JOIN b ON b.session = y.s ON CONFLICT DO NOTHING RETURNING 1), \
+         cur AS ( \
+           INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
+           SELECT z.s, z.c, z.l, CASE WHEN z.b THEN b.clear_index + 1 ELSE b.base + 1 END, 0 \
+           FROM UNNEST($15::text[], $16::text[], $17::text[], $18::bool[]) AS z(s, c, l, b) \
+           JOIN b ON b.session = z.s \
+           WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = z.s AND h.consumer = z.c AND h.kind = 0) \
+           ON CONFLICT DO NOTHING RETURNING 1) \
+         SELECT session, base FROM b",
+    )
+    .bind(&columns.sessions)
+    .bind(&columns.counts)
+    .bind(now)
+    .bind(&columns.ev_sessions)
+    .bind(&columns.ev_ordinals)
+    .bind(&columns.ids)
+    .bind(&columns.types)
+    .bind(&columns.payloads)
+    .bind(&columns.causes)
+    .bind(&columns.t_sessions)
+    .bind(&columns.t_consumers)
+    .bind(&columns.t_lanes)
+    .bind(&columns.t_ordinals)
+    .bind(&columns.t_kinds)
+    .bind(&columns.l_sessions)
+    .bind(&columns.l_consumers)
+    .bind(&columns.l_lanes)
+    .bind(&columns.l_backfill)
+    .fetch_all(pool)
+    .await?;
+    let mut bases = std::collections::HashMap::with_capacity(rows.len());
+    for row in rows {
+        bases.insert(row.try_get::<String, _>("session")?, to_u64(row.try_get::<i64, _>("base")?));
+    }
+    batch
+        .iter()
+        .map(|params| {
+            let base = bases.get(&params.session).copied().ok_or_else(|| {
+                sqlx::Error::Protocol(format!("the batch append returned no base for {}", params.session))
+            })?;
+            Ok(appended_at(params, base, now))
+        })
+        .collect()
+}
+
+/// The events of `params` as appended after index `base`.
+fn appended_at(params: &EventAppend, base: u64, now: Millis) -> Appended {
     let events = params
         .events
         .iter()
@@ -99,10 +235,46 @@ pub(crate) async fn fast_append(
             event_type: e.event_type.clone(),
             payload: e.payload.clone(),
             index: base + 1 + offset as u64,
-            session: key.to_owned(),
+            session: params.session.clone(),
             created_at: now,
             cause: e.cause.clone(),
         })
         .collect::<Vec<_>>();
-    Ok(Appended { head: base + events.len() as u64, events, duplicate: false })
+    Appended { head: base + events.len() as u64, events, duplicate: false }
+}
+
+/// A flush of the append queue: the first append of each session together
+/// in one statement, the rest (and all of them, if that statement fails)
+/// one by one. Answers in `batch`'s order; `Ok(None)`: an id already in the
+/// session, for the shared path, which tells an idempotent re-append from a
+/// partial duplicate.
+pub(crate) async fn flush(
+    pool: &sqlx::PgPool,
+    batch: Vec<EventAppend>,
+    now: Millis,
+) -> Vec<Result<Option<Appended>, StoreError>> {
+    let mut answers: Vec<Option<Result<Option<Appended>, StoreError>>> = (0..batch.len()).map(|_| None).collect();
+    let mut seen = std::collections::HashSet::new();
+    let together: Vec<usize> = (0..batch.len()).filter(|&i| seen.insert(batch[i].session.as_str())).collect();
+    if together.len() > 1 {
+        let shared: Vec<&EventAppend> = together.iter().map(|&i| &batch[i]).collect();
+        if let Ok(appended) = fast_append_many(pool, &shared, now).await {
+            for (&i, appended) in together.iter().zip(appended) {
+                answers[i] = Some(Ok(Some(appended)));
+            }
+        }
+    }
+    for (i, answer) in answers.iter_mut().enumerate() {
+        if answer.is_none() {
+            *answer = Some(match fast_append(pool, &batch[i], now).await {
+                Ok(appended) => Ok(Some(appended)),
+                Err(FastAppend::IdTaken) => Ok(None),
+                Err(FastAppend::Failed(error)) => Err(error),
+            });
+        }
+    }
+    answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| Err(StoreError::unavailable("an append went unanswered"))))
+        .collect()
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 pub use a2_store::Access;
 use a2_store::{Appended, Clock, EventAppend, StoreError};
-use a2_store_sql::{Conn, SqlBackend, SqlStore, Transaction};
+use a2_store_sql::{Batcher, Conn, SqlBackend, SqlStore, Transaction};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 
@@ -77,7 +77,6 @@ pub type PgStore = SqlStore<Postgres>;
 /// A Postgres database's pools and change feed: what the shared SQL layer runs on.
 #[derive(Debug, Clone)]
 pub struct Postgres {
-    clock: Arc<dyn Clock>,
     pool: PgPool,
     reader: PgPool,
     access: Access,
@@ -85,6 +84,8 @@ pub struct Postgres {
     /// Session keys to announce, gathered so one NOTIFY carries many.
     announce: tokio::sync::mpsc::UnboundedSender<String>,
     server: PgServer,
+    /// Group commit: appends arriving while one flush runs share the next one's statement and commit.
+    appends: Batcher<EventAppend, Result<Option<Appended>, StoreError>>,
 }
 
 /// The connection settings of a store opened with `options`: the schema's
@@ -169,7 +170,14 @@ impl Postgres {
         check_schema(&reader).await?;
         let (changes, _) = broadcast::channel(1024);
         let announce = announcer(pool.clone());
-        let store = Self { clock: clock.clone(), pool, reader, access: options.access, changes, announce, server };
+        let appends = {
+            let (pool, clock) = (pool.clone(), clock.clone());
+            Batcher::start(a2_store_sql::MAX_BATCH, move |batch| {
+                let (pool, clock) = (pool.clone(), clock.clone());
+                async move { append::flush(&pool, batch, clock.now_ms()).await }
+            })
+        };
+        let store = Self { pool, reader, access: options.access, changes, announce, server, appends };
         // A standby cannot LISTEN (nor would a NOTIFY reach it): readers poll instead.
         if !store.server.replica {
             store.listen();
@@ -297,12 +305,10 @@ impl SqlBackend for Postgres {
 
     async fn append_fast(&self, params: &EventAppend) -> Result<Option<Appended>, StoreError> {
         self.writable()?;
-        match append::fast_append(&self.pool, params, self.clock.now_ms()).await {
-            Ok(appended) => Ok(Some(appended)),
-            // An id already in the session: the shared path tells an idempotent re-append from a partial duplicate.
-            Err(append::FastAppend::IdTaken) => Ok(None),
-            Err(append::FastAppend::Failed(error)) => Err(error),
-        }
+        self.appends
+            .submit(params.clone())
+            .await
+            .unwrap_or_else(|| Err(StoreError::unavailable("the store's append queue stopped")))
     }
 
     fn announce(&self, key: &str) {

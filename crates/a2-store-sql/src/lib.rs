@@ -7,6 +7,8 @@
 
 mod conn;
 mod each;
+mod group;
+pub use group::{Batcher, MAX_BATCH};
 mod explain;
 pub mod rows;
 mod statements;
@@ -61,12 +63,14 @@ pub struct SqlStore<B> {
     backend: B,
     sql: &'static Statements,
     clock: Arc<dyn Clock>,
+    /// Appends waiting for a shared transaction ([`SqlStore::grouping`]).
+    grouped: Option<group::Grouped>,
 }
 
 impl<B: SqlBackend> SqlStore<B> {
     /// A store running the backend's `sql` on its connections, stamping times from `clock`.
     pub fn new(backend: B, sql: &'static Statements, clock: Arc<dyn Clock>) -> Self {
-        Self { backend, sql, clock }
+        Self { backend, sql, clock, grouped: None }
     }
 
     fn sql(&self) -> &'static Statements {
@@ -75,6 +79,16 @@ impl<B: SqlBackend> SqlStore<B> {
 
     fn now(&self) -> a2_store::Millis {
         self.clock.now_ms()
+    }
+}
+
+impl<B: SqlBackend + Clone> SqlStore<B> {
+    /// Group commit: concurrent appends share one transaction (each under a
+    /// savepoint, with its own outcome) and one commit. For a backend whose
+    /// commit, not its statements, is the cost (SQLite's fsync).
+    pub fn grouping(self) -> Self {
+        let grouped = group::start(self.clone());
+        Self { grouped: Some(grouped), ..self }
     }
 }
 

@@ -14,6 +14,25 @@ use crate::steps::{fenced, keyed};
 use crate::value::Arg;
 use crate::{page, SqlBackend, SqlStore};
 
+impl<B: SqlBackend> SqlStore<B> {
+    /// One append, in its own transaction (or the backend's faster path).
+    pub(crate) async fn append_alone(&self, params: EventAppend) -> Result<Appended, StoreError> {
+        if let Some(appended) = self.backend.append_fast(&params).await? {
+            self.backend.announce(&params.session);
+            return Ok(appended);
+        }
+        let mut tx = self.backend.begin().await?;
+        let (events, duplicate) =
+            self.append_in(tx.as_mut(), &params.session, params.events, &params.consumers, self.now()).await?;
+        let head = self.session_row(tx.as_mut(), &params.session).await?.map_or(0, |(h, _)| h);
+        tx.commit().await?;
+        if !duplicate {
+            self.backend.announce(&params.session);
+        }
+        Ok(Appended { head, events, duplicate })
+    }
+}
+
 #[async_trait::async_trait]
 impl<B: SqlBackend> Store for SqlStore<B> {
     fn clock(&self) -> Arc<dyn Clock> {
@@ -30,19 +49,13 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             let head = self.session_row(conn.as_mut(), &params.session).await?.map_or(0, |(h, _)| h);
             return Ok(Appended { head, events: Vec::new(), duplicate: false });
         }
-        if let Some(appended) = self.backend.append_fast(&params).await? {
-            self.backend.announce(&params.session);
-            return Ok(appended);
+        match &self.grouped {
+            Some(grouped) => grouped
+                .submit(params)
+                .await
+                .unwrap_or_else(|| Err(StoreError::unavailable("the store's append queue stopped"))),
+            None => self.append_alone(params).await,
         }
-        let mut tx = self.backend.begin().await?;
-        let (events, duplicate) =
-            self.append_in(tx.as_mut(), &params.session, params.events, &params.consumers, self.now()).await?;
-        let head = self.session_row(tx.as_mut(), &params.session).await?.map_or(0, |(h, _)| h);
-        tx.commit().await?;
-        if !duplicate {
-            self.backend.announce(&params.session);
-        }
-        Ok(Appended { head, events, duplicate })
     }
     async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
         check_session_key(&params.session)?;

@@ -120,7 +120,9 @@ impl Sqlite {
             .await
             .map_err(|e| open_error(&path, e))?;
         check_schema(&reader, &path).await?;
-        Ok(SqlStore::new(Self { path, writer, reader }, &sql::SQL, clock))
+        let store = SqlStore::new(Self { path, writer, reader }, &sql::SQL, clock);
+        // One fsync a commit is SQLite's cost, not its statements: concurrent appends share a commit.
+        Ok(if access == Access::ReadWrite { store.grouping() } else { store })
     }
 
     /// Open by URL: `sqlite:PATH` or `sqlite://PATH` (`?mode=ro` for read-only).

@@ -9,12 +9,17 @@
 //!   working through sessions × events, as heads completed per second.
 //! - with `--reads`: the Studio's reads through the operator API on a demo
 //!   store of 100,000 sessions / 1,000,000 events, as p50 and p95.
+//! - with `--peers` (alone): graphile-worker and pg-boss beside our drain
+//!   and append, interleaved over 3 rounds, with medians and ratios.
 //! - with `--replica`: the same reads on a hot standby (a throwaway primary
 //!   and its `pg_basebackup -R` replica), seeded on the primary.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+#[path = "a2-bench/peers.rs"]
+mod peers;
 
 use a2_e2e::{open_with, StoreOptions};
 use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, Server};
@@ -138,10 +143,46 @@ async fn store_appends(store: Arc<dyn Store>) -> Result<f64, String> {
     Ok(count.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64())
 }
 
+/// What the drained consumer is: a job queue's shape, or an ordered log consumer.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    /// A concurrent consumer whose run returns nothing.
+    Jobs,
+    /// A string-lane consumer (one ordered cursor a session) whose run returns one event.
+    Log,
+}
+
 async fn drain(store: Arc<dyn Store>, sessions: usize, events: usize) -> Result<f64, String> {
+    drain_shape(store, sessions, events, Shape::Jobs, "drain").await
+}
+
+/// `sessions` × `events` appended, then drained by one server; the rate is
+/// the events handled a second, each checked in the store afterwards (no
+/// lag left), not only counted in the handler.
+async fn drain_shape(
+    store: Arc<dyn Store>,
+    sessions: usize,
+    events: usize,
+    shape: Shape,
+    prefix: &str,
+) -> Result<f64, String> {
     let done = Arc::new(AtomicU64::new(0));
-    let consumer = job_consumer(done.clone()).map_err(|e| e.to_string())?;
-    let contract = contract().map_err(|e| e.to_string())?;
+    let (consumer, contract) = match shape {
+        Shape::Jobs => (job_consumer(done.clone()), contract()),
+        Shape::Log => {
+            let counted = done.clone();
+            let ledger = Consumer::builder("ledger").lane("main").types(["job"]).run(move |ctx| {
+                let counted = counted.clone();
+                async move {
+                    counted.fetch_add(1, Ordering::Relaxed);
+                    Ok::<_, BoxError>(AppendInput::new("job.done", json!({ "of": ctx.event.index })))
+                }
+            });
+            let contract = contract().and_then(|c| c.event_with("job.done", |_| Ok(())));
+            (ledger, contract)
+        }
+    };
+    let (consumer, contract) = (consumer.map_err(|e| e.to_string())?, contract.map_err(|e| e.to_string())?);
     let seeding = Server::builder(contract.clone(), store.clone())
         .consumer(consumer.clone())
         .run_in_background(false)
@@ -150,19 +191,19 @@ async fn drain(store: Arc<dyn Store>, sessions: usize, events: usize) -> Result<
     for s in 0..sessions {
         let batch = (0..events).map(|n| AppendInput::new("job", json!({ "n": n }))).collect();
         seeding
-            .session(&format!("drain-{s}"))
+            .session(&format!("{prefix}-{s}"))
             .map_err(|e| e.to_string())?
             .append(batch)
             .await
             .map_err(|e| e.to_string())?;
     }
-    let server = Server::builder(contract, store)
+    let server = Server::builder(contract, store.clone())
         .consumer(consumer)
         .timings(DrainTimings { claim_batch: 256, ..DrainTimings::default() })
         .run_in_background(false)
         .build()
         .map_err(|e| e.to_string())?;
-    let ids: Vec<String> = (0..sessions).map(|s| format!("drain-{s}")).collect();
+    let ids: Vec<String> = (0..sessions).map(|s| format!("{prefix}-{s}")).collect();
     let start = Instant::now();
     let mut drains = tokio::task::JoinSet::new();
     for id in ids {
@@ -177,6 +218,11 @@ async fn drain(store: Arc<dyn Store>, sessions: usize, events: usize) -> Result<
     let handled = done.load(Ordering::Relaxed);
     if handled < total {
         return Err(format!("only {handled} of {total} jobs ran"));
+    }
+    let totals = store.consumer_totals(Some("bench")).await.map_err(|e| e.to_string())?;
+    let behind: u64 = totals.iter().map(|t| t.total_lag).sum();
+    if behind > 0 {
+        return Err(format!("the store still shows {behind} events behind after the drain"));
     }
     Ok(total as f64 / elapsed.as_secs_f64())
 }
@@ -339,6 +385,16 @@ async fn run() -> Result<(), String> {
         .position(|a| a == "--postgres")
         .and_then(|i| args.get(i + 1).cloned())
         .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    // Every contender on the same plain TCP: node's pg does not encrypt unless
+    // told to, and sqlx's `prefer` would (this machine's server offers TLS).
+    let url = if url.contains("sslmode=") {
+        url
+    } else {
+        format!("{url}{}sslmode=disable", if url.contains('?') { '&' } else { '?' })
+    };
+    if args.iter().any(|a| a == "--peers") {
+        return peers::run(&url).await;
+    }
     let schema = format!("a2_bench_{}", std::process::id());
     let options = StoreOptions { schema: Some(schema.clone()), max_connections: Some(32), ..StoreOptions::default() };
     let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
