@@ -13,11 +13,12 @@ if (!["graphile-worker", "pg-boss"].includes(peer) || !connectionString || !/^[a
 const BATCH = 1000;
 const pool = new pg.Pool({ connectionString, max: 2 });
 
-/** Poll `sql` (one count) until `done(count)`, every 10 ms; the seconds it took from `start`. */
+/** Poll `sql` (one count) until `done(count)`, every 10 ms; the seconds it took from `start`. Gives up after 2 minutes. */
 async function until(sql, done, start) {
   for (;;) {
     const { rows } = await pool.query(sql);
     if (done(Number(rows[0].count))) return (performance.now() - start) / 1000;
+    if (performance.now() - start > 120_000) throw new Error(`${peer} stalled: ${rows[0].count} after 2 minutes (${sql})`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

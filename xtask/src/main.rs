@@ -73,6 +73,19 @@ fn test(extra: &[String]) -> Result<(), String> {
 /// skips the engine's.
 fn bench(extra: &[String]) -> Result<(), String> {
     let studio_only = extra.iter().any(|a| a == "--studio-only");
+    if extra.iter().any(|a| a == "--peers") {
+        // The peers' own run: graphile-worker and pg-boss beside ours, nothing else.
+        setup::bench_peers()?;
+        let database = postgres::ensure()?;
+        let mut command = cargo();
+        command
+            .args(["run", "--release", "--quiet", "-p", "a2-e2e", "--bin", "a2-bench", "--"])
+            .args(["--postgres", database.url()])
+            .args(extra);
+        let result = run(command);
+        drop(database);
+        return result;
+    }
     if !studio_only {
         let database = postgres::ensure()?;
         let mut command = cargo();
@@ -117,6 +130,12 @@ fn studio_bench() -> Result<(), String> {
         browser.args(["e2e/bench.mjs", &url, "shop", "long-00000"]).current_dir(root.join("ui"));
         run(browser)
     });
+    // The server's peak resident memory over the scroll (target: under 300 MB).
+    let status = std::fs::read_to_string(format!("/proc/{}/status", serve.id())).unwrap_or_default();
+    let peak_kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).map(|v| v.trim().trim_end_matches("kB").trim());
+    if let Some(kb) = peak_kb.and_then(|kb| kb.parse::<f64>().ok()) {
+        println!("bench memory studio_web_server session_events=1000000 rss_mb_peak={:.0}", kb / 1024.0);
+    }
     let _ = serve.kill();
     let _ = serve.wait();
     result?;

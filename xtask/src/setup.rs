@@ -74,17 +74,20 @@ pub fn system_packages() -> Result<(), String> {
 }
 
 fn npm(args: &[&str]) -> Command {
+    npm_in("ui", args)
+}
+
+fn npm_in(dir: &str, args: &[&str]) -> Command {
     let mut command = Command::new("npm");
-    command.args(args).current_dir(workspace().join("ui"));
+    command.args(args).current_dir(workspace().join(dir));
     command
 }
 
-/// `npm ci` when the installed packages are not the lockfile's, then the
-/// type check and the Vite build into `ui/dist` (what the app embeds).
-pub fn build_ui() -> Result<(), String> {
-    let ui = workspace().join("ui");
-    let lock = ui.join("package-lock.json");
-    let installed = ui.join("node_modules/.package-lock.json");
+/// `npm ci` in `dir` unless its installed packages are already the lockfile's.
+fn npm_ci(dir: &str) -> Result<(), String> {
+    let root = workspace().join(dir);
+    let lock = root.join("package-lock.json");
+    let installed = root.join("node_modules/.package-lock.json");
     let fresh = match (
         std::fs::metadata(&lock).and_then(|m| m.modified()),
         std::fs::metadata(&installed).and_then(|m| m.modified()),
@@ -93,9 +96,20 @@ pub fn build_ui() -> Result<(), String> {
         _ => false,
     };
     if !fresh {
-        run(npm(&["ci", "--no-audit", "--no-fund"]))?;
+        run(npm_in(dir, &["ci", "--no-audit", "--no-fund"]))?;
     }
+    Ok(())
+}
+
+/// The UI's packages, then the type check and the Vite build into `ui/dist` (what the app embeds).
+pub fn build_ui() -> Result<(), String> {
+    npm_ci("ui")?;
     run(npm(&["run", "build"]))
+}
+
+/// graphile-worker and pg-boss, pinned by `bench/peers/package-lock.json`.
+pub fn bench_peers() -> Result<(), String> {
+    npm_ci("bench/peers")
 }
 
 pub fn test_ui() -> Result<(), String> {

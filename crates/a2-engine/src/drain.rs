@@ -122,6 +122,9 @@ fn millis(d: Duration) -> i64 {
 /// Keep draining a session in the background while appends and retries call for it.
 pub(crate) async fn background(inner: Weak<Inner>, session_id: String, slot: Arc<DrainSlot>) {
     loop {
+        // A turn among the sessions drained at once; waiting holds no claim and not the server.
+        let Some(draining) = inner.upgrade().map(|strong| strong.draining.clone()) else { return };
+        let Ok(turn) = draining.acquire_owned().await else { return };
         let Some(strong) = inner.upgrade() else { return };
         slot.again.store(false, Ordering::SeqCst);
         let next = match run_drain(&strong, &session_id, DrainOptions::default()).await {
@@ -148,6 +151,8 @@ pub(crate) async fn background(inner: Weak<Inner>, session_id: String, slot: Arc
         };
         let wait = Duration::from_millis(u64::try_from(at - strong.clock.now_ms()).unwrap_or(0));
         drop(strong);
+        // A session waiting for a retry gives its turn to one with work now.
+        drop(turn);
         tokio::select! {
             () = tokio::time::sleep(wait) => {},
             () = slot.wake.notified() => {},

@@ -51,6 +51,10 @@ pub(crate) struct Inner {
     pub shutdown: CancellationToken,
     /// Heads running at once across every drain of this server.
     pub running: Arc<tokio::sync::Semaphore>,
+    /// Sessions drained at once in the background: a worker that finds
+    /// thousands of sessions with work drains as many as it can run, and
+    /// the rest wait as small tasks rather than as drains holding claims.
+    pub draining: Arc<tokio::sync::Semaphore>,
     /// The kept-totals refresher runs once the server first drains in the background.
     pub refresher: std::sync::atomic::AtomicBool,
     /// The rescuer runs from the first moment a background server has a runtime.

@@ -84,6 +84,7 @@ impl ServerBuilder {
                 drains: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
                 running: Arc::new(tokio::sync::Semaphore::new(self.max_running)),
+                draining: Arc::new(tokio::sync::Semaphore::new(self.max_running)),
                 refresher: std::sync::atomic::AtomicBool::new(false),
                 rescuer: std::sync::atomic::AtomicBool::new(false),
                 consume_waits: Mutex::new(HashMap::new()),

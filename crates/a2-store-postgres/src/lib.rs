@@ -27,6 +27,9 @@ pub use server::{is_local_host, PgServer, TlsState};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
+/// Append flushes in flight at once (each one statement and one commit).
+const APPEND_FLUSHES: usize = 2;
+
 /// The channel appends notify on; the payload is the session key.
 pub const NOTIFY_CHANNEL: &str = "a2_events";
 
@@ -172,7 +175,8 @@ impl Postgres {
         let announce = announcer(pool.clone());
         let appends = {
             let (pool, clock) = (pool.clone(), clock.clone());
-            Batcher::start(a2_store_sql::MAX_BATCH, move |batch| {
+            // Two flushes at once: one's commit waits on the disk while the next one's statement runs.
+            Batcher::start(a2_store_sql::MAX_BATCH, APPEND_FLUSHES, move |batch| {
                 let (pool, clock) = (pool.clone(), clock.clone());
                 async move { append::flush(&pool, batch, clock.now_ms()).await }
             })

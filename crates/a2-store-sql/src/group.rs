@@ -18,9 +18,10 @@ pub const MAX_BATCH: usize = 256;
 
 type Waiting<T, R> = (T, oneshot::Sender<R>);
 
-/// Requests that arrive while a flush runs wait for the next flush, which
-/// takes them all (up to `max`): one flush in flight at a time. `flush`
-/// answers a batch in its order. The task ends when every clone is dropped.
+/// Requests that arrive while flushes run wait for the next flush, which
+/// takes them all (up to `max`), with at most `in_flight` flushes running at
+/// once. `flush` answers a batch in its order. The task ends when every
+/// clone is dropped.
 pub struct Batcher<T, R> {
     queue: mpsc::UnboundedSender<Waiting<T, R>>,
 }
@@ -38,15 +39,18 @@ impl<T, R> std::fmt::Debug for Batcher<T, R> {
 }
 
 impl<T: Send + 'static, R: Send + 'static> Batcher<T, R> {
-    pub fn start<F, Fut>(max: usize, flush: F) -> Self
+    pub fn start<F, Fut>(max: usize, in_flight: usize, flush: F) -> Self
     where
-        F: Fn(Vec<T>) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = Vec<R>> + Send,
+        F: Fn(Vec<T>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Vec<R>> + Send + 'static,
     {
         let (queue, mut waiting) = mpsc::unbounded_channel::<Waiting<T, R>>();
+        let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(in_flight.max(1)));
         tokio::spawn(async move {
             let mut queued: VecDeque<Waiting<T, R>> = VecDeque::new();
             loop {
+                // Wait for a free flush first: what arrives meanwhile joins the next batch.
+                let Ok(permit) = permits.clone().acquire_owned().await else { return };
                 if queued.is_empty() {
                     match waiting.recv().await {
                         Some(first) => queued.push_back(first),
@@ -61,9 +65,13 @@ impl<T: Send + 'static, R: Send + 'static> Batcher<T, R> {
                 }
                 let take = queued.len().min(max);
                 let (items, replies): (Vec<T>, Vec<oneshot::Sender<R>>) = queued.drain(..take).unzip();
-                for (reply, answer) in replies.into_iter().zip(flush(items).await) {
-                    let _ = reply.send(answer);
-                }
+                let flushing = flush(items);
+                tokio::spawn(async move {
+                    for (reply, answer) in replies.into_iter().zip(flushing.await) {
+                        let _ = reply.send(answer);
+                    }
+                    drop(permit);
+                });
             }
         });
         Self { queue }
@@ -82,7 +90,8 @@ pub(crate) type Grouped = Batcher<EventAppend, Result<Appended, StoreError>>;
 
 /// Start grouping `store`'s appends (the store given must not itself group, or it would wait on itself).
 pub(crate) fn start<B: SqlBackend + Clone>(store: SqlStore<B>) -> Grouped {
-    Batcher::start(MAX_BATCH, move |batch| {
+    // One writer connection: one flush at a time.
+    Batcher::start(MAX_BATCH, 1, move |batch| {
         let store = store.clone();
         async move { store.flush(batch).await }
     })

@@ -11,6 +11,8 @@
 //!   store of 100,000 sessions / 1,000,000 events, as p50 and p95.
 //! - with `--peers` (alone): graphile-worker and pg-boss beside our drain
 //!   and append, interleaved over 3 rounds, with medians and ratios.
+//! - with `--memory` (alone): a worker's resident memory while draining a
+//!   1M-event store.
 //! - with `--replica`: the same reads on a hot standby (a throwaway primary
 //!   and its `pg_basebackup -R` replica), seeded on the primary.
 
@@ -227,6 +229,83 @@ async fn drain_shape(
     Ok(total as f64 / elapsed.as_secs_f64())
 }
 
+/// This process's resident memory now, in MB (Linux `/proc/self/status`).
+fn rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 =
+        status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// `--memory`: a background worker finding and draining a 1M-event store
+/// (10,000 sessions × 100 jobs) as one would after a restart, its resident
+/// memory sampled every 100 ms while it drains (target: under 150 MB).
+async fn worker_memory(url: &str) -> Result<(), String> {
+    let schema = format!("a2_memory_{}", std::process::id());
+    let options = StoreOptions { schema: Some(schema.clone()), max_connections: Some(32), ..StoreOptions::default() };
+    let store = open_with(url, options).await.map_err(|e| e.to_string())?;
+    let result = worker_memory_in(store).await;
+    if let Ok(pool) = sqlx::PgPool::connect(url).await {
+        let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
+    }
+    let (rate, before, peak) = result?;
+    println!(
+        "bench memory worker_drain events=1000000 jobs_per_s={rate:.0} rss_mb_before={before:.0} rss_mb_peak={peak:.0}"
+    );
+    Ok(())
+}
+
+async fn worker_memory_in(store: Arc<dyn Store>) -> Result<(f64, f64, f64), String> {
+    const SESSIONS: usize = 10_000;
+    const EVENTS: usize = 100;
+    let done = Arc::new(AtomicU64::new(0));
+    let contract = contract().map_err(|e| e.to_string())?;
+    let consumer = job_consumer(done.clone()).map_err(|e| e.to_string())?;
+    let seeding = Server::builder(contract.clone(), store.clone())
+        .consumer(consumer.clone())
+        .run_in_background(false)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut appends = tokio::task::JoinSet::new();
+    for s in 0..SESSIONS {
+        let session = seeding.session(&format!("memory-{s}")).map_err(|e| e.to_string())?;
+        appends.spawn(async move {
+            let batch = (0..EVENTS).map(|n| AppendInput::new("job", json!({ "n": n }))).collect();
+            session.append(batch).await
+        });
+        if appends.len() >= 16 {
+            if let Some(joined) = appends.join_next().await {
+                joined.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    while let Some(joined) = appends.join_next().await {
+        joined.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+    }
+    drop(seeding);
+    let before = rss_mb().unwrap_or(0.0);
+    let start = Instant::now();
+    let timings = DrainTimings { claim_batch: 256, rescue_every: Duration::from_secs(1), ..DrainTimings::default() };
+    let worker = Server::builder(contract, store)
+        .consumer(consumer)
+        .timings(timings)
+        .run_in_background(true)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let total = (SESSIONS * EVENTS) as u64;
+    let mut peak = before;
+    while done.load(Ordering::Relaxed) < total {
+        if start.elapsed() > Duration::from_secs(1800) {
+            return Err(format!("the worker drained {} of {total} in 30 minutes", done.load(Ordering::Relaxed)));
+        }
+        peak = peak.max(rss_mb().unwrap_or(0.0));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let rate = total as f64 / start.elapsed().as_secs_f64();
+    drop(worker);
+    Ok((rate, before, peak))
+}
+
 /// p50 and p95 of `samples` runs of a read, in milliseconds.
 async fn percentiles<F, Fut, T>(samples: usize, mut read: F) -> Result<(f64, f64), String>
 where
@@ -395,6 +474,9 @@ async fn run() -> Result<(), String> {
     if args.iter().any(|a| a == "--peers") {
         return peers::run(&url).await;
     }
+    if args.iter().any(|a| a == "--memory") {
+        return worker_memory(&url).await;
+    }
     let schema = format!("a2_bench_{}", std::process::id());
     let options = StoreOptions { schema: Some(schema.clone()), max_connections: Some(32), ..StoreOptions::default() };
     let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
@@ -420,7 +502,15 @@ async fn run() -> Result<(), String> {
     println!("bench sqlite append writers={WRITERS} events_per_s={:.0}", appends(&server).await?);
     println!("bench sqlite drain sessions=50 events=100 jobs_per_s={:.0}", drain(sqlite, 50, 100).await?);
     if args.iter().any(|a| a == "--reads") {
-        let sessions = 100_000;
+        // `--reads-scale N`: N × 100,000 sessions (N × 1M events) on Postgres; printed, not asserted.
+        let scale: usize = args
+            .iter()
+            .position(|a| a == "--reads-scale")
+            .and_then(|i| args.get(i + 1))
+            .map(|n| n.parse().map_err(|_| format!("--reads-scale takes a whole number, not {n:?}")))
+            .transpose()?
+            .unwrap_or(1);
+        let sessions = 100_000 * scale.max(1);
         let options = StoreOptions {
             schema: Some(format!("{schema}_reads")),
             max_connections: Some(16),
