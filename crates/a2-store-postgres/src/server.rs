@@ -111,16 +111,11 @@ pub(crate) enum Contents {
 }
 
 pub(crate) async fn contents(pool: &PgPool) -> Result<Contents, StoreError> {
-    let (tables, ours): (i64, i64) = sqlx::query_as(&format!(
-        "SELECT COUNT(*), COUNT(*) FILTER (WHERE tablename IN ({A2_TABLES}, '_sqlx_migrations')) \
+    let (tables, ours, has_events): (i64, i64, bool) = sqlx::query_as(&format!(
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE tablename IN ({A2_TABLES}, '_sqlx_migrations')), \
+         bool_or(tablename = 'a2_events') IS TRUE \
          FROM pg_tables WHERE schemaname = current_schema()"
     ))
-    .fetch_one(pool)
-    .await
-    .map_err(db_error)?;
-    let has_events: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'a2_events')",
-    )
     .fetch_one(pool)
     .await
     .map_err(db_error)?;

@@ -245,9 +245,7 @@ async fn worker_memory(url: &str) -> Result<(), String> {
     let options = StoreOptions { schema: Some(schema.clone()), max_connections: Some(32), ..StoreOptions::default() };
     let store = open_with(url, options).await.map_err(|e| e.to_string())?;
     let result = worker_memory_in(store).await;
-    if let Ok(pool) = sqlx::PgPool::connect(url).await {
-        let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
-    }
+    drop_schema(url, &schema).await;
     let (rate, before, peak) = result?;
     println!(
         "bench memory worker_drain events=1000000 jobs_per_s={rate:.0} rss_mb_before={before:.0} rss_mb_peak={peak:.0}"
@@ -531,12 +529,17 @@ async fn run() -> Result<(), String> {
         reads("sqlite", sqlite, sessions, None).await?;
     }
     let _ = std::fs::remove_dir_all(dir);
-    if let Ok(pool) = sqlx::PgPool::connect(&url).await {
-        for schema in [schema.clone(), format!("{schema}_reads")] {
-            let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
-        }
-    }
+    drop_schema(&url, &schema).await;
+    drop_schema(&url, &format!("{schema}_reads")).await;
     Ok(())
+}
+
+/// Drop a schema a bench made on `url` (a bench's Postgres need not be the tests').
+async fn drop_schema(url: &str, schema: &str) {
+    if let Ok(pool) = sqlx::PgPool::connect(url).await {
+        let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
+        pool.close().await;
+    }
 }
 
 #[tokio::main]

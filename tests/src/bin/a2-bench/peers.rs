@@ -7,7 +7,7 @@ use std::process::Command;
 
 use a2_e2e::{open_with, StoreOptions};
 
-use super::{appends, contract, drain_shape, raw_inserts, Server, Shape};
+use super::{appends, contract, drain_shape, drop_schema, raw_inserts, Server, Shape};
 
 /// Jobs a peer drains a round: the same count for every contender.
 const JOBS: usize = 20_000;
@@ -59,13 +59,6 @@ async fn ours(url: &str, schema: &str) -> Result<[f64; 4], String> {
     let jobs = drain_shape(store.clone(), 200, JOBS / 200, Shape::Jobs, "peers-jobs").await?;
     let log = drain_shape(store, 200, JOBS / 200, Shape::Log, "peers-log").await?;
     Ok([appended, raw, jobs, log])
-}
-
-async fn drop_schema(url: &str, schema: &str) {
-    if let Ok(pool) = sqlx::PgPool::connect(url).await {
-        let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&pool).await;
-        pool.close().await;
-    }
 }
 
 pub async fn run(url: &str) -> Result<(), String> {
