@@ -75,6 +75,10 @@ impl Drop for Served {
 }
 
 fn serve(url: &str, read_only: bool) -> Served {
+    serve_with(url, read_only, &[])
+}
+
+fn serve_with(url: &str, read_only: bool, extra: &[&str]) -> Served {
     let config = std::env::temp_dir().join(format!("a2-studio-config-{}", std::process::id()));
     let mut command = Command::new(a2_binary());
     command.args(["--store", url, "--json"]);
@@ -82,6 +86,7 @@ fn serve(url: &str, read_only: bool) -> Served {
     command.arg(if read_only { "--read-only" } else { "--read-write" });
     let mut child = command
         .args(["serve", "--port", "0"])
+        .args(extra)
         .env("A2_STUDIO_CONFIG_DIR", config)
         .stdout(Stdio::piped())
         .spawn()
@@ -98,6 +103,7 @@ fn serve(url: &str, read_only: bool) -> Served {
 fn browse(url: &str, mode: &str) {
     let status = Command::new("node")
         .args(["e2e/browser.mjs", url, mode])
+        .env("A2_SCREENSHOT_DIR", workspace().join("docs/screenshots"))
         .current_dir(workspace().join("ui"))
         .status()
         .unwrap_or_else(|e| panic!("running node: {e}"));
@@ -120,6 +126,19 @@ fn the_web_mode_works_in_a_browser_on_sqlite() {
         return;
     }
     run_both(&Shared::sqlite("browser").url);
+}
+
+/// Pause and resume from the overview while demo traffic flows in the
+/// serving process: the lag grows while paused and drains after.
+#[test]
+fn pausing_a_consumer_works_in_a_browser() {
+    if !ready() {
+        return;
+    }
+    let url = Shared::sqlite("browser-ops").url;
+    a2(&url, &["--read-write", "demo"]);
+    let served = serve_with(&url, false, &["--demo-traffic"]);
+    browse(&served.1, "ops");
 }
 
 #[tokio::test(flavor = "multi_thread")]

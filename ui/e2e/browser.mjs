@@ -4,15 +4,18 @@
 // one with retry (each leaves the list and appears in the audit), the rest as
 // a bulk job, consume a lagging consumer through an index, clear a session.
 // ro: every action is disabled in the UI and refused by the HTTP API, and
-// the store is unchanged. Exits non-zero on the first failed expectation.
+// the store is unchanged.
+// ops (against `a2 serve --demo-traffic`): pause a consumer from the overview
+// (its lag grows while traffic flows), resume it (the lag drains).
+// Exits non-zero on the first failed expectation.
 import { chromium } from "playwright-core";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const [url, mode] = process.argv.slice(2);
-if (!url || !["rw", "ro"].includes(mode)) {
-  console.error("usage: node e2e/browser.mjs <url> <rw|ro>");
+if (!url || !["rw", "ro", "ops"].includes(mode)) {
+  console.error("usage: node e2e/browser.mjs <url> <rw|ro|ops>");
   process.exit(2);
 }
 const base = url.split("#")[0];
@@ -69,7 +72,72 @@ async function redriveFirst(action) {
   return key;
 }
 
+/** The overview's total lag of one consumer, as shown. */
+async function lagOf(consumer) {
+  const cell = page.locator(`[data-testid=consumer-row][data-consumer=${consumer}] [data-testid=total-lag]`);
+  return Number(await cell.getAttribute("data-lag"));
+}
+
+/** Wait (totals refresh every few seconds) until the shown lag of `consumer` passes `test`. */
+async function lagUntil(consumer, test, what) {
+  for (let i = 0; i < 60; i++) {
+    const lag = await lagOf(consumer);
+    if (test(lag)) return lag;
+    await page.waitForTimeout(1_000);
+  }
+  throw new Error(`expected: ${what} (lag now ${await lagOf(consumer)})`);
+}
+
+async function pauseAndResume() {
+  await open("#/");
+  const row = page.locator("[data-testid=consumer-row][data-consumer=mailer]");
+  await row.waitFor();
+  await row.getByTestId("pause").click();
+  const dialog = page.getByRole("dialog");
+  await dialog.getByTestId("pause-reason").fill("e2e: mail provider down");
+  await dialog.getByRole("button", { name: "Pause", exact: true }).click();
+  await dialog.getByTestId("outcome").waitFor();
+  await dialog.getByRole("button", { name: "Close" }).click();
+  await row.getByTestId("paused-note").waitFor();
+  const note = (await row.getByTestId("paused-note").textContent()) ?? "";
+  expect(/paused by .+: e2e: mail provider down/.test(note), `the row says who paused it and why: ${note}`);
+  const atPause = await lagOf("mailer");
+  step(`paused mailer at lag ${atPause}: ${note}`);
+  await page.screenshot({ path: process.env.A2_SCREENSHOT_DIR ? join(process.env.A2_SCREENSHOT_DIR, "consumer-paused.png") : join(tmpdir(), "consumer-paused.png") });
+  const peak = await lagUntil("mailer", (lag) => lag >= atPause + 3, "mailer's lag grows while it is paused");
+  step(`lag grew to ${peak} while paused`);
+  const paused = (await api("consumer_pause_list", { contract: "shop" })).body;
+  expect(paused.length === 1 && paused[0].consumer === "mailer", `the store lists the pause: ${JSON.stringify(paused)}`);
+
+  await row.getByTestId("resume").click();
+  await dialog.getByRole("button", { name: "Resume", exact: true }).click();
+  await dialog.getByTestId("outcome").waitFor();
+  await dialog.getByRole("button", { name: "Close" }).click();
+  await row.getByTestId("pause").waitFor();
+  const drained = await lagUntil("mailer", (lag) => lag < peak - 2, "mailer drains after it is resumed");
+  step(`resumed: lag drained from ${peak} to ${drained}`);
+  await open("#/audit");
+  await page.getByTestId("audit-row").first().waitFor();
+  const audit = (await page.getByTestId("audit-table").textContent()) ?? "";
+  expect(audit.includes("pause") && audit.includes("resume"), "the audit lists the pause and the resume");
+}
+
 try {
+  if (mode === "ops") await pauseAndResume();
+  else await deadLettersAndActions();
+  expect(pageErrors.length === 0, `no page errors: ${pageErrors.join("; ")}`);
+  step("passed");
+} catch (error) {
+  const shot = join(tmpdir(), `a2-browser-failure-${mode}-${Date.now()}.png`);
+  await page.screenshot({ path: shot }).catch(() => {});
+  console.error(`[browser ${mode}] FAILED: ${error.message} (screenshot: ${shot})`);
+  process.exitCode = 1;
+} finally {
+  await context.close();
+}
+
+/** rw and ro: the dead-letter queue, a session's actions, the audit; or that read-only refuses them all. */
+async function deadLettersAndActions() {
   await open("#/dead-letters");
   await rows().first().waitFor();
   const before = await rowKeys();
@@ -208,13 +276,4 @@ try {
     expect(JSON.stringify(after) === JSON.stringify(before), "the dead letters are unchanged");
     step("store unchanged");
   }
-  expect(pageErrors.length === 0, `no page errors: ${pageErrors.join("; ")}`);
-  step("passed");
-} catch (error) {
-  const shot = join(tmpdir(), `a2-browser-failure-${mode}-${Date.now()}.png`);
-  await page.screenshot({ path: shot }).catch(() => {});
-  console.error(`[browser ${mode}] FAILED: ${error.message} (screenshot: ${shot})`);
-  process.exitCode = 1;
-} finally {
-  await context.close();
 }

@@ -1,7 +1,7 @@
-// The three actions an operator takes — redrive, consume, clear — each
+// The actions an operator takes — redrive, consume, clear, pause — each
 // through a dialog that names exactly what will change and shows the outcome.
 import { useEffect, useState } from "react";
-import { commands, type ConsumeMode, type ConsumePreview, type DeadLetterRef, type RedriveAction } from "./bindings";
+import { commands, type ConsumeMode, type ConsumePreview, type DeadLetterRef, type PausedConsumer, type RedriveAction } from "./bindings";
 import { unwrap } from "./api";
 import { gate } from "./gate";
 import { ConfirmDialog, ErrorBox, useConnection } from "./ui";
@@ -139,6 +139,50 @@ export function ConsumeDialog({ contract, session, consumer, head, onClose }: { 
           <b>{preview.events}</b> events from index {preview.from_index}, {modeText}.
         </p>
       )}
+    </ConfirmDialog>
+  );
+}
+
+/** Pause a consumer store-wide (with a reason everyone will see), or resume it. */
+export function PauseDialog({ contract, consumer, paused, onClose }: { contract: string; consumer: string; paused: PausedConsumer | null; onClose: (changed: boolean) => void }) {
+  const [reason, setReason] = useState("");
+  if (paused) {
+    return (
+      <ConfirmDialog
+        title="Resume consumer"
+        confirm="Resume"
+        onClose={onClose}
+        run={async () => {
+          const resumed = await unwrap(commands.consumerResume({ contract, consumer }));
+          return resumed ? `${consumer} of ${contract} is running again: its held work drains in the background.` : `${consumer} was not paused.`;
+        }}
+      >
+        <p>
+          <b>{consumer}</b> of <code>{contract}</code> was paused by {paused.actor}: {paused.reason}. Every process may
+          claim its work again; sessions it fell behind in drain on the next rescue pass.
+        </p>
+      </ConfirmDialog>
+    );
+  }
+  return (
+    <ConfirmDialog
+      title="Pause consumer"
+      confirm="Pause"
+      danger
+      onClose={onClose}
+      run={async () => {
+        const p = await unwrap(commands.consumerPause({ contract, consumer, reason }));
+        return `${p.consumer} of ${p.contract} is paused: no process claims its work until it is resumed.`;
+      }}
+    >
+      <p>
+        <b>{consumer}</b> of <code>{contract}</code> stops being claimed in every session, by every process. Attempts
+        already running finish; its lag grows until it is resumed.
+      </p>
+      <label className="field">
+        Reason <small>(shown to everyone who sees it paused)</small>
+        <input value={reason} onChange={(e) => setReason(e.target.value)} data-testid="pause-reason" placeholder="e.g. bad deploy of the mailer" />
+      </label>
     </ConfirmDialog>
   );
 }

@@ -30,6 +30,9 @@ export const commands = {
 	consumePreview: (request: ConsumeRequest) => typedError<ConsumePreview, ApiError>(__TAURI_INVOKE("consume_preview", { request })),
 	sessionConsume: (request: ConsumeRequest) => typedError<Consumed, ApiError>(__TAURI_INVOKE("session_consume", { request })),
 	sessionClear: (request: ClearRequest) => typedError<Cleared, ApiError>(__TAURI_INVOKE("session_clear", { request })),
+	consumerPause: (request: PauseRequest) => typedError<PausedConsumer, ApiError>(__TAURI_INVOKE("consumer_pause", { request })),
+	consumerResume: (request: ConsumerTarget) => typedError<boolean, ApiError>(__TAURI_INVOKE("consumer_resume", { request })),
+	consumerPauseList: (request: PauseQuery) => typedError<PausedConsumer[], ApiError>(__TAURI_INVOKE("consumer_pause_list", { request })),
 	changeWait: (request: ChangeWait) => typedError<ChangeTick, ApiError>(__TAURI_INVOKE("change_wait", { request })),
 	demoTraffic: (request: DemoTraffic) => typedError<DemoTrafficState, ApiError>(__TAURI_INVOKE("demo_traffic", { request })),
 	demoSeed: (request: DemoSeed) => typedError<DemoSeeded, ApiError>(__TAURI_INVOKE("demo_seed", { request })),
@@ -206,6 +209,12 @@ export type ConsumerOverview = {
 	max_age_ms: number,
 };
 
+/**  One consumer of a contract, store-wide. */
+export type ConsumerTarget = {
+	contract: string,
+	consumer: string,
+};
+
 export type ConsumerTotal = {
 	contract: string,
 	consumer: string,
@@ -279,7 +288,9 @@ export type DemoTrafficState = {
 
 export type ErrorCode = "READ_ONLY" | "NOT_FOUND" | "INVALID_INPUT" | "NOT_CONNECTED" | "UNAUTHORIZED" | "UNAVAILABLE" | "INTERNAL" | "KEYCHAIN_UNAVAILABLE" | "PROFILES_UNREADABLE" | "PROFILES_UNWRITABLE" | 
 /**  This Studio process may not open that store (web mode opens its own store and saved profiles only). */
-"FORBIDDEN" | "STORE_UNAVAILABLE" | "STORE_TIMEOUT" | "SCHEMA_MISMATCH" | "PARTIAL_DUPLICATE_BATCH" | "NOT_AN_A2_STORE" | "TLS_FAILED" | "UNKNOWN_EVENT_TYPE" | "INVALID_PAYLOAD" | "INVALID_EVENT_ID" | "INVALID_SESSION_ID" | "INVALID_CONSUMER" | "INVALID_CONTRACT" | "UNKNOWN_CONSUMER" | "UNKNOWN_REDUCER" | "INVALID_ARGUMENT" | "STORE_NOT_CONFIGURED" | "SUPERSEDED_ATTEMPT" | "CLAIM_EXPIRED" | "CONSUMER_DEAD_LETTERED" | "SESSION_CLEARED" | "CONSUME_CYCLE" | "CANCELLED" | 
+"FORBIDDEN" | "STORE_UNAVAILABLE" | "STORE_TIMEOUT" | "SCHEMA_MISMATCH" | "PARTIAL_DUPLICATE_BATCH" | "NOT_AN_A2_STORE" | "TLS_FAILED" | "UNKNOWN_EVENT_TYPE" | "INVALID_PAYLOAD" | "INVALID_EVENT_ID" | "INVALID_SESSION_ID" | "INVALID_CONSUMER" | "INVALID_CONTRACT" | "UNKNOWN_CONSUMER" | "UNKNOWN_REDUCER" | "INVALID_ARGUMENT" | "STORE_NOT_CONFIGURED" | "SUPERSEDED_ATTEMPT" | "CLAIM_EXPIRED" | "CONSUMER_DEAD_LETTERED" | "CONSUMER_PAUSED" | 
+/**  A live attempt holds the cursor an acknowledgement would move. */
+"CONSUMER_BUSY" | "SESSION_CLEARED" | "CONSUME_CYCLE" | "CANCELLED" | 
 /**  A client's transport: the Studio server did not answer, or not in JSON. */
 "TRANSPORT" | 
 /**  A client's: something failed that was not a Studio error at all. */
@@ -368,6 +379,28 @@ export type JobView = {
 };
 
 export type NoArgs = Record<string, never>;
+
+export type PauseQuery = {
+	/**  One contract's paused consumers; all when `None`. */
+	contract: string | null,
+};
+
+/**  Pause a consumer store-wide: every process stops claiming its work. */
+export type PauseRequest = {
+	contract: string,
+	consumer: string,
+	/**  Shown beside the consumer while it is paused. */
+	reason: string,
+};
+
+/**  A paused consumer: no process claims its heads while this stands. */
+export type PausedConsumer = {
+	contract: string,
+	consumer: string,
+	actor: string,
+	reason: string,
+	paused_at: number,
+};
 
 /**  A saved connection. Its password, if any, is in the OS keychain. */
 export type Profile = {

@@ -9,6 +9,7 @@ export const keys = {
   demoTraffic: (url: string | undefined) => ["demo-traffic", url] as const,
   contracts: () => ["contracts"] as const,
   consumerOverview: () => ["consumer-overview"] as const,
+  pauses: () => ["pauses"] as const,
   audit: () => ["audit"] as const,
   sessions: (contract: string, prefix: string, hasDead: boolean, lagging: boolean, sort: SessionSort) =>
     ["sessions", contract, prefix, hasDead, lagging, sort] as const,

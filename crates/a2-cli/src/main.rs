@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use a2_studio_api::{
     web, ApiError, AuditQuery, ClearRequest, ConnectionInfo, ConnectionOpen, ConsumeMode, ConsumeRequest,
-    ConsumerOverview, DeadLetterQuery, DeadLetterRef, DemoSeed, EventListRequest, HeadKey, JobProgress, JobRef, Limits,
-    NoArgs, ReaderGrant, RedriveAction, RedriveAllRequest, RedriveOne, SessionListRequest, SessionRef, SessionSort,
-    Studio,
+    ConsumerOverview, ConsumerTarget, DeadLetterQuery, DeadLetterRef, DemoSeed, EventListRequest, HeadKey, JobProgress,
+    JobRef, Limits, NoArgs, PauseQuery, PauseRequest, ReaderGrant, RedriveAction, RedriveAllRequest, RedriveOne,
+    SessionListRequest, SessionRef, SessionSort, Studio,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
@@ -175,6 +175,24 @@ enum Command {
         mode: ConsumeKind,
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// Stop every process claiming a consumer's work, in all sessions, until
+    /// it is resumed; attempts already running finish.
+    Pause {
+        #[arg(long)]
+        contract: String,
+        #[arg(long)]
+        consumer: String,
+        /// Shown beside the consumer while it is paused.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Let a paused consumer's work be claimed again.
+    Resume {
+        #[arg(long)]
+        contract: String,
+        #[arg(long)]
+        consumer: String,
     },
     /// Clear a session through its head.
     Clear {
@@ -365,7 +383,8 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
         Command::Consumers { contract, max_age } => {
             out.header(&info);
             let max_age_ms = max_age.saturating_mul(1000);
-            out.consumers(&studio.consumer_overview(ConsumerOverview { contract, max_age_ms }).await?.totals);
+            let pauses = studio.consumer_pause_list(PauseQuery { contract: contract.clone() }).await?;
+            out.consumers(&studio.consumer_overview(ConsumerOverview { contract, max_age_ms }).await?.totals, &pauses);
         }
         Command::DeadLetters { contract, session, consumer, limit, after } => {
             let after = after
@@ -426,6 +445,24 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             let done = studio.session_clear(request).await?;
             out.value(&json!(done), &format!("cleared: {} (index {})", done.cleared, done.index));
             return Ok(if done.cleared { Done::Changed } else { Done::Unchanged });
+        }
+        Command::Pause { contract, consumer, reason } => {
+            let paused = studio.consumer_pause(PauseRequest { contract, consumer, reason }).await?;
+            let line = format!(
+                "consumer '{}' of '{}' is paused (by {}: {})",
+                paused.consumer, paused.contract, paused.actor, paused.reason
+            );
+            out.value(&json!(paused), &line);
+        }
+        Command::Resume { contract, consumer } => {
+            let resumed = studio.consumer_resume(ConsumerTarget { contract, consumer: consumer.clone() }).await?;
+            let line = if resumed {
+                format!("consumer '{consumer}' resumed")
+            } else {
+                format!("consumer '{consumer}' was not paused")
+            };
+            out.value(&json!({ "resumed": resumed }), &line);
+            return Ok(if resumed { Done::Changed } else { Done::Unchanged });
         }
         Command::Audit { limit, after } => {
             out.audit(&studio.audit_list(AuditQuery { before: after, limit }).await?);
@@ -549,6 +586,9 @@ mod parity {
         "consume_preview",
         "session_consume",
         "session_clear",
+        "consumer_pause",
+        "consumer_resume",
+        "consumer_pause_list",
         "demo_seed",
         "reader_role_grant",
     ];

@@ -1,8 +1,8 @@
 //! Tables for people, one JSON document for scripts.
 
 use a2_studio_api::{
-    AuditView, ConnectionInfo, ConsumerTotal, DeadLetterPage, EventView, HeadView, SessionPage, SessionSummary,
-    SnapshotView, TlsView,
+    AuditView, ConnectionInfo, ConsumerTotal, DeadLetterPage, EventView, HeadView, PausedConsumer, SessionPage,
+    SessionSummary, SnapshotView, TlsView,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -161,8 +161,14 @@ impl Out {
         }
     }
 
-    pub fn consumers(&self, totals: &[ConsumerTotal]) {
+    pub fn consumers(&self, totals: &[ConsumerTotal], pauses: &[PausedConsumer]) {
         if !self.emit(&totals) {
+            let paused = |t: &ConsumerTotal| {
+                pauses.iter().find(|p| p.contract == t.contract && p.consumer == t.consumer).map_or_else(
+                    || "-".to_owned(),
+                    |p| format!("paused by {} at {}: {}", p.actor, p.paused_at, p.reason),
+                )
+            };
             let rows = totals
                 .iter()
                 .map(|t| {
@@ -173,10 +179,11 @@ impl Out {
                         t.lagging_sessions.to_string(),
                         t.total_lag.to_string(),
                         t.dead_letters.to_string(),
+                        paused(t),
                     ]
                 })
                 .collect();
-            table(&["contract", "consumer", "sessions", "lagging", "lag", "dead"], rows);
+            table(&["contract", "consumer", "sessions", "lagging", "lag", "dead", "paused"], rows);
         }
     }
 

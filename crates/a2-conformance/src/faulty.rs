@@ -70,6 +70,21 @@ impl Store for Faulty {
     async fn cursor_wake(&self, params: CursorWake) -> Result<CursorState, StoreError> {
         self.inner.cursor_wake(params).await
     }
+    async fn cursor_advance(&self, params: CursorAdvance) -> Result<CursorAdvanced, StoreError> {
+        self.inner.cursor_advance(params).await
+    }
+    async fn consumer_pause(&self, params: ConsumerPause) -> Result<PausedConsumer, StoreError> {
+        self.inner.consumer_pause(params).await
+    }
+    async fn consumer_resume(&self, params: ConsumerResume) -> Result<bool, StoreError> {
+        self.inner.consumer_resume(params).await
+    }
+    async fn consumer_pause_list(&self, contract: Option<&str>) -> Result<Vec<PausedConsumer>, StoreError> {
+        self.inner.consumer_pause_list(contract).await
+    }
+    async fn session_import(&self, params: SessionImport) -> Result<(), StoreError> {
+        self.inner.session_import(params).await
+    }
     async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
         self.inner.session_bounds(session).await
     }

@@ -18,6 +18,7 @@ mod fidelity;
 mod grouping;
 mod healing;
 mod inspection;
+mod operations;
 pub mod property;
 mod reads;
 mod semantics;
@@ -96,6 +97,11 @@ macro_rules! conformance_suite {
                     log_consumer_never_runs_an_untaken_type,
                     lapse_keeps_last_error,
                     session_list_runnable_finds_work_no_live_claim_holds,
+                    cursor_advance_is_one_transaction,
+                    paused_consumer_is_not_claimed,
+                    resume_heals_paused_work,
+                    session_import_copies_a_session_whole,
+                    a_bad_import_writes_nothing,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;

@@ -12,6 +12,7 @@ use crate::StoreFactory;
 pub use crate::fidelity::*;
 pub use crate::grouping::*;
 pub use crate::inspection::*;
+pub use crate::operations::*;
 
 fn complete(
     session: &str,

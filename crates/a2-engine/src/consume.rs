@@ -131,6 +131,12 @@ impl Inner {
             if cancel.as_ref().is_some_and(CancellationToken::is_cancelled) {
                 return Err(A2Error::Cancelled { message: format!("consume of '{}' was cancelled", consumer.name()) });
             }
+            if woken.paused {
+                return Err(A2Error::ConsumerPaused {
+                    consumer: consumer.name().to_owned(),
+                    session: session_id.to_owned(),
+                });
+            }
             if woken.failed_at.is_some() {
                 return Err(A2Error::ConsumerDeadLettered {
                     consumer: consumer.name().to_owned(),

@@ -32,6 +32,10 @@ pub enum A2Error {
     ClaimExpired { consumer: String, session: String, index: u64 },
     #[error("consumer '{consumer}' is dead-lettered at event {index} in session '{session}': {last_error}")]
     ConsumerDeadLettered { consumer: String, session: String, index: u64, last_error: String },
+    #[error(
+        "consumer '{consumer}' is paused store-wide, so nothing moves it in session '{session}' until it is resumed"
+    )]
+    ConsumerPaused { consumer: String, session: String },
     #[error("session '{session}' was cleared through {index}")]
     SessionCleared { session: String, index: u64 },
     #[error("consumer '{waiter}' can't consume '{consumer}' through {through}: '{consumer}' is waiting on it in session '{session}'")]
@@ -59,6 +63,7 @@ impl A2Error {
             Self::SupersededAttempt { .. } => "SUPERSEDED_ATTEMPT",
             Self::ClaimExpired { .. } => "CLAIM_EXPIRED",
             Self::ConsumerDeadLettered { .. } => "CONSUMER_DEAD_LETTERED",
+            Self::ConsumerPaused { .. } => "CONSUMER_PAUSED",
             Self::SessionCleared { .. } => "SESSION_CLEARED",
             Self::ConsumeCycle { .. } => "CONSUME_CYCLE",
             Self::Cancelled { .. } => "CANCELLED",

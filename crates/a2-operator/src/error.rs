@@ -13,6 +13,9 @@ pub enum OperatorError {
     NotFound { what: String },
     #[error("invalid: {message}")]
     Invalid { message: String },
+    /// A live attempt holds what the action would move; it may succeed once that attempt ends.
+    #[error("busy: {what}")]
+    Busy { what: String },
     #[error("{0}")]
     Store(StoreError),
     #[error("{0}")]
@@ -29,6 +32,7 @@ impl OperatorError {
             Self::ReadOnly { .. } => "READ_ONLY",
             Self::NotFound { .. } => "NOT_FOUND",
             Self::Invalid { .. } => "INVALID_INPUT",
+            Self::Busy { .. } => "CONSUMER_BUSY",
             Self::Store(e) => e.code(),
             Self::Engine(e) => e.code(),
         }
@@ -40,6 +44,7 @@ impl OperatorError {
         match self {
             Self::Store(e) => e.is_retryable(),
             Self::Engine(e) => e.is_retryable(),
+            Self::Busy { .. } => true,
             Self::ReadOnly { .. } | Self::NotFound { .. } | Self::Invalid { .. } => false,
         }
     }

@@ -5,9 +5,11 @@
 //! store's audit log.
 
 mod connect;
+mod console;
 pub mod demo;
 mod error;
 mod params;
+mod transfer;
 mod views;
 
 use std::io::Write;
@@ -18,11 +20,13 @@ use a2_store::*;
 use serde_json::json;
 
 pub use connect::{attach, default_mode, Attached, Connect, Mode, StoreKind};
+pub use console::ConsumerRef;
 pub use error::{exit_code, OperatorError};
 pub use params::{
     ActivityCursor, ActivityQuery, ClearSession, ConsumeTarget, EventQuery, Redrive, SessionQuery, SessionRef,
     TotalsQuery,
 };
+pub use transfer::{ExportCounts, ExportHeader, Imported, SessionCopy, EXPORT_FORMAT};
 pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redriven};
 
 /// The store's own values, as operator calls take and return them: shells
@@ -30,7 +34,7 @@ pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redr
 pub mod model {
     pub use a2_store::{
         Access, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter, DeadLetterList, HeadKey, HeadKind, HeadRef,
-        Millis, RedriveAction, SessionSummary, TotalsSnapshot,
+        Millis, PausedConsumer, RedriveAction, SessionSummary, TotalsSnapshot,
     };
     pub use a2_store_postgres::{PgServer, TlsState};
 }
@@ -520,7 +524,8 @@ impl Operator {
     }
 
     /// Move a string-lane consumer through an index: with its own code where
-    /// this process hosts its contract, else acknowledging or exporting each event.
+    /// this process hosts its contract, by exporting each event, or by
+    /// acknowledging them all in one store call.
     pub async fn session_consume(
         &self,
         target: &ConsumeTarget,
@@ -536,6 +541,9 @@ impl Operator {
         };
         self.writable(action)?;
         let cursor = self.log_cursor(target).await?;
+        if mode == ConsumeMode::Ack {
+            return self.cursor_ack(target, &cursor).await;
+        }
         let lane = cursor.lane.clone().unwrap_or_default();
         let index = match mode {
             ConsumeMode::Run => {
@@ -548,25 +556,21 @@ impl Operator {
                 server.session(session)?.consume(&own, through).await?
             }
             ConsumeMode::Ack | ConsumeMode::Export => {
-                let sink = match (mode, export_to) {
-                    (ConsumeMode::Export, Some(path)) => Some(Arc::new(std::sync::Mutex::new(
-                        export_file(path)
-                            .map_err(|e| OperatorError::invalid(format!("cannot write {}: {e}", path.display())))?,
-                    ))),
-                    (ConsumeMode::Export, None) => {
-                        return Err(OperatorError::invalid("export needs a file to write (--out)"))
-                    }
-                    _ => None,
+                // Ack returned above: one store call, not a consumer run.
+                let Some(path) = export_to else {
+                    return Err(OperatorError::invalid("export needs a file to write (--out)"));
                 };
+                let sink = Arc::new(std::sync::Mutex::new(
+                    export_file(path)
+                        .map_err(|e| OperatorError::invalid(format!("cannot write {}: {e}", path.display())))?,
+                ));
                 let operator = Consumer::builder(consumer).lane(lane).run(move |ctx| {
                     let sink = sink.clone();
                     async move {
-                        if let Some(sink) = sink {
-                            let line = serde_json::to_string(&ctx.event)?;
-                            let mut file = sink.lock().map_err(|_| "the export file lock was poisoned")?;
-                            writeln!(file, "{line}")?;
-                            file.flush()?;
-                        }
+                        let line = serde_json::to_string(&ctx.event)?;
+                        let mut file = sink.lock().map_err(|_| "the export file lock was poisoned")?;
+                        writeln!(file, "{line}")?;
+                        file.flush()?;
                         Ok::<(), BoxError>(())
                     }
                 })?;

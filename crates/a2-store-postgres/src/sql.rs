@@ -22,7 +22,9 @@ macro_rules! runnable {
     () => {
         "h.session = $1 AND h.consumer = ANY($2) AND h.failed_at IS NULL AND ($3::bigint IS NULL OR h.idx <= $3) \
          AND (h.kind <> 1 OR h.idx = (SELECT MIN(l.idx) FROM a2_heads l WHERE l.session = h.session \
-           AND l.consumer = h.consumer AND l.lane = h.lane))"
+           AND l.consumer = h.consumer AND l.lane = h.lane)) \
+         AND NOT EXISTS (SELECT 1 FROM a2_consumer_pauses z WHERE z.contract = split_part($1, chr(31), 1) \
+           AND z.consumer = h.consumer)"
     };
 }
 
@@ -87,6 +89,8 @@ pub(crate) static SQL: Statements = Statements {
            WHERE session >= $1 AND session < $2 AND session > $3 ORDER BY session LIMIT $6) \
          SELECT p.session, EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = p.session AND h.consumer = ANY($4) \
              AND h.failed_at IS NULL \
+             AND NOT EXISTS (SELECT 1 FROM a2_consumer_pauses z WHERE z.contract = split_part(p.session, chr(31), 1) \
+               AND z.consumer = h.consumer) \
              AND (h.lease_holder IS NULL OR h.lease_expires_at <= $5) \
              AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= $5) \
              AND CASE h.kind WHEN 0 THEN h.idx <= p.head \
@@ -203,4 +207,26 @@ pub(crate) static SQL: Statements = Statements {
          created_at = EXCLUDED.created_at",
     pin_live: "SELECT EXISTS (SELECT 1 FROM a2_heads WHERE session = $1 AND consumer = $2 AND lane = $3 \
            AND ((kind = 0 AND idx <= $4) OR (kind <> 0 AND idx = $4))) AS live",
+    cursor_lock: "SELECT * FROM a2_heads WHERE session = $1 AND consumer = $2 AND kind = 0 FOR UPDATE",
+    cursor_move: "UPDATE a2_heads SET idx = $3, attempt_count = 0, failure_count = 0, last_error = NULL, \
+         failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
+         WHERE session = $1 AND consumer = $2 AND kind = 0",
+    pause_put: "INSERT INTO a2_consumer_pauses (contract, consumer, actor, reason, paused_at) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (contract, consumer) DO NOTHING",
+    pause_get: "SELECT * FROM a2_consumer_pauses WHERE contract = $1 AND consumer = $2",
+    pause_delete: "DELETE FROM a2_consumer_pauses WHERE contract = $1 AND consumer = $2 RETURNING contract",
+    pauses_list: "SELECT * FROM a2_consumer_pauses WHERE $1::text IS NULL OR contract = $1 ORDER BY contract, consumer",
+    session_import: "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)",
+    events_import: Each::Lists(
+        "INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
+         SELECT $1, i, d, t, p, at, c FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::jsonb[], $6::bigint[], $7::jsonb[]) \
+           AS x(i, d, t, p, at, c)",
+    ),
+    heads_import: Each::Lists(
+        "INSERT INTO a2_heads (session, consumer, lane, idx, kind, attempt_count, failure_count, last_error, failed_at, \
+           next_attempt_at) \
+         SELECT $1, c, l, i, k, a, f, e, fa, na FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::smallint[], \
+           $6::int[], $7::int[], $8::text[], $9::bigint[], $10::bigint[]) AS t(c, l, i, k, a, f, e, fa, na)",
+    ),
+    snapshot_import: "INSERT INTO a2_snapshots (session, reducer, idx, state, pins, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
 };

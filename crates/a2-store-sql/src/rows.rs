@@ -130,3 +130,13 @@ pub fn contract_range(contract: Option<&str>) -> (String, String) {
         None => (String::new(), "\u{10FFFF}".repeat(2)),
     }
 }
+
+pub(crate) fn paused_consumer(row: &Row) -> Result<PausedConsumer, StoreError> {
+    Ok(PausedConsumer {
+        contract: row.text("contract")?,
+        consumer: row.text("consumer")?,
+        actor: row.text("actor")?,
+        reason: row.text("reason")?,
+        paused_at: row.int("paused_at")?,
+    })
+}

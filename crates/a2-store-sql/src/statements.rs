@@ -112,4 +112,24 @@ pub struct Statements {
     pub snapshot_put: &'static str,
     /// (key, consumer, lane, idx) → live
     pub pin_live: &'static str,
+    /// (key, consumer) → the cursor; locked where rows lock
+    pub cursor_lock: &'static str,
+    /// (key, consumer, next): the cursor at `next` with a fresh state
+    pub cursor_move: &'static str,
+    /// (contract, consumer, actor, reason, now): kept if already paused
+    pub pause_put: &'static str,
+    /// (contract, consumer) → the pause
+    pub pause_get: &'static str,
+    /// (contract, consumer) → contract of the pause lifted
+    pub pause_delete: &'static str,
+    /// (contract or NULL) → pauses by contract, consumer
+    pub pauses_list: &'static str,
+    /// (key, head, clear_index, created_at, updated_at)
+    pub session_import: &'static str,
+    /// (key) then per event (idx, id, type, payload, created_at, cause)
+    pub events_import: Each,
+    /// (key) then per head (consumer, lane, idx, kind, attempts, failures, error, failed_at, next_attempt_at)
+    pub heads_import: Each,
+    /// (key, reducer, idx, state, pins, created_at)
+    pub snapshot_import: &'static str,
 }

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use a2_store::codec::to_i64;
-use a2_store::rules::{check_batch, claim_head, cursor_state, untaken_cursor};
+use a2_store::rules::{self, check_batch, claim_head, cursor_state, untaken_cursor};
 use a2_store::*;
 
 use crate::each::run_each;
-use crate::rows::{contract_range, dead_letter, event, head_ref, head_state, snapshot_info, summary};
+use crate::rows::{contract_range, dead_letter, event, head_ref, head_state, paused_consumer, snapshot_info, summary};
 use crate::steps::{fenced, keyed};
 use crate::value::Arg;
 use crate::{page, SqlBackend, SqlStore};
@@ -204,9 +204,110 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         self.skip_untaken(tx.as_mut(), key, head, &params.consumer, self.now()).await?;
         let args = vec![Arg::text(key), Arg::text(&params.consumer.name)];
         let row = tx.fetch_optional(self.sql().cursor_get, args).await?;
+        let contract = split_session_key(key).0;
+        let pause = vec![Arg::text(contract), Arg::text(&params.consumer.name)];
+        let paused = tx.fetch_optional(self.sql().pause_get, pause).await?.is_some();
         tx.commit().await?;
-        let Some(row) = row else { return Ok(CursorState { session_head: head, ..CursorState::default() }) };
-        Ok(cursor_state(head, row.u64("idx")?, head_state(&row)?))
+        let Some(row) = row else { return Ok(CursorState { session_head: head, paused, ..CursorState::default() }) };
+        Ok(CursorState { paused, ..cursor_state(head, row.u64("idx")?, head_state(&row)?) })
+    }
+    async fn session_import(&self, params: SessionImport) -> Result<(), StoreError> {
+        check_session_key(&params.session)?;
+        rules::check_import(&params)?;
+        let key = params.session.as_str();
+        let mut tx = self.backend.begin().await?;
+        if self.session_row(tx.as_mut(), key).await?.is_some() {
+            return Err(rules::import_exists(key));
+        }
+        let bounds = [params.head, params.clear_index].map(|n| Arg::Int(to_i64(n)));
+        let times = [Arg::Int(params.created_at), Arg::Int(params.updated_at)];
+        let args = std::iter::once(Arg::text(key)).chain(bounds).chain(times).collect();
+        tx.execute(self.sql().session_import, args).await?;
+        let events = params.events.iter().map(imported_event_row).collect::<Result<Vec<_>, _>>()?;
+        run_each(tx.as_mut(), &self.sql().events_import, &[Arg::text(key)], &events).await?;
+        let heads: Vec<Vec<Arg>> = params.heads.iter().map(imported_head_row).collect();
+        run_each(tx.as_mut(), &self.sql().heads_import, &[Arg::text(key)], &heads).await?;
+        for snapshot in &params.snapshots {
+            let pins = serde_json::to_value(&snapshot.pins).map_err(|e| StoreError::invalid(format!("pins: {e}")))?;
+            let args = vec![
+                Arg::text(key),
+                Arg::text(&snapshot.reducer),
+                Arg::Int(to_i64(snapshot.index)),
+                Arg::Json(snapshot.state.clone()),
+                Arg::Json(pins),
+                Arg::Int(snapshot.created_at),
+            ];
+            tx.execute(self.sql().snapshot_import, args).await?;
+        }
+        if let Some(mut entry) = params.audit {
+            entry.outcome = serde_json::json!({ "imported": true });
+            self.audit_insert(tx.as_mut(), &entry).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+    async fn cursor_advance(&self, params: CursorAdvance) -> Result<CursorAdvanced, StoreError> {
+        check_session_key(&params.session)?;
+        let key = params.session.as_str();
+        if params.consumer.log.is_none() {
+            return Err(StoreError::invalid(format!(
+                "consumer '{}' has no string lane, so it has no cursor",
+                params.consumer.name
+            )));
+        }
+        let mut tx = self.backend.begin().await?;
+        let Some((head, clear)) = self.session_row(tx.as_mut(), key).await? else {
+            return Err(StoreError::NotFound { what: format!("session '{}'", split_session_key(key).1) });
+        };
+        self.ensure_cursors(tx.as_mut(), key, (head, clear), std::slice::from_ref(&params.consumer)).await?;
+        let args = vec![Arg::text(key), Arg::text(&params.consumer.name)];
+        let cursor = tx.fetch_one(self.sql().cursor_lock, args).await?;
+        let through = params.through.unwrap_or(head).min(head);
+        let now = self.now();
+        let advanced = rules::cursor_advance(cursor.u64("idx")?, &head_state(&cursor)?, through, now);
+        if let CursorAdvanced::Moved { from, next } = advanced {
+            if next > from {
+                let args = vec![Arg::text(key), Arg::text(&params.consumer.name), Arg::Int(to_i64(next))];
+                tx.execute(self.sql().cursor_move, args).await?;
+                tx.execute(self.sql().session_touch, vec![Arg::Int(now), Arg::text(key)]).await?;
+            }
+        }
+        if let Some(mut entry) = params.audit {
+            // The move and its record commit together, or neither does.
+            entry.outcome = serde_json::json!(advanced);
+            self.audit_insert(tx.as_mut(), &entry).await?;
+        }
+        tx.commit().await?;
+        Ok(advanced)
+    }
+    async fn consumer_pause(&self, params: ConsumerPause) -> Result<PausedConsumer, StoreError> {
+        let mut tx = self.backend.begin().await?;
+        let (contract, consumer) = (Arg::text(&params.contract), Arg::text(&params.consumer));
+        let args = vec![contract.clone(), consumer.clone(), Arg::text(&params.actor), Arg::text(&params.reason)];
+        tx.execute(self.sql().pause_put, args.into_iter().chain([Arg::Int(self.now())]).collect()).await?;
+        let kept = paused_consumer(&tx.fetch_one(self.sql().pause_get, vec![contract, consumer]).await?)?;
+        if let Some(mut entry) = params.audit {
+            entry.outcome = serde_json::json!(kept);
+            self.audit_insert(tx.as_mut(), &entry).await?;
+        }
+        tx.commit().await?;
+        Ok(kept)
+    }
+    async fn consumer_resume(&self, params: ConsumerResume) -> Result<bool, StoreError> {
+        let mut tx = self.backend.begin().await?;
+        let args = vec![Arg::text(&params.contract), Arg::text(&params.consumer)];
+        let resumed = tx.fetch_optional(self.sql().pause_delete, args).await?.is_some();
+        if let Some(mut entry) = params.audit {
+            entry.outcome = serde_json::json!({ "resumed": resumed });
+            self.audit_insert(tx.as_mut(), &entry).await?;
+        }
+        tx.commit().await?;
+        Ok(resumed)
+    }
+    async fn consumer_pause_list(&self, contract: Option<&str>) -> Result<Vec<PausedConsumer>, StoreError> {
+        let mut conn = self.backend.read().await?;
+        let rows = conn.fetch(self.sql().pauses_list, vec![Arg::opt_text(contract)]).await?;
+        rows.iter().map(paused_consumer).collect()
     }
     async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
         let mut conn = self.backend.work().await?;
@@ -427,4 +528,30 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let rows = self.backend.read().await?.fetch(self.sql().audit_list, args).await?;
         rows.iter().map(crate::rows::audit_record).collect()
     }
+}
+
+fn imported_event_row(event: &Event) -> Result<Vec<Arg>, StoreError> {
+    let cause = event.cause.as_ref().map(serde_json::to_value).transpose();
+    Ok(vec![
+        Arg::Int(to_i64(event.index)),
+        Arg::text(&event.id),
+        Arg::text(&event.event_type),
+        Arg::Json(event.payload.clone()),
+        Arg::Int(event.created_at),
+        Arg::OptJson(cause.map_err(|e| StoreError::invalid(format!("cause of event {}: {e}", event.index)))?),
+    ])
+}
+
+fn imported_head_row(head: &ImportedHead) -> Vec<Arg> {
+    vec![
+        Arg::text(&head.consumer),
+        Arg::text(a2_store::codec::lane_column(head.lane.as_deref())),
+        Arg::Int(to_i64(head.index)),
+        Arg::Int(i64::from(a2_store::codec::kind_code(head.kind))),
+        Arg::Int(i64::from(head.attempt_count)),
+        Arg::Int(i64::from(head.failure_count)),
+        Arg::OptText(head.last_error.clone()),
+        Arg::OptInt(head.failed_at),
+        Arg::OptInt(head.next_attempt_at),
+    ]
 }

@@ -182,7 +182,25 @@ pub fn cursor_state(session_head: u64, next: u64, s: HeadState) -> crate::Cursor
         lease_holder: s.lease_holder,
         lease_expires_at: s.lease_expires_at,
         next_attempt_at: s.next_attempt_at,
+        paused: false,
     }
+}
+
+/// Where an operator's acknowledgement through `through` leaves a cursor
+/// standing at `next` with state `s`: moved, or why not.
+pub fn cursor_advance(next: u64, s: &HeadState, through: u64, now: Millis) -> crate::CursorAdvanced {
+    if next > through {
+        return crate::CursorAdvanced::Moved { from: next, next };
+    }
+    if s.failed_at.is_some() {
+        return crate::CursorAdvanced::DeadLettered { index: next, last_error: s.last_error.clone() };
+    }
+    if let (Some(holder), Some(until)) = (&s.lease_holder, s.lease_expires_at) {
+        if until > now {
+            return crate::CursorAdvanced::Held { index: next, holder: holder.clone(), until };
+        }
+    }
+    crate::CursorAdvanced::Moved { from: next, next: through + 1 }
 }
 
 /// One row of a backend's heads: a log cursor (its next index) or a
@@ -312,4 +330,85 @@ pub fn scan_heads(
         }
     }
     page
+}
+
+/// Whether an imported session is whole and consistent: every event after
+/// the clear boundary, in order, ids unique; heads where events are;
+/// snapshots at or below the head. The first fault is named.
+pub fn check_import(import: &crate::SessionImport) -> Result<(), crate::StoreError> {
+    use crate::{HeadKind, StoreError};
+    let (head, clear) = (import.head, import.clear_index);
+    if clear > head {
+        return Err(StoreError::invalid(format!("the clear boundary {clear} is past the head {head}")));
+    }
+    if import.events.len() as u64 != head - clear {
+        return Err(StoreError::invalid(format!(
+            "a session with head {head} cleared through {clear} has {} events after the boundary, not {}",
+            head - clear,
+            import.events.len()
+        )));
+    }
+    let mut ids = std::collections::HashSet::new();
+    for (expected, event) in (clear + 1..).zip(&import.events) {
+        if event.index != expected {
+            return Err(StoreError::invalid(format!("event {} stands where event {expected} belongs", event.index)));
+        }
+        if event.id.is_empty() || !ids.insert(event.id.as_str()) {
+            return Err(StoreError::invalid(format!(
+                "event {} has an empty or repeated id '{}'",
+                event.index, event.id
+            )));
+        }
+    }
+    let mut heads = std::collections::HashSet::new();
+    for h in &import.heads {
+        let fits = match h.kind {
+            HeadKind::Log => h.lane.is_some() && (clear + 1..=head + 1).contains(&h.index),
+            HeadKind::Lane => h.lane.is_some() && (clear + 1..=head).contains(&h.index),
+            HeadKind::Concurrent => h.lane.is_none() && (clear + 1..=head).contains(&h.index),
+        };
+        let key = match h.kind {
+            HeadKind::Log => (h.consumer.as_str(), None, 0),
+            _ => (h.consumer.as_str(), h.lane.as_deref(), h.index),
+        };
+        if h.consumer.is_empty() || !fits || !heads.insert(key) {
+            return Err(StoreError::invalid(format!(
+                "head of consumer '{}' ({:?}, lane {:?}, index {}) does not fit a session with head {head} cleared through {clear}, or is repeated",
+                h.consumer, h.kind, h.lane, h.index
+            )));
+        }
+    }
+    let mut snapshots = std::collections::HashSet::new();
+    for s in &import.snapshots {
+        if !(clear + 1..=head).contains(&s.index) || !snapshots.insert((s.reducer.as_str(), s.index)) {
+            return Err(StoreError::invalid(format!(
+                "snapshot of reducer '{}' at {} is outside {}..={head} or repeated",
+                s.reducer,
+                s.index,
+                clear + 1
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An imported head's state here: its failures kept, no lease.
+pub fn imported_state(h: &crate::ImportedHead) -> HeadState {
+    HeadState {
+        attempt_count: h.attempt_count,
+        failure_count: h.failure_count,
+        last_error: h.last_error.clone(),
+        failed_at: h.failed_at,
+        lease_holder: None,
+        lease_expires_at: None,
+        next_attempt_at: h.next_attempt_at,
+    }
+}
+
+/// The refusal for an import onto a session that exists: a copy never merges.
+pub fn import_exists(key: &str) -> crate::StoreError {
+    crate::StoreError::invalid(format!(
+        "session '{}' already exists in this store: import it under another id",
+        crate::split_session_key(key).1
+    ))
 }

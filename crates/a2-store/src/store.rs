@@ -52,6 +52,27 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Make sure a log consumer has its cursor in the session and report it.
     async fn cursor_wake(&self, params: CursorWake) -> Result<CursorState, StoreError>;
 
+    /// Acknowledge a log consumer's events through an index without running
+    /// it: the cursor moves in one transaction (with its audit entry), or
+    /// not at all when a live attempt holds it or it is dead-lettered.
+    async fn cursor_advance(&self, params: CursorAdvance) -> Result<CursorAdvanced, StoreError>;
+
+    /// Pause a consumer store-wide: no claim of any process takes its heads
+    /// until it is resumed (running attempts finish). Pausing a paused
+    /// consumer keeps the first pause and returns it.
+    async fn consumer_pause(&self, params: ConsumerPause) -> Result<PausedConsumer, StoreError>;
+
+    /// Lift a pause; `false` when the consumer was not paused.
+    async fn consumer_resume(&self, params: ConsumerResume) -> Result<bool, StoreError>;
+
+    /// Paused consumers (of one contract, or all), by contract and name.
+    async fn consumer_pause_list(&self, contract: Option<&str>) -> Result<Vec<PausedConsumer>, StoreError>;
+
+    /// Write a whole session copied from elsewhere (events, heads with their
+    /// failures, snapshots) in one transaction, under a key that must not
+    /// exist yet; checked whole first, so a bad copy writes nothing.
+    async fn session_import(&self, params: SessionImport) -> Result<(), StoreError>;
+
     /// A session's head and clear boundary (zeros when it does not exist): a
     /// primary-key read on the engine's connections, cheap enough for every
     /// append a run makes, which must not outlive its cleared trigger.

@@ -314,6 +314,112 @@ pub struct CursorState {
     pub lease_holder: Option<String>,
     pub lease_expires_at: Option<Millis>,
     pub next_attempt_at: Option<Millis>,
+    /// Its consumer is paused store-wide: no process moves it until resumed.
+    pub paused: bool,
+}
+
+/// Move a log consumer's cursor through an index without running it, in
+/// one transaction whatever the distance: an operator's acknowledgement.
+#[derive(Debug, Clone)]
+pub struct CursorAdvance {
+    pub session: String,
+    pub consumer: StoreConsumer,
+    /// The last index acknowledged; the session's head when `None`, and never past it.
+    pub through: Option<u64>,
+    /// Written in the same transaction, its `outcome` set to the result.
+    pub audit: Option<AuditEntry>,
+}
+
+/// What a cursor advance did. Only `Moved` changed anything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum CursorAdvanced {
+    /// Events `from..next` were acknowledged (none when `from == next`); the cursor now stands at `next`.
+    Moved { from: u64, next: u64 },
+    /// A live attempt holds the event the cursor stands at: nothing moved.
+    Held { index: u64, holder: String, until: Millis },
+    /// The event the cursor stands at is dead-lettered: redrive it first.
+    DeadLettered { index: u64, last_error: Option<String> },
+}
+
+/// Stop every engine process claiming a consumer's work, store-wide, until resumed.
+#[derive(Debug, Clone)]
+pub struct ConsumerPause {
+    pub contract: String,
+    pub consumer: String,
+    /// Who paused it, as the Studio shows it.
+    pub actor: String,
+    pub reason: String,
+    /// Written in the same transaction.
+    pub audit: Option<AuditEntry>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConsumerResume {
+    pub contract: String,
+    pub consumer: String,
+    /// Written in the same transaction.
+    pub audit: Option<AuditEntry>,
+}
+
+/// A paused consumer: no process claims its heads while this stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PausedConsumer {
+    pub contract: String,
+    pub consumer: String,
+    pub actor: String,
+    pub reason: String,
+    pub paused_at: Millis,
+}
+
+/// One head of a session being imported, as it stood where it was copied
+/// from. Leases are not carried: no holder in this store runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportedHead {
+    pub consumer: String,
+    pub kind: HeadKind,
+    pub lane: Option<String>,
+    /// A cursor's next index, or the index of a per-event head's event.
+    pub index: u64,
+    pub attempt_count: u32,
+    pub failure_count: u32,
+    pub last_error: Option<String>,
+    pub failed_at: Option<Millis>,
+    pub next_attempt_at: Option<Millis>,
+}
+
+impl From<&HeadInfo> for ImportedHead {
+    fn from(h: &HeadInfo) -> Self {
+        Self {
+            consumer: h.consumer.clone(),
+            kind: h.kind,
+            lane: h.lane.clone(),
+            index: h.next_index,
+            attempt_count: h.attempt_count,
+            failure_count: h.failure_count,
+            last_error: h.last_error.clone(),
+            failed_at: h.failed_at,
+            next_attempt_at: h.next_attempt_at,
+        }
+    }
+}
+
+/// A whole session copied from another store (or a file), written in one
+/// transaction under `session`, which must not exist yet.
+#[derive(Debug, Clone)]
+pub struct SessionImport {
+    pub session: String,
+    pub head: u64,
+    pub clear_index: u64,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    /// Every event after the clear boundary, by index; their `session` is ignored.
+    pub events: Vec<Event>,
+    pub heads: Vec<ImportedHead>,
+    pub snapshots: Vec<Snapshot>,
+    /// Written in the same transaction.
+    pub audit: Option<AuditEntry>,
 }
 
 /// Where a session's log ends and where its clear boundary lies.

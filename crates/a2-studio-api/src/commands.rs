@@ -8,8 +8,8 @@ use std::time::Duration;
 use a2_operator::demo::{self, DemoOptions};
 use a2_operator::model::{AuditList, Cleared, DeadLetterList, RedriveAction, SessionSummary, TotalsSnapshot};
 use a2_operator::{
-    ActivityCursor, ActivityQuery, Actor, ClearSession, Connect, ConsumeTarget, Consumed, EventQuery, HeadView,
-    JobProgress, Mode, Operator, Redrive, RedriveAll, Redriven, SessionQuery, StoreKind, TotalsQuery,
+    ActivityCursor, ActivityQuery, Actor, ClearSession, Connect, ConsumeTarget, Consumed, ConsumerRef, EventQuery,
+    HeadView, JobProgress, Mode, Operator, Redrive, RedriveAll, Redriven, SessionQuery, StoreKind, TotalsQuery,
 };
 
 use crate::connection::Connection;
@@ -514,6 +514,24 @@ impl Studio {
         let cleared = self.operator()?.session_clear(ClearSession { session, if_last_index }).await?;
         self.bump();
         Ok(cleared)
+    }
+
+    pub async fn consumer_pause(&self, request: PauseRequest) -> Result<PausedConsumer, ApiError> {
+        let target = ConsumerRef { contract: request.contract, consumer: request.consumer };
+        let paused = self.operator()?.consumer_pause(&target, &request.reason).await?;
+        self.bump();
+        Ok(paused)
+    }
+
+    pub async fn consumer_resume(&self, request: ConsumerTarget) -> Result<bool, ApiError> {
+        let target = ConsumerRef { contract: request.contract, consumer: request.consumer };
+        let resumed = self.operator()?.consumer_resume(&target).await?;
+        self.bump();
+        Ok(resumed)
+    }
+
+    pub async fn consumer_pause_list(&self, request: PauseQuery) -> Result<Vec<PausedConsumer>, ApiError> {
+        Ok(self.operator()?.consumer_pauses(request.contract.as_deref()).await?)
     }
 
     /// Where an export named `name` is written: a plain file name, inside

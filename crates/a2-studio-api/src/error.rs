@@ -66,6 +66,9 @@ error_codes! {
     SupersededAttempt = "SUPERSEDED_ATTEMPT",
     ClaimExpired = "CLAIM_EXPIRED",
     ConsumerDeadLettered = "CONSUMER_DEAD_LETTERED",
+    ConsumerPaused = "CONSUMER_PAUSED",
+    /// A live attempt holds the cursor an acknowledgement would move.
+    ConsumerBusy = "CONSUMER_BUSY",
     SessionCleared = "SESSION_CLEARED",
     ConsumeCycle = "CONSUME_CYCLE",
     Cancelled = "CANCELLED",
@@ -155,15 +158,17 @@ mod tests {
             A2Error::SupersededAttempt { consumer: text(), session: text(), index: 1 },
             A2Error::ClaimExpired { consumer: text(), session: text(), index: 1 },
             A2Error::ConsumerDeadLettered { consumer: text(), session: text(), index: 1, last_error: text() },
+            A2Error::ConsumerPaused { consumer: text(), session: text() },
             A2Error::SessionCleared { session: text(), index: 1 },
             A2Error::ConsumeCycle { waiter: text(), consumer: text(), session: text(), through: 1 },
             A2Error::Cancelled { message: text() },
         ];
-        let operator = store
-            .into_iter()
-            .map(OperatorError::from)
-            .chain(engine.into_iter().map(OperatorError::from))
-            .chain([OperatorError::ReadOnly { action: text(), why: text() }, OperatorError::invalid("x")]);
+        let operator =
+            store.into_iter().map(OperatorError::from).chain(engine.into_iter().map(OperatorError::from)).chain([
+                OperatorError::ReadOnly { action: text(), why: text() },
+                OperatorError::invalid("x"),
+                OperatorError::Busy { what: text() },
+            ]);
         for error in operator {
             let code = error.code();
             assert_eq!(ApiError::from(error).code.as_str(), code);

@@ -52,6 +52,9 @@ macro_rules! studio_commands {
             consume_preview(ConsumeRequest) -> ConsumePreview;
             session_consume(ConsumeRequest) -> Consumed;
             session_clear(ClearRequest) -> Cleared;
+            consumer_pause(PauseRequest) -> PausedConsumer;
+            consumer_resume(ConsumerTarget) -> bool;
+            consumer_pause_list(PauseQuery) -> Vec<PausedConsumer>;
             change_wait(ChangeWait) -> ChangeTick;
             demo_traffic(DemoTraffic) -> DemoTrafficState;
             demo_seed(DemoSeed) -> DemoSeeded;

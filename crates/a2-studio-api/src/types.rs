@@ -4,6 +4,7 @@
 //! travel as JSON text: JavaScript's `JSON.parse` would round integers past
 //! 2^53, and the Studio shows them exact.
 
+pub use a2_operator::model::PausedConsumer;
 use a2_operator::model::{HeadKey, Millis, RedriveAction};
 use a2_operator::{ConsumeMode, JobProgress, StoreKind};
 use serde::{Deserialize, Serialize};
@@ -325,6 +326,31 @@ pub struct ConsumePreview {
     pub events: u64,
     pub from_index: u64,
     pub through_index: u64,
+}
+
+/// Pause a consumer store-wide: every process stops claiming its work.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct PauseRequest {
+    pub contract: String,
+    pub consumer: String,
+    /// Shown beside the consumer while it is paused.
+    pub reason: String,
+}
+
+/// One consumer of a contract, store-wide.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerTarget {
+    pub contract: String,
+    pub consumer: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct PauseQuery {
+    /// One contract's paused consumers; all when `None`.
+    pub contract: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]

@@ -1,12 +1,14 @@
 // Overview: contracts, consumers with total lag, lagging sessions and dead
 // letters, and each consumer's lag over time, sampled while the app is open.
 import { useEffect, useState } from "react";
-import { useQuery } from "@tanstack/react-query";
-import { commands, type TotalsSnapshot } from "../bindings";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { commands, type PausedConsumer, type TotalsSnapshot } from "../bindings";
+import { PauseDialog } from "../actions";
+import { gate } from "../gate";
 import { unwrap } from "../api";
 import { formatAge, formatCount } from "../format";
 import { go } from "../route";
-import { ErrorBox, Empty, useConnection } from "../ui";
+import { ActionButton, ErrorBox, Empty, useConnection } from "../ui";
 import { keys } from "../keys";
 
 type Sample = { at: number; lag: number };
@@ -68,6 +70,25 @@ function LagChart() {
   );
 }
 
+/** Running, or who paused it, when and why; with the button that flips it. */
+function ConsumerState({ paused, onToggle }: { paused: PausedConsumer | null; onToggle: () => void }) {
+  const connection = useConnection();
+  return (
+    <td data-testid="consumer-state">
+      {paused ? (
+        <span className="warn" data-testid="paused-note">
+          paused by {paused.actor} {formatAge(Date.now() - paused.paused_at)} ago: {paused.reason}
+        </span>
+      ) : (
+        <span className="muted">running</span>
+      )}{" "}
+      <ActionButton gate={gate(connection, "pause")} testId={paused ? "resume" : "pause"} onClick={onToggle}>
+        {paused ? "Resume" : "Pause"}
+      </ActionButton>
+    </td>
+  );
+}
+
 export function Overview() {
   const contracts = useQuery({ queryKey: keys.contracts(), queryFn: () => unwrap(commands.contractList({})) });
   const connection = useConnection();
@@ -76,6 +97,15 @@ export function Overview() {
     queryFn: () => unwrap(commands.consumerOverview({ contract: null, max_age_ms: KEPT_FOR_MS })),
     refetchInterval: 5_000,
   });
+  const pauses = useQuery({
+    queryKey: keys.pauses(),
+    queryFn: () => unwrap(commands.consumerPauseList({ contract: null })),
+    refetchInterval: 5_000,
+  });
+  const queryClient = useQueryClient();
+  const [pausing, setPausing] = useState<{ contract: string; consumer: string; paused: PausedConsumer | null } | null>(null);
+  const pausedOf = (contract: string, consumer: string) =>
+    pauses.data?.find((p) => p.contract === contract && p.consumer === consumer) ?? null;
   const [, redraw] = useState(0);
   useEffect(() => {
     if (totals.data) {
@@ -120,24 +150,41 @@ export function Overview() {
               <th className="num">Lagging</th>
               <th className="num">Total lag</th>
               <th className="num">Dead letters</th>
+              <th>State</th>
             </tr>
           </thead>
           <tbody>
             {totals.data?.totals.map((t) => (
-              <tr key={`${t.contract}/${t.consumer}`} tabIndex={0} onKeyDown={(e) => e.key === "Enter" && go({ view: "sessions", contract: t.contract })}>
+              <tr key={`${t.contract}/${t.consumer}`} data-testid="consumer-row" data-contract={t.contract} data-consumer={t.consumer} tabIndex={0} onKeyDown={(e) => e.key === "Enter" && e.target === e.currentTarget && go({ view: "sessions", contract: t.contract })}>
                 <td>{t.contract}</td>
                 <td>{t.consumer}</td>
                 <td className="num">{formatCount(t.sessions)}</td>
                 <td className="num">{formatCount(t.lagging_sessions)}</td>
-                <td className="num">{formatCount(t.total_lag)}</td>
+                <td className="num" data-testid="total-lag" data-lag={t.total_lag}>{formatCount(t.total_lag)}</td>
                 <td className="num">
                   {t.dead_letters > 0 ? <a href="#/dead-letters" className="bad">{formatCount(t.dead_letters)}</a> : 0}
                 </td>
+                <ConsumerState
+                  paused={pausedOf(t.contract, t.consumer)}
+                  onToggle={() => setPausing({ contract: t.contract, consumer: t.consumer, paused: pausedOf(t.contract, t.consumer) })}
+                />
               </tr>
             ))}
           </tbody>
         </table>
       </section>
+      {pausing && (
+        <PauseDialog
+          {...pausing}
+          onClose={(changed) => {
+            setPausing(null);
+            if (changed) {
+              void queryClient.invalidateQueries({ queryKey: keys.pauses() });
+              void queryClient.invalidateQueries({ queryKey: keys.consumerOverview() });
+            }
+          }}
+        />
+      )}
       <section className="card">
         <h2>Lag over time</h2>
         <LagChart />

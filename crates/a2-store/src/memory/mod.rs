@@ -20,6 +20,8 @@ pub struct MemoryStore {
     sessions: Mutex<BTreeMap<String, SessionRow>>,
     audit: Mutex<Vec<AuditRecord>>,
     totals: Mutex<Option<TotalsSnapshot>>,
+    /// Paused consumers by (contract, consumer).
+    pauses: Mutex<BTreeMap<(String, String), PausedConsumer>>,
 }
 
 impl Default for MemoryStore {
@@ -30,7 +32,13 @@ impl Default for MemoryStore {
 
 impl MemoryStore {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
-        Self { clock, sessions: Mutex::new(BTreeMap::new()), audit: Mutex::new(Vec::new()), totals: Mutex::new(None) }
+        Self {
+            clock,
+            sessions: Mutex::new(BTreeMap::new()),
+            audit: Mutex::new(Vec::new()),
+            totals: Mutex::new(None),
+            pauses: Mutex::new(BTreeMap::new()),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, SessionRow>> {
@@ -41,6 +49,48 @@ impl MemoryStore {
 
     fn now(&self) -> Millis {
         self.clock.now_ms()
+    }
+
+    fn pauses(&self) -> MutexGuard<'_, BTreeMap<(String, String), PausedConsumer>> {
+        self.pauses.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn is_paused(&self, contract: &str, consumer: &str) -> bool {
+        self.pauses().contains_key(&(contract.to_owned(), consumer.to_owned()))
+    }
+
+    /// `consumers` without the ones paused in `contract`.
+    fn unpaused(&self, contract: &str, consumers: &[StoreConsumer]) -> Vec<StoreConsumer> {
+        consumers.iter().filter(|c| !self.is_paused(contract, &c.name)).cloned().collect()
+    }
+
+    fn advance(&self, params: &CursorAdvance) -> Result<CursorAdvanced, StoreError> {
+        crate::check_session_key(&params.session)?;
+        let now = self.now();
+        let mut sessions = self.lock();
+        let Some(row) = sessions.get_mut(&params.session) else {
+            return Err(StoreError::NotFound {
+                what: format!("session '{}'", crate::split_session_key(&params.session).1),
+            });
+        };
+        row.ensure_cursors(std::slice::from_ref(&params.consumer));
+        let head = row.head;
+        let Some(cursor) = row.cursors.get_mut(&params.consumer.name) else {
+            return Err(StoreError::invalid(format!(
+                "consumer '{}' has no string lane, so it has no cursor",
+                params.consumer.name
+            )));
+        };
+        let through = params.through.unwrap_or(head).min(head);
+        let advanced = crate::rules::cursor_advance(cursor.next, &cursor.state, through, now);
+        if let CursorAdvanced::Moved { from, next } = advanced {
+            if next > from {
+                cursor.next = next;
+                cursor.state = HeadState::default();
+                row.updated_at = row.updated_at.max(now);
+            }
+        }
+        Ok(advanced)
     }
 
     fn redrive(&self, params: DeadLetterRedrive) -> Result<bool, StoreError> {
@@ -117,6 +167,8 @@ impl Store for MemoryStore {
     async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
         crate::check_session_key(&params.session)?;
         let now = self.now();
+        let contract = crate::split_session_key(&params.session).0;
+        let params = HeadClaim { consumers: self.unpaused(contract, &params.consumers), ..params };
         let mut sessions = self.lock();
         let Some(row) = sessions.get_mut(&params.session) else {
             return Ok(Claimed::default());
@@ -236,7 +288,65 @@ impl Store for MemoryStore {
         let Some(cursor) = row.cursors.get(&params.consumer.name) else {
             return Ok(CursorState { session_head: head, ..CursorState::default() });
         };
-        Ok(crate::rules::cursor_state(head, cursor.next, cursor.state.clone()))
+        let paused = self.is_paused(crate::split_session_key(&params.session).0, &params.consumer.name);
+        Ok(CursorState { paused, ..crate::rules::cursor_state(head, cursor.next, cursor.state.clone()) })
+    }
+
+    async fn session_import(&self, mut params: SessionImport) -> Result<(), StoreError> {
+        crate::check_session_key(&params.session)?;
+        crate::rules::check_import(&params)?;
+        let audit = params.audit.take();
+        let row = SessionRow::imported(params);
+        let mut sessions = self.lock();
+        if sessions.contains_key(&row.key) {
+            return Err(crate::rules::import_exists(&row.key));
+        }
+        sessions.insert(row.key.clone(), row);
+        drop(sessions);
+        if let Some(mut entry) = audit {
+            entry.outcome = serde_json::json!({ "imported": true });
+            self.record(entry);
+        }
+        Ok(())
+    }
+
+    async fn cursor_advance(&self, mut params: CursorAdvance) -> Result<CursorAdvanced, StoreError> {
+        let audit = params.audit.take();
+        let advanced = self.advance(&params)?;
+        if let Some(mut entry) = audit {
+            entry.outcome = serde_json::json!(advanced);
+            self.record(entry);
+        }
+        Ok(advanced)
+    }
+
+    async fn consumer_pause(&self, params: ConsumerPause) -> Result<PausedConsumer, StoreError> {
+        let paused = PausedConsumer {
+            contract: params.contract.clone(),
+            consumer: params.consumer.clone(),
+            actor: params.actor,
+            reason: params.reason,
+            paused_at: self.now(),
+        };
+        let kept = self.pauses().entry((params.contract, params.consumer)).or_insert(paused).clone();
+        if let Some(mut entry) = params.audit {
+            entry.outcome = serde_json::json!(kept);
+            self.record(entry);
+        }
+        Ok(kept)
+    }
+
+    async fn consumer_resume(&self, params: ConsumerResume) -> Result<bool, StoreError> {
+        let resumed = self.pauses().remove(&(params.contract, params.consumer)).is_some();
+        if let Some(mut entry) = params.audit {
+            entry.outcome = serde_json::json!({ "resumed": resumed });
+            self.record(entry);
+        }
+        Ok(resumed)
+    }
+
+    async fn consumer_pause_list(&self, contract: Option<&str>) -> Result<Vec<PausedConsumer>, StoreError> {
+        Ok(self.pauses().values().filter(|p| contract.is_none_or(|c| p.contract == c)).cloned().collect())
     }
 
     async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
@@ -336,12 +446,14 @@ impl Store for MemoryStore {
             Some(after) => std::ops::Bound::Excluded(crate::session_key(&params.contract, after)),
             None => std::ops::Bound::Included(prefix.clone()),
         };
+        let consumers: Vec<String> =
+            params.consumers.iter().filter(|c| !self.is_paused(&params.contract, c)).cloned().collect();
         let sessions = self.lock();
         let scanned = sessions
             .range((start, std::ops::Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(&prefix))
             .take(page_size(params.limit))
-            .map(|(key, row)| (key.clone(), row.runnable(&params.consumers, now)))
+            .map(|(key, row)| (key.clone(), row.runnable(&consumers, now)))
             .collect();
         Ok(RunnablePage::from_scan(scanned, params.limit))
     }

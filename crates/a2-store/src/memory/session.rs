@@ -53,6 +53,46 @@ impl SessionRow {
         }
     }
 
+    /// A session as an import describes it (checked by the caller). Events
+    /// below the clear boundary were not copied; empty rows keep their
+    /// places, since `events[i]` is index `i + 1`, and no read shows them.
+    pub fn imported(import: SessionImport) -> Self {
+        let mut row = Self::new(import.session.clone(), import.created_at);
+        row.head = import.head;
+        row.clear_index = import.clear_index;
+        row.updated_at = import.updated_at;
+        row.events = (1..=import.clear_index)
+            .map(|index| Event {
+                id: String::new(),
+                event_type: String::new(),
+                payload: serde_json::Value::Null,
+                index,
+                session: import.session.clone(),
+                created_at: import.created_at,
+                cause: None,
+            })
+            .collect();
+        for mut event in import.events {
+            event.session = import.session.clone();
+            row.ids.insert(event.id.clone(), event.index);
+            row.events.push(event);
+        }
+        for h in &import.heads {
+            let state = crate::rules::imported_state(h);
+            match h.kind {
+                HeadKind::Log => {
+                    let lane = h.lane.clone().unwrap_or_default();
+                    row.cursors.insert(h.consumer.clone(), Cursor { lane, next: h.index, state });
+                }
+                HeadKind::Lane | HeadKind::Concurrent => {
+                    row.heads.insert((h.consumer.clone(), h.lane.clone(), h.index), state);
+                }
+            }
+        }
+        row.snapshots = import.snapshots;
+        row
+    }
+
     pub fn event(&self, index: u64) -> Option<&Event> {
         index.checked_sub(1).and_then(|i| self.events.get(i as usize))
     }

@@ -1,0 +1,293 @@
+//! A session out of one store and into another: the versioned JSON Lines
+//! export, its strict reader, and the import that writes it whole or not at all.
+//!
+//! The format (`a2.session/1`), one JSON object a line, each with one key:
+//! `{"header":{…}}` first; then `{"event":{…}}` for every event after the
+//! clear boundary, by index; `{"head":{…}}` for every cursor and pending or
+//! dead head; `{"snapshot":{…}}`; and `{"end":{"events":N,"heads":N,"snapshots":N}}`
+//! last, so a cut-off file is told from a whole one.
+
+use std::io::{BufRead, Write};
+
+use a2_store::{Event, EventList, ImportedHead, Millis, SessionImport, Snapshot};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::{Operator, OperatorError, Result, SessionRef};
+
+/// The format this build writes and reads.
+pub const EXPORT_FORMAT: &str = "a2.session/1";
+
+/// Events read a page at a time while exporting.
+const PAGE: u32 = 500;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportHeader {
+    pub format: String,
+    pub contract: String,
+    pub session: String,
+    pub head: u64,
+    pub clear_index: u64,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    pub exported_at: Millis,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportCounts {
+    pub events: u64,
+    pub heads: u64,
+    pub snapshots: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum Line {
+    Header(ExportHeader),
+    Event(Event),
+    Head(ImportedHead),
+    Snapshot(Snapshot),
+    End(ExportCounts),
+}
+
+/// A session as an export file holds it.
+#[derive(Debug, Clone)]
+pub struct SessionCopy {
+    pub header: ExportHeader,
+    pub events: Vec<Event>,
+    pub heads: Vec<ImportedHead>,
+    pub snapshots: Vec<Snapshot>,
+}
+
+impl SessionCopy {
+    pub fn counts(&self) -> ExportCounts {
+        ExportCounts {
+            events: self.events.len() as u64,
+            heads: self.heads.len() as u64,
+            snapshots: self.snapshots.len() as u64,
+        }
+    }
+
+    /// Write the copy as JSON Lines.
+    pub fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let mut line = |value: &Line| -> std::io::Result<()> {
+            serde_json::to_writer(&mut *out, value)?;
+            out.write_all(b"\n")
+        };
+        line(&Line::Header(self.header.clone()))?;
+        for event in &self.events {
+            line(&Line::Event(event.clone()))?;
+        }
+        for head in &self.heads {
+            line(&Line::Head(head.clone()))?;
+        }
+        for snapshot in &self.snapshots {
+            line(&Line::Snapshot(snapshot.clone()))?;
+        }
+        line(&Line::End(self.counts()))
+    }
+
+    /// Read an export, every line checked: its JSON, its place (header
+    /// first, end last, nothing after), the format version and the counts.
+    /// The first fault is named with its line number.
+    pub fn read(input: impl BufRead) -> Result<Self> {
+        let bad = |n: usize, what: String| OperatorError::invalid(format!("line {n} of the export: {what}"));
+        let mut header = None;
+        let (mut events, mut heads, mut snapshots) = (Vec::new(), Vec::new(), Vec::new());
+        let mut end = None;
+        for (i, text) in input.lines().enumerate() {
+            let n = i + 1;
+            let text = text.map_err(|e| bad(n, format!("cannot be read: {e}")))?;
+            if text.trim().is_empty() {
+                continue;
+            }
+            if end.is_some() {
+                return Err(bad(n, "comes after the end line".into()));
+            }
+            let line: Line = serde_json::from_str(&text).map_err(|e| bad(n, e.to_string()))?;
+            match (line, &header) {
+                (Line::Header(h), None) => {
+                    if h.format != EXPORT_FORMAT {
+                        return Err(bad(n, format!("format '{}' is not {EXPORT_FORMAT}", h.format)));
+                    }
+                    header = Some(h);
+                }
+                (_, None) => return Err(bad(n, "the first line must be the header".into())),
+                (Line::Header(_), Some(_)) => return Err(bad(n, "a second header".into())),
+                (Line::Event(e), _) => events.push(e),
+                (Line::Head(h), _) => heads.push(h),
+                (Line::Snapshot(s), _) => snapshots.push(s),
+                (Line::End(counts), _) => end = Some(counts),
+            }
+        }
+        let header = header.ok_or_else(|| OperatorError::invalid("the export is empty: no header line"))?;
+        let copy = Self { header, events, heads, snapshots };
+        match end {
+            None => Err(OperatorError::invalid("the export has no end line: it was cut off")),
+            Some(counts) if counts != copy.counts() => Err(OperatorError::invalid(format!(
+                "the end line counts {counts:?} but the file holds {:?}: lines are missing",
+                copy.counts()
+            ))),
+            Some(_) => Ok(copy),
+        }
+    }
+}
+
+/// What an import wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Imported {
+    pub events: u64,
+    pub heads: u64,
+    pub snapshots: u64,
+}
+
+impl Operator {
+    /// Read a session whole. Heads and snapshots are read before the events,
+    /// so appends made meanwhile only add events; a clear meanwhile makes
+    /// the copy inconsistent, and its import refuses it.
+    pub async fn session_export(&self, target: &SessionRef) -> Result<SessionCopy> {
+        let key = target.key()?;
+        let heads = self.store().head_list(&key).await?;
+        let snapshots = self.store().snapshot_list(&key).await?;
+        let summary = self.session_get(target).await?;
+        let mut events = Vec::new();
+        let mut after = Some(summary.clear_index);
+        loop {
+            let list = EventList {
+                session: key.clone(),
+                after,
+                before: Some(summary.head + 1),
+                limit: PAGE,
+                newest_first: false,
+            };
+            let page = self.store().event_list(list).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.index);
+            let full = page.len() >= PAGE as usize;
+            events.extend(page.into_iter().map(|mut e| {
+                e.session.clone_from(&target.session);
+                e
+            }));
+            if !full {
+                break;
+            }
+        }
+        let snapshot = |s: a2_store::SnapshotInfo| Snapshot {
+            reducer: s.reducer,
+            index: s.index,
+            state: s.state,
+            pins: s.pins,
+            created_at: s.created_at,
+        };
+        Ok(SessionCopy {
+            header: ExportHeader {
+                format: EXPORT_FORMAT.into(),
+                contract: target.contract.clone(),
+                session: target.session.clone(),
+                head: summary.head,
+                clear_index: summary.clear_index,
+                created_at: summary.created_at,
+                updated_at: summary.updated_at,
+                exported_at: self.now(),
+            },
+            events,
+            heads: heads.iter().map(ImportedHead::from).collect(),
+            snapshots: snapshots.into_iter().map(snapshot).collect(),
+        })
+    }
+
+    /// Write a copy into this store, under its own id or `as_session`, in one
+    /// transaction with its audit entry; refused if that session exists.
+    pub async fn session_import(&self, copy: SessionCopy, as_session: Option<&str>) -> Result<(SessionRef, Imported)> {
+        self.writable("import")?;
+        let header = &copy.header;
+        let target = SessionRef::new(header.contract.clone(), as_session.unwrap_or(&header.session));
+        let counts = copy.counts();
+        let audit = self.entry(
+            "import",
+            &target.contract,
+            &target.session,
+            json!({ "from_session": header.session, "exported_at": header.exported_at, "events": counts.events }),
+        );
+        let import = SessionImport {
+            session: target.key()?,
+            head: header.head,
+            clear_index: header.clear_index,
+            created_at: header.created_at,
+            updated_at: header.updated_at,
+            events: copy.events,
+            heads: copy.heads,
+            snapshots: copy.snapshots,
+            audit: Some(audit),
+        };
+        self.store().session_import(import).await?;
+        Ok((target, Imported { events: counts.events, heads: counts.heads, snapshots: counts.snapshots }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy() -> SessionCopy {
+        SessionCopy {
+            header: ExportHeader {
+                format: EXPORT_FORMAT.into(),
+                contract: "shop".into(),
+                session: "s".into(),
+                head: 1,
+                clear_index: 0,
+                created_at: 1,
+                updated_at: 2,
+                exported_at: 3,
+            },
+            events: vec![Event {
+                id: "e1".into(),
+                event_type: "order.placed".into(),
+                payload: json!({ "customer": "c-7" }),
+                index: 1,
+                session: "s".into(),
+                created_at: 1,
+                cause: None,
+            }],
+            heads: Vec::new(),
+            snapshots: Vec::new(),
+        }
+    }
+
+    fn text(copy: &SessionCopy) -> String {
+        let mut out = Vec::new();
+        copy.write(&mut out).unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8(out).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn an_export_reads_back_as_written() {
+        let written = text(&copy());
+        let read = SessionCopy::read(written.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.header, copy().header);
+        assert_eq!(read.events, copy().events);
+        assert_eq!(written.lines().count(), 3);
+    }
+
+    #[test]
+    fn a_damaged_export_is_refused_naming_the_line() {
+        let whole = text(&copy());
+        let lines: Vec<&str> = whole.lines().collect();
+        let cases = [
+            (lines[1..].join("\n"), "line 1 of the export: the first line must be the header"),
+            (lines[..2].join("\n"), "no end line"),
+            (format!("{}\n{}", lines[0], lines[2]), "lines are missing"),
+            (format!("{whole}{}\n", lines[1]), "line 4 of the export: comes after the end line"),
+            (whole.replace(EXPORT_FORMAT, "a2.session/9"), "is not a2.session/1"),
+            (whole.replace("\"head\":1", "\"head\":1,\"extra\":true"), "line 1 of the export: unknown field"),
+            (whole.replace("order.placed\"", "order.placed"), "line 2 of the export"),
+        ];
+        for (text, expected) in cases {
+            let error = SessionCopy::read(text.as_bytes()).map(|_| ()).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(error.contains(expected), "expected {expected:?} in {error:?}");
+        }
+    }
+}
