@@ -85,7 +85,8 @@ fn serve_with(url: &str, read_only: bool, extra: &[&str]) -> Served {
     // Postgres opens read-only unless asked: the read-write run asks.
     command.arg(if read_only { "--read-only" } else { "--read-write" });
     let mut child = command
-        .args(["serve", "--port", "0"])
+        .args(["serve", "--port", "0", "--export-dir"])
+        .arg(std::env::temp_dir().join(format!("a2-browser-exports-{}", std::process::id())))
         .args(extra)
         .env("A2_STUDIO_CONFIG_DIR", config)
         .stdout(Stdio::piped())

@@ -4,7 +4,8 @@
 // one with retry (each leaves the list and appears in the audit), the rest as
 // a bulk job, consume a lagging consumer through an index, clear a session.
 // ro: every action is disabled in the UI and refused by the HTTP API, and
-// the store is unchanged.
+// the store is unchanged; then a session is copied into a SQLite file and
+// the copy opened.
 // ops (against `a2 serve --demo-traffic`): pause a consumer from the overview
 // (its lag grows while traffic flows), resume it (the lag drains).
 // Exits non-zero on the first failed expectation.
@@ -275,5 +276,33 @@ async function deadLettersAndActions() {
     const after = await rowKeys();
     expect(JSON.stringify(after) === JSON.stringify(before), "the dead letters are unchanged");
     step("store unchanged");
+    await copyHome(connection);
   }
+}
+
+/** Read-only still copies: a session into a SQLite file beside the server, then open the copy. */
+async function copyHome(source) {
+  await open("#/session/shop/order-00007/consumers");
+  await page.getByTestId("session-summary").waitFor();
+  const sourceHeads = (await api("head_list", { contract: "shop", session: "order-00007" })).body;
+  await page.getByTestId("copy-session").click();
+  const dialog = page.getByRole("dialog");
+  const file = `order-00007-${source.kind}-${Date.now()}.sqlite`;
+  await dialog.getByTestId("copy-to").fill(file);
+  await dialog.getByTestId("copy-as").fill("order-00007-home");
+  await dialog.getByRole("button", { name: "Copy", exact: true }).click();
+  await dialog.getByTestId("outcome").waitFor();
+  const outcome = (await dialog.getByTestId("outcome").textContent()) ?? "";
+  expect(/^Copied \d+ events, \d+ heads/.test(outcome) && outcome.includes(file), `the copy says what it wrote: ${outcome}`);
+  step(`copied from ${source.kind} read-only: ${outcome}`);
+  await page.screenshot({ path: join(process.env.A2_SCREENSHOT_DIR ?? tmpdir(), "copy-to-dev-store.png") });
+  await dialog.getByTestId("open-copy").click();
+  await page.locator("[data-testid=head-row]").first().waitFor();
+  const now = (await api("connection_get", {})).body;
+  expect(now.kind === "sqlite" && now.url.endsWith(file), `the copy is the open store: ${now.url}`);
+  expect(page.url().includes("order-00007-home"), `the copied session is shown: ${page.url()}`);
+  const copiedHeads = (await api("head_list", { contract: "shop", session: "order-00007-home" })).body;
+  const shape = (heads) => JSON.stringify(heads.map((h) => [h.consumer, h.lane, h.next_index, h.failure_count, h.dead]));
+  expect(shape(copiedHeads) === shape(sourceHeads), `the copy has the source's heads: ${shape(copiedHeads)} vs ${shape(sourceHeads)}`);
+  step("opened the copy: the same heads, dead letters included");
 }

@@ -1,7 +1,11 @@
-// The actions an operator takes — redrive, consume, clear, pause — each
+// The actions an operator takes — redrive, consume, clear, pause, copy — each
 // through a dialog that names exactly what will change and shows the outcome.
 import { useEffect, useState } from "react";
-import { commands, type ConsumeMode, type ConsumePreview, type DeadLetterRef, type PausedConsumer, type RedriveAction } from "./bindings";
+import { useQueryClient } from "@tanstack/react-query";
+import { commands, type ConsumeMode, type ConsumePreview, type DeadLetterRef, type ImportOutcome, type PausedConsumer, type RedriveAction } from "./bindings";
+import { keys } from "./keys";
+import { go } from "./route";
+import { currentTransport } from "./transport";
 import { unwrap } from "./api";
 import { gate } from "./gate";
 import { ConfirmDialog, ErrorBox, useConnection } from "./ui";
@@ -183,6 +187,67 @@ export function PauseDialog({ contract, consumer, paused, onClose }: { contract:
         Reason <small>(shown to everyone who sees it paused)</small>
         <input value={reason} onChange={(e) => setReason(e.target.value)} data-testid="pause-reason" placeholder="e.g. bad deploy of the mailer" />
       </label>
+    </ConfirmDialog>
+  );
+}
+
+/**
+ * Copy a session (events, heads, dead letters, snapshots) into a local SQLite
+ * file — read-only connections may, since the source is only read — then open
+ * the copy to replay its consumers there.
+ */
+export function CopyDialog({ contract, session, onClose }: { contract: string; session: string; onClose: (changed: boolean) => void }) {
+  const connection = useConnection();
+  const client = useQueryClient();
+  const [asSession, setAsSession] = useState("");
+  const [to, setTo] = useState("");
+  const [copied, setCopied] = useState<ImportOutcome | null>(null);
+  const [openError, setOpenError] = useState<unknown>(null);
+  const web = currentTransport() === "http";
+  const openCopy = async () => {
+    if (!copied) return;
+    try {
+      const info = await unwrap(commands.connectionOpen({ url: copied.url, profile: null, password: null, read_only: null, init: false }));
+      client.clear();
+      client.setQueryData(keys.connection(), info);
+      go({ view: "session", contract: copied.contract, session: copied.session, tab: "consumers" });
+      onClose(false);
+    } catch (error) {
+      setOpenError(error);
+    }
+  };
+  return (
+    <ConfirmDialog
+      title="Copy to dev store"
+      confirm="Copy"
+      onClose={onClose}
+      run={async () => {
+        const done = await unwrap(
+          commands.sessionCopy({ contract, session, as_session: asSession.trim() || null, to: to.trim() || null }),
+        );
+        setCopied(done);
+        return `Copied ${done.events} events, ${done.heads} heads and ${done.snapshots} snapshots into ${done.url} as ${done.contract}/${done.session}.`;
+      }}
+    >
+      <p>
+        Session <code>{contract}/{session}</code> is read{connection?.read_only ? " (this connection stays read-only)" : ""} and
+        written whole — events, cursors and heads with their failures, dead letters, snapshots — into a local SQLite
+        file, where you can consume and redrive it without touching this store.
+      </p>
+      <label className="field">
+        New session id <small>(empty: the same id)</small>
+        <input value={asSession} onChange={(e) => setAsSession(e.target.value)} data-testid="copy-as" placeholder={session} />
+      </label>
+      <label className="field">
+        {web ? "File name, in the server's export directory" : "SQLite file"} <small>(empty: {web ? "copies.sqlite" : "the dev store, .a2/dev.sqlite"})</small>
+        <input value={to} onChange={(e) => setTo(e.target.value)} data-testid="copy-to" />
+      </label>
+      {copied && (
+        <button type="button" className="primary" data-testid="open-copy" onClick={() => void openCopy()}>
+          Open the copy
+        </button>
+      )}
+      <ErrorBox error={openError} />
     </ConfirmDialog>
   );
 }

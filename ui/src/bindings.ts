@@ -33,6 +33,9 @@ export const commands = {
 	consumerPause: (request: PauseRequest) => typedError<PausedConsumer, ApiError>(__TAURI_INVOKE("consumer_pause", { request })),
 	consumerResume: (request: ConsumerTarget) => typedError<boolean, ApiError>(__TAURI_INVOKE("consumer_resume", { request })),
 	consumerPauseList: (request: PauseQuery) => typedError<PausedConsumer[], ApiError>(__TAURI_INVOKE("consumer_pause_list", { request })),
+	sessionExport: (request: SessionRef) => typedError<string, ApiError>(__TAURI_INVOKE("session_export", { request })),
+	sessionImport: (request: ImportRequest) => typedError<ImportOutcome, ApiError>(__TAURI_INVOKE("session_import", { request })),
+	sessionCopy: (request: CopyRequest) => typedError<ImportOutcome, ApiError>(__TAURI_INVOKE("session_copy", { request })),
 	changeWait: (request: ChangeWait) => typedError<ChangeTick, ApiError>(__TAURI_INVOKE("change_wait", { request })),
 	demoTraffic: (request: DemoTraffic) => typedError<DemoTrafficState, ApiError>(__TAURI_INVOKE("demo_traffic", { request })),
 	demoSeed: (request: DemoSeed) => typedError<DemoSeeded, ApiError>(__TAURI_INVOKE("demo_seed", { request })),
@@ -224,6 +227,19 @@ export type ConsumerTotal = {
 	dead_letters: number,
 };
 
+/**  Copy a session of the open store into a local SQLite file. */
+export type CopyRequest = {
+	contract: string,
+	session: string,
+	/**  Under this session id instead of its own. */
+	as_session: string | null,
+	/**
+	 *  The SQLite file (created if new): the dev store when `None`; in the
+	 *  web mode a plain file name under the export directory.
+	 */
+	to: string | null,
+};
+
 export type DeadLetter = {
 	contract: string,
 	session: string,
@@ -355,6 +371,25 @@ export type HeadView = {
 	lease_expires_at: number | null,
 	next_attempt_at: number | null,
 	reason: string,
+};
+
+/**  Where an imported or copied session now is, and what was written. */
+export type ImportOutcome = {
+	/**  The store it was written to (`sqlite:PATH` for a copy): open it to look. */
+	url: string,
+	contract: string,
+	session: string,
+	events: number,
+	heads: number,
+	snapshots: number,
+};
+
+/**  An `a2.session/1` export to write into the open store. */
+export type ImportRequest = {
+	/**  The JSON Lines text, as `session_export` gives it. */
+	text: string,
+	/**  Import under this session id instead of the exported one. */
+	as_session: string | null,
 };
 
 /**  How far a job got. */

@@ -68,9 +68,17 @@ export function dropTokenFromAddress(host: Pick<Window, "location" | "history">)
   host.history.replaceState(host.history.state, "", address.pathname + address.search + address.hash);
 }
 
+let installed: Transport = "tauri";
+
+/** The transport chosen at start: a dialog that words things for the web mode asks. */
+export function currentTransport(): Transport {
+  return installed;
+}
+
 /** Choose the transport at start; in a browser, route `invoke` over HTTP. */
 export function installTransport(host: Host & Window): Transport {
   const transport = detectTransport(host);
+  installed = transport;
   if (transport === "http") {
     const token = tokenFrom(host.location.search, host.sessionStorage);
     // Read once: out of the address bar, history and any link copied from it.

@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use a2_studio_api::{
     web, ApiError, AuditQuery, ClearRequest, ConnectionInfo, ConnectionOpen, ConsumeMode, ConsumeRequest,
-    ConsumerOverview, ConsumerTarget, DeadLetterQuery, DeadLetterRef, DemoSeed, EventListRequest, HeadKey, JobProgress,
-    JobRef, Limits, NoArgs, PauseQuery, PauseRequest, ReaderGrant, RedriveAction, RedriveAllRequest, RedriveOne,
-    SessionListRequest, SessionRef, SessionSort, Studio,
+    ConsumerOverview, ConsumerTarget, CopyRequest, DeadLetterQuery, DeadLetterRef, DemoSeed, EventListRequest, HeadKey,
+    ImportRequest, JobProgress, JobRef, Limits, NoArgs, PauseQuery, PauseRequest, ReaderGrant, RedriveAction,
+    RedriveAllRequest, RedriveOne, SessionListRequest, SessionRef, SessionSort, Studio,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
@@ -193,6 +193,28 @@ enum Command {
         contract: String,
         #[arg(long)]
         consumer: String,
+    },
+    /// Write a session (events, heads, dead letters, snapshots) to stdout as
+    /// `a2.session/1` JSON Lines; read-only connections may export.
+    Export(Target),
+    /// Write an exported session (from --file, else stdin) into --store, whole
+    /// or not at all; refused if that session exists there.
+    Import {
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Import under this session id instead of the exported one.
+        #[arg(long = "as")]
+        as_session: Option<String>,
+    },
+    /// Copy a session of --store into a local SQLite file (the dev store
+    /// unless --to), to replay its consumers there; read-only connections may copy.
+    Copy {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        to: Option<PathBuf>,
+        #[arg(long = "as")]
+        as_session: Option<String>,
     },
     /// Clear a session through its head.
     Clear {
@@ -464,6 +486,36 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.value(&json!({ "resumed": resumed }), &line);
             return Ok(if resumed { Done::Changed } else { Done::Unchanged });
         }
+        Command::Export(t) => {
+            let text = studio.session_export(t.into()).await?;
+            let mut stdout = std::io::stdout().lock();
+            std::io::Write::write_all(&mut stdout, text.as_bytes())
+                .map_err(|e| ApiError::invalid(format!("cannot write the export: {e}")))?;
+        }
+        Command::Import { file, as_session } => {
+            let text = match &file {
+                Some(path) => std::fs::read_to_string(path)
+                    .map_err(|e| ApiError::invalid(format!("cannot read {}: {e}", path.display())))?,
+                None => std::io::read_to_string(std::io::stdin())
+                    .map_err(|e| ApiError::invalid(format!("cannot read the export from stdin: {e}")))?,
+            };
+            let done = studio.session_import(ImportRequest { text, as_session }).await?;
+            let line = format!(
+                "imported {}/{}: {} events, {} heads, {} snapshots",
+                done.contract, done.session, done.events, done.heads, done.snapshots
+            );
+            out.value(&json!(done), &line);
+        }
+        Command::Copy { target, to, as_session } => {
+            let to = to.map(|p| p.display().to_string());
+            let request = CopyRequest { contract: target.contract, session: target.session, as_session, to };
+            let done = studio.session_copy(request).await?;
+            let line = format!(
+                "copied into {} as {}/{}: {} events, {} heads, {} snapshots",
+                done.url, done.contract, done.session, done.events, done.heads, done.snapshots
+            );
+            out.value(&json!(done), &line);
+        }
         Command::Audit { limit, after } => {
             out.audit(&studio.audit_list(AuditQuery { before: after, limit }).await?);
         }
@@ -589,6 +641,9 @@ mod parity {
         "consumer_pause",
         "consumer_resume",
         "consumer_pause_list",
+        "session_export",
+        "session_import",
+        "session_copy",
         "demo_seed",
         "reader_role_grant",
     ];

@@ -19,6 +19,7 @@ use a2_engine::{BoxError, Consumer, Contract, Server};
 use a2_store::*;
 use serde_json::json;
 
+pub use a2_engine::dev_store_path;
 pub use connect::{attach, default_mode, Attached, Connect, Mode, StoreKind};
 pub use console::ConsumerRef;
 pub use error::{exit_code, OperatorError};

@@ -44,7 +44,7 @@ impl Default for Limits {
 
 /// The Studio's state: the open store (one at a time), running jobs, saved profiles.
 pub struct Studio {
-    limits: Limits,
+    pub(crate) limits: Limits,
     connection: RwLock<Option<Arc<Connection>>>,
     /// Run the demo contract's consumers on stores that have it: only when
     /// asked (the dev store, demo traffic), never because a production store
@@ -53,9 +53,11 @@ pub struct Studio {
     jobs: Mutex<Jobs>,
     profiles: Profiles,
     versions: tokio::sync::watch::Sender<u32>,
+    /// SQLite files this process copied sessions into: the web mode may open them.
+    pub(crate) copies: Mutex<std::collections::HashSet<String>>,
 }
 
-fn lock_error<T>(_: T) -> ApiError {
+pub(crate) fn lock_error<T>(_: T) -> ApiError {
     ApiError::new(ErrorCode::Internal, "a Studio lock was poisoned by an earlier panic")
 }
 
@@ -95,6 +97,7 @@ impl Studio {
             jobs: Mutex::new(Jobs::default()),
             profiles: Profiles::new(config_dir),
             versions: tokio::sync::watch::Sender::new(0),
+            copies: Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -104,22 +107,22 @@ impl Studio {
         self.host_demo.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn open(&self) -> Result<Arc<Connection>, ApiError> {
+    pub(crate) fn open(&self) -> Result<Arc<Connection>, ApiError> {
         self.connection.read().map_err(lock_error)?.clone().ok_or_else(ApiError::not_connected)
     }
 
-    fn operator(&self) -> Result<Operator, ApiError> {
+    pub(crate) fn operator(&self) -> Result<Operator, ApiError> {
         Ok(self.open()?.operator.clone())
     }
 
     /// The operator, when the connection may change the store.
-    fn writable_operator(&self, action: &str) -> Result<Operator, ApiError> {
+    pub(crate) fn writable_operator(&self, action: &str) -> Result<Operator, ApiError> {
         let operator = self.operator()?;
         operator.writable(action)?;
         Ok(operator)
     }
 
-    fn bump(&self) {
+    pub(crate) fn bump(&self) {
         self.versions.send_modify(|v| *v = v.wrapping_add(1));
     }
 
@@ -194,12 +197,15 @@ impl Studio {
             (None, Some(url)) => (url.trim().to_owned(), request.password.clone().filter(|p| !p.is_empty()), None),
             (None, None) => return Err(ApiError::invalid("give a store URL or a profile to connect to")),
         };
-        if self.limits.web && request.profile.is_none() {
+        if self.limits.web && request.profile.is_none() && !self.is_copy(&url)? {
             let started = self.limits.started_with.as_deref().map(redact);
             if started.as_deref() != Some(redact(&url).as_str()) {
                 let serves = started
                     .map_or_else(|| "saved profiles only".to_owned(), |s| format!("{s} and saved profiles only"));
-                return Err(ApiError::new(ErrorCode::Forbidden, format!("this Studio's web mode opens {serves}")));
+                return Err(ApiError::new(
+                    ErrorCode::Forbidden,
+                    format!("this Studio's web mode opens {serves}, and the copies it made"),
+                ));
             }
         }
         let mut connect = Connect::new(url.clone());
@@ -536,7 +542,7 @@ impl Studio {
 
     /// Where an export named `name` is written: a plain file name, inside
     /// the export directory (made for this user alone), never elsewhere.
-    fn export_file(&self, name: &str) -> Result<PathBuf, ApiError> {
+    pub(crate) fn export_file(&self, name: &str) -> Result<PathBuf, ApiError> {
         let plain = Path::new(name).file_name().is_some_and(|f| f == std::ffi::OsStr::new(name));
         if !plain || name.starts_with('.') || name.contains(['/', '\\', ':']) {
             return Err(ApiError::invalid(format!(

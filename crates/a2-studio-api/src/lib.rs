@@ -9,6 +9,7 @@ mod connection;
 mod error;
 mod jobs;
 pub mod profiles;
+mod transfer;
 mod types;
 pub mod web;
 
@@ -55,6 +56,9 @@ macro_rules! studio_commands {
             consumer_pause(PauseRequest) -> PausedConsumer;
             consumer_resume(ConsumerTarget) -> bool;
             consumer_pause_list(PauseQuery) -> Vec<PausedConsumer>;
+            session_export(SessionRef) -> String;
+            session_import(ImportRequest) -> ImportOutcome;
+            session_copy(CopyRequest) -> ImportOutcome;
             change_wait(ChangeWait) -> ChangeTick;
             demo_traffic(DemoTraffic) -> DemoTrafficState;
             demo_seed(DemoSeed) -> DemoSeeded;

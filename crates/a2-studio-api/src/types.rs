@@ -353,6 +353,41 @@ pub struct PauseQuery {
     pub contract: Option<String>,
 }
 
+/// An `a2.session/1` export to write into the open store.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct ImportRequest {
+    /// The JSON Lines text, as `session_export` gives it.
+    pub text: String,
+    /// Import under this session id instead of the exported one.
+    pub as_session: Option<String>,
+}
+
+/// Copy a session of the open store into a local SQLite file.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct CopyRequest {
+    pub contract: String,
+    pub session: String,
+    /// Under this session id instead of its own.
+    pub as_session: Option<String>,
+    /// The SQLite file (created if new): the dev store when `None`; in the
+    /// web mode a plain file name under the export directory.
+    pub to: Option<String>,
+}
+
+/// Where an imported or copied session now is, and what was written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct ImportOutcome {
+    /// The store it was written to (`sqlite:PATH` for a copy): open it to look.
+    pub url: String,
+    pub contract: String,
+    pub session: String,
+    pub events: u64,
+    pub heads: u64,
+    pub snapshots: u64,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
 #[serde(deny_unknown_fields)]
 pub struct ClearRequest {

@@ -7,7 +7,7 @@ import { unwrap } from "../api";
 import { formatAge, formatBytes, formatLag, formatRelative, formatTime } from "../format";
 import { gate } from "../gate";
 import { href, type SessionTab } from "../route";
-import { ClearDialog, ConsumeDialog, RedriveDialog } from "../actions";
+import { ClearDialog, ConsumeDialog, CopyDialog, RedriveDialog } from "../actions";
 import { JsonView } from "../json";
 import { ActionButton, CopyButton, ErrorBox, Empty, GateNote, useConnection } from "../ui";
 import { Events } from "./Events";
@@ -26,6 +26,7 @@ export function Session({ contract, session, tab, index }: { contract: string; s
   const connection = useConnection();
   const summary = useQuery({ queryKey: keys.session(contract, session), queryFn: () => unwrap(commands.sessionGet({ contract, session })) });
   const [clearing, setClearing] = useState(false);
+  const [copying, setCopying] = useState(false);
   const clearGate = gate(connection, "clear");
   const s = summary.data;
   return (
@@ -46,6 +47,9 @@ export function Session({ contract, session, tab, index }: { contract: string; s
           <ActionButton gate={s.head > s.clear_index ? clearGate : { allowed: false, reason: "Nothing to clear." }} danger testId="clear-session" onClick={() => setClearing(true)}>
             Clear…
           </ActionButton>
+          <button type="button" data-testid="copy-session" onClick={() => setCopying(true)} title="Read this session and write it into a local SQLite file">
+            Copy to dev store…
+          </button>
         </div>
       )}
       <GateNote gate={clearGate} />
@@ -60,6 +64,7 @@ export function Session({ contract, session, tab, index }: { contract: string; s
       {s && tab === "consumers" && <Heads summary={s} />}
       {tab === "dead-letters" && <DeadLetterTable contract={contract} session={session} />}
       {tab === "snapshots" && <Snapshots contract={contract} session={session} />}
+      {copying && <CopyDialog contract={contract} session={session} onClose={() => setCopying(false)} />}
       {clearing && s && (
         <ClearDialog
           contract={contract}

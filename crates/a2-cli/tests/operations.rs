@@ -1,0 +1,164 @@
+//! The operations console through the `a2` binary: pause and resume, an
+//! acknowledgement of a long session in one call, and a session brought home
+//! (export, import, copy from a read-only Postgres attach into a SQLite file).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("a2-ops-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn sqlite(name: &str) -> String {
+    format!("sqlite:{}", scratch(&format!("{name}.sqlite")).display())
+}
+
+/// `a2 --store STORE ARGS…`: exit code, stdout, stderr.
+fn a2(store: &str, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_a2"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .env("A2_STUDIO_CONFIG_DIR", scratch("config"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("running a2: {e}"));
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn ok(store: &str, args: &[&str]) -> String {
+    let (code, out, err) = a2(store, args);
+    assert_eq!(code, 0, "a2 {args:?} exited {code}: {err}");
+    out
+}
+
+fn json(store: &str, args: &[&str]) -> Value {
+    let out = ok(store, &[&["--json"], args].concat());
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("a2 {args:?} printed no JSON ({e}): {out}"))
+}
+
+#[test]
+fn pause_resume_and_an_acknowledgement_in_one_call() {
+    let store = sqlite("pause");
+    ok(&store, &["demo", "--sessions", "4", "--long-session", "20000"]);
+
+    let paused = json(&store, &["pause", "--contract", "shop", "--consumer", "mailer", "--reason", "provider down"]);
+    assert_eq!(paused["consumer"], "mailer");
+    assert_eq!(paused["reason"], "provider down");
+    let table = ok(&store, &["consumers", "--contract", "shop"]);
+    let mailer = table.lines().find(|l| l.contains("mailer")).unwrap_or_default();
+    assert!(mailer.contains("paused by") && mailer.contains("provider down"), "{table}");
+    let (code, _, err) = a2(&store, &["pause", "--contract", "shop", "--consumer", "mailer", "--reason", " "]);
+    assert_eq!(code, 2, "a pause needs a reason: {err}");
+
+    // Acknowledging 20,000 events is one store call and one audit entry, paused or not.
+    let through = json(
+        &store,
+        &["consume", "--contract", "shop", "--session", "long-00000", "--consumer", "mailer", "--mode", "ack"],
+    );
+    assert_eq!(through["index"], 20_000);
+    let heads = json(&store, &["heads", "--contract", "shop", "--session", "long-00000"]);
+    let mailer = heads.as_array().and_then(|h| h.iter().find(|h| h["consumer"] == "mailer")).cloned();
+    assert_eq!(mailer.map(|m| m["lag"].clone()), Some(Value::from(0)), "{heads}");
+
+    assert_eq!(json(&store, &["resume", "--contract", "shop", "--consumer", "mailer"])["resumed"], true);
+    let (code, _, _) = a2(&store, &["resume", "--contract", "shop", "--consumer", "mailer"]);
+    assert_eq!(code, 5, "resuming a running consumer changes nothing");
+
+    let audit = json(&store, &["audit", "--limit", "10"]);
+    let actions: Vec<&str> = audit.as_array().into_iter().flatten().filter_map(|a| a["action"].as_str()).collect();
+    assert_eq!(actions.iter().filter(|a| **a == "consume.ack").count(), 1, "{actions:?}");
+    assert!(actions.contains(&"pause") && actions.contains(&"resume"), "{actions:?}");
+}
+
+#[test]
+fn a_session_exports_imports_and_refuses_a_damaged_file() {
+    let source = sqlite("export-source");
+    ok(&source, &["demo", "--sessions", "12"]);
+    let export = ok(&source, &["export", "--contract", "shop", "--session", "order-00003"]);
+    let lines: Vec<&str> = export.lines().collect();
+    assert!(lines[0].contains("\"a2.session/1\""), "{}", lines[0]);
+    assert!(lines.last().unwrap_or(&"").starts_with("{\"end\":"), "the last line closes the file");
+    let file = scratch("order-00003.jsonl");
+    std::fs::write(&file, &export).unwrap_or_else(|e| panic!("{e}"));
+    let path = file.display().to_string();
+
+    let target = sqlite("export-target");
+    let cut = scratch("cut.jsonl");
+    std::fs::write(&cut, lines[..lines.len() - 1].join("\n")).unwrap_or_else(|e| panic!("{e}"));
+    let (code, _, err) = a2(&target, &["import", "--file", &cut.display().to_string()]);
+    assert_eq!(code, 2, "a cut-off file is bad input: {err}");
+    assert!(err.contains("no end line"), "{err}");
+    let (code, _, _) = a2(&target, &["session", "--contract", "shop", "--session", "order-00003"]);
+    assert_eq!(code, 4, "nothing was written");
+
+    let imported = json(&target, &["import", "--file", &path]);
+    assert_eq!(imported["session"], "order-00003");
+    let read = |store: &str| {
+        let mut summary = json(store, &["session", "--contract", "shop", "--session", "order-00003"]);
+        summary.as_object_mut().map(|o| o.remove("url"));
+        (summary, json(store, &["heads", "--contract", "shop", "--session", "order-00003"]))
+    };
+    assert_eq!(read(&source), read(&target), "the import reads back as the source");
+    let (code, _, err) = a2(&target, &["import", "--file", &path]);
+    assert_eq!(code, 2, "the session exists now: {err}");
+    assert!(err.contains("already exists"), "{err}");
+    assert_eq!(json(&target, &["import", "--file", &path, "--as", "order-copy"])["session"], "order-copy");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_postgres_session_copies_into_a_sqlite_file() {
+    let base = a2_test_support::postgres_url();
+    let schema = a2_test_support::fresh_schema("ops_copy");
+    let admin = sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let production = format!("{base}{separator}options=-c%20search_path%3D{schema}");
+    let url = production.clone();
+    tokio::task::spawn_blocking(move || {
+        ok(&url, &["--read-write", "demo", "--sessions", "10"]);
+        let home = scratch("home.sqlite");
+        let copied = json(
+            &url,
+            &[
+                "--read-only",
+                "copy",
+                "--contract",
+                "shop",
+                "--session",
+                "order-00004",
+                "--to",
+                &home.display().to_string(),
+            ],
+        );
+        assert_eq!(copied["url"], format!("sqlite:{}", home.display()));
+        let dev = format!("sqlite:{}", home.display());
+        let heads =
+            |store: &str, ro: &str| json(store, &[ro, "heads", "--contract", "shop", "--session", "order-00004"]);
+        assert_eq!(heads(&url, "--read-only"), heads(&dev, "--read-write"), "the copy has the production heads");
+        // The copy is the developer's to change: a dead letter there can be skipped.
+        let dead = json(&dev, &["dead-letters", "--contract", "shop", "--session", "order-00004"]);
+        if let Some(letter) = dead["items"].as_array().and_then(|i| i.first()).cloned() {
+            let index = letter["index"].to_string();
+            let consumer = letter["consumer"].as_str().unwrap_or_default().to_owned();
+            let skip = ["redrive", "--contract", "shop", "--session", "order-00004", "--consumer", &consumer];
+            ok(&dev, &[&skip[..], &["--index", &index, "--action", "skip"]].concat());
+        }
+        let (code, _, err) =
+            a2(&url, &["--read-only", "import", "--file", &scratch("none.jsonl").display().to_string()]);
+        assert_ne!(code, 0, "production stays read-only: {err}");
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
+}

@@ -1,0 +1,80 @@
+//! Bring a session home: export it as JSON Lines, import such a file, or
+//! copy it straight into a local SQLite dev store. Reading the source is
+//! all a copy does to it, so a read-only production attach may copy.
+
+use std::path::PathBuf;
+
+use a2_operator::{Connect, Mode, Operator, SessionCopy};
+
+use crate::commands::lock_error;
+use crate::*;
+
+impl Studio {
+    /// A session as an `a2.session/1` JSON Lines text.
+    pub async fn session_export(&self, request: SessionRef) -> Result<String, ApiError> {
+        let target = a2_operator::SessionRef::new(request.contract, request.session);
+        let copy = self.operator()?.session_export(&target).await?;
+        let mut text = Vec::new();
+        copy.write(&mut text).map_err(|e| ApiError::new(ErrorCode::Internal, format!("writing the export: {e}")))?;
+        String::from_utf8(text).map_err(|e| ApiError::new(ErrorCode::Internal, format!("the export is not UTF-8: {e}")))
+    }
+
+    /// Write an exported session into the open store, whole or not at all.
+    pub async fn session_import(&self, request: ImportRequest) -> Result<ImportOutcome, ApiError> {
+        let operator = self.writable_operator("import")?;
+        let copy = SessionCopy::read(request.text.as_bytes())?;
+        let as_session = request.as_session.as_deref().filter(|s| !s.is_empty());
+        let (target, imported) = operator.session_import(copy, as_session).await?;
+        self.bump();
+        Ok(ImportOutcome {
+            url: self.open()?.info.url.clone(),
+            contract: target.contract,
+            session: target.session,
+            events: imported.events,
+            heads: imported.heads,
+            snapshots: imported.snapshots,
+        })
+    }
+
+    /// Copy a session of the open store into a SQLite file (created as an A2
+    /// store if new): the dev store unless `to` names another. The web mode
+    /// writes only a plain file name under its export directory.
+    pub async fn session_copy(&self, request: CopyRequest) -> Result<ImportOutcome, ApiError> {
+        let source = self.operator()?;
+        let path = self.copy_path(request.to.as_deref())?;
+        let from = a2_operator::SessionRef::new(request.contract, request.session);
+        let copy = source.session_export(&from).await?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let url = format!("sqlite:{}", path.display());
+        let mut connect = Connect::new(url.clone());
+        connect.mode = Some(Mode::ReadWrite);
+        let target = Operator::connect(&connect).await?;
+        let as_session = request.as_session.as_deref().filter(|s| !s.is_empty());
+        let (copied, imported) = target.session_import(copy, as_session).await?;
+        self.copies.lock().map_err(lock_error)?.insert(url.clone());
+        Ok(ImportOutcome {
+            url,
+            contract: copied.contract,
+            session: copied.session,
+            events: imported.events,
+            heads: imported.heads,
+            snapshots: imported.snapshots,
+        })
+    }
+
+    fn copy_path(&self, to: Option<&str>) -> Result<PathBuf, ApiError> {
+        let to = to.map(str::trim).filter(|t| !t.is_empty());
+        if self.limits.web {
+            return self.export_file(to.unwrap_or("copies.sqlite"));
+        }
+        Ok(to.map_or_else(a2_operator::dev_store_path, PathBuf::from))
+    }
+
+    /// Whether `url` names a file this process copied a session into.
+    pub(crate) fn is_copy(&self, url: &str) -> Result<bool, ApiError> {
+        Ok(self.copies.lock().map_err(lock_error)?.contains(url))
+    }
+}
