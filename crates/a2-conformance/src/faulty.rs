@@ -85,6 +85,12 @@ impl Store for Faulty {
     async fn session_import(&self, params: SessionImport) -> Result<(), StoreError> {
         self.inner.session_import(params).await
     }
+    async fn session_search(&self, params: SessionSearch) -> Result<SessionSearchPage, StoreError> {
+        self.inner.session_search(params).await
+    }
+    async fn event_filter(&self, params: EventFilter) -> Result<EventFilterPage, StoreError> {
+        self.inner.event_filter(params).await
+    }
     async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
         self.inner.session_bounds(session).await
     }

@@ -102,6 +102,8 @@ macro_rules! conformance_suite {
                     resume_heals_paused_work,
                     session_import_copies_a_session_whole,
                     a_bad_import_writes_nothing,
+                    payload_search_walks_sessions_in_chunks,
+                    event_filter_pages_through_a_session,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;

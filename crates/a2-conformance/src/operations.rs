@@ -318,3 +318,126 @@ pub async fn a_bad_import_writes_nothing(factory: &dyn StoreFactory) {
     }
     store.session_import(good).await.expect("the good copy still imports");
 }
+
+fn order(id: &str, event_type: &str, customer: &str, to: &str) -> NewEvent {
+    NewEvent { payload: json!({ "customer": customer, "ship": { "to": to }, "id": id }), ..event(id, event_type) }
+}
+
+/// Walk a whole search a chunk at a time, as the Studio does.
+async fn search_all(store: &dyn Store, filter: EventMatch, scan: u32) -> (Vec<SessionMatch>, Vec<u64>) {
+    let (mut found, mut chunks, mut after) = (Vec::new(), Vec::new(), None);
+    loop {
+        let params = SessionSearch { contract: CONTRACT.into(), filter: filter.clone(), after, scan };
+        let page = store.session_search(params).await.expect("search");
+        found.extend(page.found);
+        chunks.push(page.scanned);
+        after = page.scanned_through;
+        if after.is_none() {
+            return (found, chunks);
+        }
+    }
+}
+
+/// A payload search walks a contract's sessions a bounded chunk at a time and
+/// finds, in each, how many events match and the first: by JSON containment
+/// (nested objects too), type and id; never another contract's, never a
+/// cleared event.
+pub async fn payload_search_walks_sessions_in_chunks(factory: &dyn StoreFactory) {
+    let (store, _) = open(factory).await;
+    for i in 0..7 {
+        let customer = format!("c-{}", i % 3);
+        let events = (0..3)
+            .map(|k| {
+                order(
+                    &format!("s{i}-{k}"),
+                    if k == 1 { "tock" } else { "tick" },
+                    &customer,
+                    if k == 2 { "NL" } else { "DE" },
+                )
+            })
+            .collect();
+        append(&*store, &format!("s{i}"), events, &[]).await;
+    }
+    let elsewhere = EventAppend {
+        session: session_key("other", "s1"),
+        events: vec![order("x", "tick", "c-1", "NL")],
+        consumers: Vec::new(),
+    };
+    store.event_append(elsewhere).await.expect("append elsewhere");
+
+    let by_customer = EventMatch { payload: Some(json!({ "customer": "c-1" })), ..EventMatch::default() };
+    let (found, chunks) = search_all(&*store, by_customer.clone(), 3).await;
+    assert_eq!(chunks, vec![3, 3, 1], "three sessions a call, and the rest");
+    let summary: Vec<(&str, u64, u64)> =
+        found.iter().map(|m| (m.session_id.as_str(), m.matches, m.first.index)).collect();
+    assert_eq!(summary, vec![("s1", 3, 1), ("s4", 3, 1)]);
+    assert_eq!(found[0].first.id, "s1-0");
+    assert_eq!(found[0].first.payload["customer"], json!("c-1"));
+
+    let nested = EventMatch {
+        payload: Some(json!({ "ship": { "to": "NL" } })),
+        event_type: Some("tick".into()),
+        ..EventMatch::default()
+    };
+    let (found, _) = search_all(&*store, nested, 100).await;
+    assert_eq!(found.len(), 7, "every session has one tick shipped to NL");
+    assert!(found.iter().all(|m| m.matches == 1 && m.first.index == 3), "{found:?}");
+    let by_id = EventMatch { event_id: Some("s5-1".into()), ..EventMatch::default() };
+    let (found, _) = search_all(&*store, by_id, 100).await;
+    assert_eq!(
+        found.iter().map(|m| (m.session_id.as_str(), m.first.event_type.as_str())).collect::<Vec<_>>(),
+        vec![("s5", "tock")]
+    );
+
+    store.session_clear(SessionClear { session: key("s4"), if_last_index: None, audit: None }).await.expect("clear");
+    let (found, _) = search_all(&*store, by_customer, 2).await;
+    assert_eq!(
+        found.iter().map(|m| m.session_id.as_str()).collect::<Vec<_>>(),
+        vec!["s1"],
+        "cleared events are not found"
+    );
+
+    for bad in [json!(["c-1"]), json!("c-1")] {
+        let params = SessionSearch {
+            contract: CONTRACT.into(),
+            filter: EventMatch { payload: Some(bad.clone()), ..EventMatch::default() },
+            after: None,
+            scan: 10,
+        };
+        assert!(matches!(store.session_search(params).await, Err(StoreError::Invalid { .. })), "{bad}");
+    }
+}
+
+/// One session's events filtered by type and payload, a bounded number of
+/// events looked at a call, oldest first.
+pub async fn event_filter_pages_through_a_session(factory: &dyn StoreFactory) {
+    let (store, _) = open(factory).await;
+    let events = (0..9)
+        .map(|k| order(&format!("e{k}"), if k % 3 == 0 { "tock" } else { "tick" }, &format!("c-{}", k % 2), "NL"))
+        .collect();
+    append(&*store, "s", events, &[]).await;
+    let filter = EventMatch {
+        payload: Some(json!({ "customer": "c-0" })),
+        event_type: Some("tick".into()),
+        ..EventMatch::default()
+    };
+    let (mut indexes, mut after, mut calls) = (Vec::new(), None, 0);
+    loop {
+        calls += 1;
+        let page = store
+            .event_filter(EventFilter { session: key("s"), filter: filter.clone(), after, scan: 4 })
+            .await
+            .expect("filter");
+        indexes.extend(page.events.iter().map(|e| e.index));
+        after = page.scanned_through;
+        if after.is_none() {
+            break;
+        }
+    }
+    // Events k = 2, 4, 8 are ticks of c-0 (k = 0 and 6 are tocks): indexes 3, 5, 9.
+    assert_eq!(indexes, vec![3, 5, 9]);
+    assert_eq!(calls, 3, "nine events, four looked at a call");
+    let none =
+        store.event_filter(EventFilter { session: key("nobody"), filter, after: None, scan: 4 }).await.expect("filter");
+    assert_eq!(none, EventFilterPage::default());
+}

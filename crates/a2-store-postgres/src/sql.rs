@@ -2,7 +2,7 @@
 //! arrays (`UNNEST`, `= ANY`), so a batch is one statement; rows a write
 //! decides on are locked (`FOR UPDATE`), claims skip rows others hold.
 
-use a2_store_sql::{Each, Statements};
+use a2_store_sql::{Each, PayloadBinding, Statements};
 
 macro_rules! summary {
     ($where:literal) => {
@@ -229,4 +229,20 @@ pub(crate) static SQL: Statements = Statements {
            $6::int[], $7::int[], $8::text[], $9::bigint[], $10::bigint[]) AS t(c, l, i, k, a, f, e, fa, na)",
     ),
     snapshot_import: "INSERT INTO a2_snapshots (session, reducer, idx, state, pins, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+    payload_binding: PayloadBinding::Document,
+    search_sessions: "SELECT session FROM a2_sessions WHERE session >= $1 AND session < $2 AND session > $3 \
+         ORDER BY session LIMIT $4",
+    search_matches: "SELECT * FROM (SELECT e.*, COUNT(*) OVER (PARTITION BY e.session) AS matches, \
+           ROW_NUMBER() OVER (PARTITION BY e.session ORDER BY e.idx) AS nth \
+         FROM a2_events e JOIN a2_sessions s ON s.session = e.session \
+         WHERE e.session >= $1 AND e.session <= $2 AND e.idx > s.clear_index \
+           AND ($3::jsonb IS NULL OR e.payload @> $3) AND ($4::text IS NULL OR e.type = $4) \
+           AND ($5::text IS NULL OR e.id = $5)) m WHERE nth = 1 ORDER BY session",
+    filter_chunk: "SELECT COUNT(*) AS looked, MAX(idx) AS last FROM (SELECT e.idx FROM a2_events e \
+           JOIN a2_sessions s ON s.session = e.session WHERE e.session = $1 AND e.idx > GREATEST($2, s.clear_index) \
+           ORDER BY e.idx LIMIT $3) x",
+    filter_events: "SELECT e.* FROM a2_events e JOIN a2_sessions s ON s.session = e.session \
+         WHERE e.session = $1 AND e.idx > GREATEST($2, s.clear_index) AND e.idx <= $3 \
+           AND ($4::jsonb IS NULL OR e.payload @> $4) AND ($5::text IS NULL OR e.type = $5) \
+           AND ($6::text IS NULL OR e.id = $6) ORDER BY e.idx",
 };

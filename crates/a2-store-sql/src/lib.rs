@@ -11,6 +11,7 @@ mod group;
 pub use group::{Batcher, MAX_BATCH};
 mod explain;
 pub mod rows;
+mod search;
 mod statements;
 mod steps;
 mod store;
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use a2_store::{Appended, Clock, EventAppend, StoreError};
 
 pub use conn::{Conn, Transaction};
-pub use statements::{Each, Statements};
+pub use statements::{Each, PayloadBinding, Statements};
 pub use value::{Arg, Cell, Row};
 
 /// What a SQL backend supplies beyond its statements: its connections and

@@ -132,4 +132,23 @@ pub struct Statements {
     pub heads_import: Each,
     /// (key, reducer, idx, state, pins, created_at)
     pub snapshot_import: &'static str,
+    /// How a payload pattern is bound to the search statements: the JSON
+    /// document itself (`@>`), or its `(path, scalar)` leaves (`json_extract`).
+    pub payload_binding: PayloadBinding,
+    /// (lo, hi, after, scan) → session: a page of a contract's session keys
+    pub search_sessions: &'static str,
+    /// (first key, last key, payload, type, id) → the first matching event of
+    /// each session in the range, with `matches`, their number
+    pub search_matches: &'static str,
+    /// (key, after, scan) → looked, last: how many events a chunk looks at, and the last index
+    pub filter_chunk: &'static str,
+    /// (key, after, last, payload, type, id) → the matching events of the chunk
+    pub filter_events: &'static str,
+}
+
+/// See [`Statements::payload_binding`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayloadBinding {
+    Document,
+    Leaves,
 }

@@ -408,6 +408,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let rows = self.backend.read().await?.fetch(sql, args).await?;
         rows.iter().map(|r| event(r, &params.session, "")).collect()
     }
+    async fn session_search(&self, params: SessionSearch) -> Result<SessionSearchPage, StoreError> {
+        self.search_sessions(params).await
+    }
+    async fn event_filter(&self, params: EventFilter) -> Result<EventFilterPage, StoreError> {
+        self.filter_events(params).await
+    }
     async fn contract_list(&self) -> Result<Vec<String>, StoreError> {
         // A loose index scan: one seek per contract, not a scan of every session.
         let rows = self.backend.read().await?.fetch(self.sql().contracts, Vec::new()).await?;

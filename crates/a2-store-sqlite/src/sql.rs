@@ -2,7 +2,7 @@
 //! as JSON text (`json_each`); SQLite has no row locks, and needs none: every
 //! write transaction is `BEGIN IMMEDIATE`, so writers take turns.
 
-use a2_store_sql::{Each, Statements};
+use a2_store_sql::{Each, PayloadBinding, Statements};
 
 macro_rules! summary {
     ($where:literal) => {
@@ -200,4 +200,22 @@ pub(crate) static SQL: Statements = Statements {
     heads_import: Each::PerRow("INSERT INTO a2_heads (session, consumer, lane, idx, kind, attempt_count, failure_count, \
              last_error, failed_at, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
     snapshot_import: "INSERT INTO a2_snapshots (session, reducer, idx, state, pins, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    payload_binding: PayloadBinding::Leaves,
+    search_sessions: "SELECT session FROM a2_sessions WHERE session >= ?1 AND session < ?2 AND session > ?3 \
+         ORDER BY session LIMIT ?4",
+    search_matches: "SELECT * FROM (SELECT e.*, COUNT(*) OVER (PARTITION BY e.session) AS matches, \
+           ROW_NUMBER() OVER (PARTITION BY e.session ORDER BY e.idx) AS nth \
+         FROM a2_events e JOIN a2_sessions s ON s.session = e.session \
+         WHERE e.session >= ?1 AND e.session <= ?2 AND e.idx > s.clear_index \
+           AND (?3 IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(?3) c \
+             WHERE json_extract(e.payload, json_extract(c.value, '$[0]')) IS NOT json_extract(c.value, '$[1]'))) AND (?4 IS NULL OR e.type = ?4) \
+           AND (?5 IS NULL OR e.id = ?5)) m WHERE nth = 1 ORDER BY session",
+    filter_chunk: "SELECT COUNT(*) AS looked, MAX(idx) AS last FROM (SELECT e.idx FROM a2_events e \
+           JOIN a2_sessions s ON s.session = e.session WHERE e.session = ?1 AND e.idx > MAX(?2, s.clear_index) \
+           ORDER BY e.idx LIMIT ?3) x",
+    filter_events: "SELECT e.* FROM a2_events e JOIN a2_sessions s ON s.session = e.session \
+         WHERE e.session = ?1 AND e.idx > MAX(?2, s.clear_index) AND e.idx <= ?3 \
+           AND (?4 IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(?4) c \
+             WHERE json_extract(e.payload, json_extract(c.value, '$[0]')) IS NOT json_extract(c.value, '$[1]'))) AND (?5 IS NULL OR e.type = ?5) \
+           AND (?6 IS NULL OR e.id = ?6) ORDER BY e.idx",
 };

@@ -8,11 +8,13 @@ mod error;
 mod keys;
 pub mod memory;
 pub mod rules;
+pub mod search;
 mod store;
 mod types;
 
 pub use clock::{Clock, ManualClock, SystemClock, TokioClock};
 pub use error::StoreError;
 pub use keys::{check_session_key, session_key, split_session_key, validate_session_id, KEY_SEPARATOR};
+pub use search::{EventFilter, EventFilterPage, EventMatch, SessionMatch, SessionSearch, SessionSearchPage};
 pub use store::{page_size, Store, MAX_PAGE};
 pub use types::*;

@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use crate::search::*;
 use crate::types::*;
 use crate::{Clock, StoreError};
 
@@ -126,6 +127,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// A session's snapshots, newest first.
     async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError>;
+
+    /// A contract's sessions with events matching `filter`, a bounded chunk
+    /// of sessions a call (by id, from `after`): a search over a big store is
+    /// many short calls, each answering what it found.
+    async fn session_search(&self, params: SessionSearch) -> Result<SessionSearchPage, StoreError>;
+
+    /// One session's events matching `filter`, oldest first, a bounded
+    /// chunk of events looked at a call.
+    async fn event_filter(&self, params: EventFilter) -> Result<EventFilterPage, StoreError>;
 
     // ── the operators' audit log ─────────────────────────────────────
 

@@ -10,6 +10,7 @@ use session::{HeadSlot, SessionRow};
 
 use crate::rules::HeadState;
 
+use crate::search::*;
 use crate::store::page_size;
 use crate::types::*;
 use crate::{Clock, Store, StoreError, SystemClock};
@@ -415,6 +416,50 @@ impl Store for MemoryStore {
         } else {
             in_range.take(limit).cloned().collect()
         })
+    }
+
+    async fn session_search(&self, params: SessionSearch) -> Result<SessionSearchPage, StoreError> {
+        params.filter.check()?;
+        let prefix = crate::session_key(&params.contract, "");
+        let start = match &params.after {
+            Some(after) => std::ops::Bound::Excluded(crate::session_key(&params.contract, after)),
+            None => std::ops::Bound::Included(prefix.clone()),
+        };
+        let scan = crate::search::scan_size(params.scan) as usize;
+        let sessions = self.lock();
+        let page: Vec<&SessionRow> = sessions
+            .range((start, std::ops::Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(&prefix))
+            .take(scan)
+            .map(|(_, row)| row)
+            .collect();
+        let found = page
+            .iter()
+            .filter_map(|row| {
+                let mut matching = row.events.iter().filter(|e| e.index > row.clear_index && params.filter.accepts(e));
+                let first = matching.next()?.clone();
+                Some(SessionMatch {
+                    session_id: crate::split_session_key(&row.key).1.to_owned(),
+                    matches: 1 + matching.count() as u64,
+                    first,
+                })
+            })
+            .collect();
+        let scanned_through =
+            page.last().filter(|_| page.len() >= scan).map(|row| crate::split_session_key(&row.key).1.to_owned());
+        Ok(SessionSearchPage { found, scanned: page.len() as u64, scanned_through })
+    }
+
+    async fn event_filter(&self, params: EventFilter) -> Result<EventFilterPage, StoreError> {
+        params.filter.check()?;
+        let sessions = self.lock();
+        let Some(row) = sessions.get(&params.session) else { return Ok(EventFilterPage::default()) };
+        let low = params.after.unwrap_or(0).max(row.clear_index);
+        let scan = crate::search::scan_size(params.scan) as usize;
+        let looked: Vec<&Event> = row.events.iter().filter(|e| e.index > low).take(scan).collect();
+        let scanned_through = looked.last().filter(|_| looked.len() >= scan).map(|e| e.index);
+        let events = looked.into_iter().filter(|e| params.filter.accepts(e)).cloned().collect();
+        Ok(EventFilterPage { events, scanned_through })
     }
 
     async fn contract_list(&self) -> Result<Vec<String>, StoreError> {
