@@ -36,6 +36,9 @@ export const commands = {
 	sessionExport: (request: SessionRef) => typedError<string, ApiError>(__TAURI_INVOKE("session_export", { request })),
 	sessionImport: (request: ImportRequest) => typedError<ImportOutcome, ApiError>(__TAURI_INVOKE("session_import", { request })),
 	sessionCopy: (request: CopyRequest) => typedError<ImportOutcome, ApiError>(__TAURI_INVOKE("session_copy", { request })),
+	sessionSearch: (request: SearchRequest) => typedError<SearchPage, ApiError>(__TAURI_INVOKE("session_search", { request })),
+	eventFilter: (request: EventFilterRequest) => typedError<EventFilterView, ApiError>(__TAURI_INVOKE("event_filter", { request })),
+	payloadIndex: (request: NoArgs) => typedError<boolean, ApiError>(__TAURI_INVOKE("payload_index", { request })),
 	changeWait: (request: ChangeWait) => typedError<ChangeTick, ApiError>(__TAURI_INVOKE("change_wait", { request })),
 	demoTraffic: (request: DemoTraffic) => typedError<DemoTrafficState, ApiError>(__TAURI_INVOKE("demo_traffic", { request })),
 	demoSeed: (request: DemoSeed) => typedError<DemoSeeded, ApiError>(__TAURI_INVOKE("demo_seed", { request })),
@@ -312,6 +315,26 @@ export type ErrorCode = "READ_ONLY" | "NOT_FOUND" | "INVALID_INPUT" | "NOT_CONNE
 /**  A client's: something failed that was not a Studio error at all. */
 "UNEXPECTED";
 
+/**  One session's events that match, a chunk at a time. */
+export type EventFilterRequest = {
+	contract: string,
+	session: string,
+	/**  JSON text of what the payload contains. */
+	payload: string | null,
+	/**  Or a path condition: `$.customer = "c-7"`. */
+	path: string | null,
+	event_type: string | null,
+	after: number | null,
+	/**  Events looked at in this call (default 1000). */
+	scan: number | null,
+};
+
+export type EventFilterView = {
+	events: EventView[],
+	/**  The last index looked at; `None`: the session's end was reached. */
+	scanned_through: number | null,
+};
+
 export type EventListRequest = {
 	contract: string,
 	session: string,
@@ -496,6 +519,38 @@ export type RedriveOne = {
 
 export type Redriven = {
 	redriven: boolean,
+};
+
+export type SearchHit = {
+	session: string,
+	/**  Matching events in the session. */
+	matches: number,
+	first: EventView,
+};
+
+export type SearchPage = {
+	found: SearchHit[],
+	scanned: number,
+	/**  Where the next call goes on from; `None`: the search is complete. */
+	scanned_through: string | null,
+	/**  The contract's sessions, on the first call (no `after`), for progress. */
+	total: number | null,
+};
+
+/**
+ *  One call of a search over a contract's sessions; the caller walks
+ *  `after` from call to call, showing progress, and may stop at any time.
+ */
+export type SearchRequest = {
+	contract: string,
+	/**  JSON text of what the payload contains: `{"customer": "c-7"}`. */
+	payload: string | null,
+	event_type: string | null,
+	event_id: string | null,
+	/**  The previous page's `scanned_through`. */
+	after: string | null,
+	/**  Sessions looked at in this call (default 500). */
+	scan: number | null,
 };
 
 /**  The Postgres server a connection reaches, as a read-write switch names it. */

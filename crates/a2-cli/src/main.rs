@@ -15,7 +15,7 @@ use a2_studio_api::{
     web, ApiError, AuditQuery, ClearRequest, ConnectionInfo, ConnectionOpen, ConsumeMode, ConsumeRequest,
     ConsumerOverview, ConsumerTarget, CopyRequest, DeadLetterQuery, DeadLetterRef, DemoSeed, EventListRequest, HeadKey,
     ImportRequest, JobProgress, JobRef, Limits, NoArgs, PauseQuery, PauseRequest, ReaderGrant, RedriveAction,
-    RedriveAllRequest, RedriveOne, SessionListRequest, SessionRef, SessionSort, Studio,
+    RedriveAllRequest, RedriveOne, SearchHit, SearchRequest, SessionListRequest, SessionRef, SessionSort, Studio,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
@@ -216,6 +216,25 @@ enum Command {
         #[arg(long = "as")]
         as_session: Option<String>,
     },
+    /// Sessions of a contract with events that match: a payload JSON
+    /// containment (`{"customer":"c-7"}`), a type, an id. Walks the sessions a
+    /// chunk at a time, progress on stderr.
+    Search {
+        #[arg(long)]
+        contract: String,
+        #[arg(long)]
+        payload: Option<String>,
+        #[arg(long = "type")]
+        event_type: Option<String>,
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Create an index: `payloads` (Postgres, GIN) answers payload searches
+    /// from the index, at a cost to every append.
+    Index {
+        #[arg(value_enum)]
+        what: IndexKind,
+    },
     /// Clear a session through its head.
     Clear {
         #[command(flatten)]
@@ -270,6 +289,12 @@ enum Command {
         #[arg(long)]
         after: Option<u64>,
     },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum IndexKind {
+    /// Event payloads, for payload searches (Postgres).
+    Payloads,
 }
 
 /// How a command ended, beyond errors.
@@ -516,6 +541,25 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             );
             out.value(&json!(done), &line);
         }
+        Command::Search { contract, payload, event_type, id } => {
+            let hits = search(
+                &studio,
+                SearchRequest { contract, payload, event_type, event_id: id, after: None, scan: None },
+                !cli.json,
+            )
+            .await?;
+            out.search(&hits);
+        }
+        Command::Index { what: IndexKind::Payloads } => {
+            let made = studio.payload_index(NoArgs {}).await?;
+            let line = if made {
+                "created index a2_events_payload (GIN) on event payloads"
+            } else {
+                "index a2_events_payload already exists"
+            };
+            out.value(&json!({ "created": made }), line);
+            return Ok(if made { Done::Changed } else { Done::Unchanged });
+        }
         Command::Audit { limit, after } => {
             out.audit(&studio.audit_list(AuditQuery { before: after, limit }).await?);
         }
@@ -532,6 +576,28 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
         }
     }
     Ok(Done::Changed)
+}
+
+/// Walk a search call by call until the contract's end, progress on stderr.
+async fn search(studio: &Studio, mut request: SearchRequest, show: bool) -> Result<Vec<SearchHit>, ApiError> {
+    let (mut hits, mut scanned, mut total) = (Vec::new(), 0, 0);
+    loop {
+        let page = studio.session_search(request.clone()).await?;
+        total = page.total.unwrap_or(total);
+        scanned += page.scanned;
+        hits.extend(page.found);
+        if show {
+            eprint!("\rsearched {scanned} of {total} sessions, {} found", hits.len());
+        }
+        match page.scanned_through {
+            Some(after) => request.after = Some(after),
+            None => break,
+        }
+    }
+    if show {
+        eprintln!();
+    }
+    Ok(hits)
 }
 
 /// Redrive every matching dead letter as a Studio job, showing its progress;
@@ -644,6 +710,8 @@ mod parity {
         "session_export",
         "session_import",
         "session_copy",
+        "session_search",
+        "payload_index",
         "demo_seed",
         "reader_role_grant",
     ];

@@ -1,8 +1,8 @@
 //! Tables for people, one JSON document for scripts.
 
 use a2_studio_api::{
-    AuditView, ConnectionInfo, ConsumerTotal, DeadLetterPage, EventView, HeadView, PausedConsumer, SessionPage,
-    SessionSummary, SnapshotView, TlsView,
+    AuditView, ConnectionInfo, ConsumerTotal, DeadLetterPage, EventView, HeadView, PausedConsumer, SearchHit,
+    SessionPage, SessionSummary, SnapshotView, TlsView,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -184,6 +184,24 @@ impl Out {
                 })
                 .collect();
             table(&["contract", "consumer", "sessions", "lagging", "lag", "dead", "paused"], rows);
+        }
+    }
+
+    pub fn search(&self, hits: &[SearchHit]) {
+        if !self.emit(&hits) {
+            let rows = hits
+                .iter()
+                .map(|h| {
+                    vec![
+                        h.session.clone(),
+                        h.matches.to_string(),
+                        h.first.index.to_string(),
+                        h.first.event_type.clone(),
+                        h.first.payload.clone(),
+                    ]
+                })
+                .collect();
+            table(&["session", "matches", "first", "type", "payload"], rows);
         }
     }
 

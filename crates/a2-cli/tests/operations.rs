@@ -116,6 +116,36 @@ fn a_session_exports_imports_and_refuses_a_damaged_file() {
     assert_eq!(json(&target, &["import", "--file", &path, "--as", "order-copy"])["session"], "order-copy");
 }
 
+/// What `a2 search` finds, as (session, matches) pairs.
+fn found(store: &str, args: &[&str]) -> Vec<(String, u64)> {
+    let hits = json(store, &[&["search", "--contract", "shop"], args].concat());
+    let hits = hits.as_array().cloned().unwrap_or_default();
+    hits.iter()
+        .map(|h| (h["session"].as_str().unwrap_or_default().to_owned(), h["matches"].as_u64().unwrap_or(0)))
+        .collect()
+}
+
+#[test]
+fn search_finds_sessions_by_payload_type_and_id() {
+    let store = sqlite("search");
+    ok(&store, &["demo", "--sessions", "40"]);
+    // The demo's session i orders for customer-(i % 17): sessions 3, 20 and 37.
+    let by_customer = found(&store, &["--payload", r#"{"customer": "customer-3"}"#]);
+    let sessions: Vec<&str> = by_customer.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(sessions, vec!["order-00003", "order-00020", "order-00037"], "{by_customer:?}");
+    assert!(by_customer.iter().all(|(_, n)| *n >= 1));
+    let typed = found(&store, &["--type", "order.placed"]);
+    assert_eq!(typed.len(), 39, "every demo session has orders, but order-00000, cleared");
+    assert!(typed.iter().all(|(s, _)| s != "order-00000"), "cleared events are not found");
+    let both = found(&store, &["--type", "order.shipped", "--payload", r#"{"customer": "customer-3"}"#]);
+    assert!(both.len() <= by_customer.len());
+    let (code, _, err) = a2(&store, &["search", "--contract", "shop", "--payload", "{customer"]);
+    assert_eq!(code, 2, "bad JSON is bad input: {err}");
+    assert!(err.contains("not JSON"), "{err}");
+    let (code, _, err) = a2(&store, &["index", "payloads"]);
+    assert_eq!(code, 2, "a payload index is Postgres-only: {err}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_postgres_session_copies_into_a_sqlite_file() {
     let base = a2_test_support::postgres_url();
@@ -157,6 +187,17 @@ async fn a_read_only_postgres_session_copies_into_a_sqlite_file() {
         let (code, _, err) =
             a2(&url, &["--read-only", "import", "--file", &scratch("none.jsonl").display().to_string()]);
         assert_ne!(code, 0, "production stays read-only: {err}");
+
+        // Search on Postgres answers the same, with and without the payload index.
+        let pattern = r#"{"customer": "customer-4"}"#;
+        let before = found(&url, &["--read-only", "--payload", pattern]);
+        assert_eq!(before.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(), vec!["order-00004"]);
+        let (code, _, err) = a2(&url, &["--read-only", "index", "payloads"]);
+        assert_eq!(code, 3, "creating an index is a write: {err}");
+        assert_eq!(json(&url, &["--read-write", "index", "payloads"])["created"], true);
+        let (code, _, _) = a2(&url, &["--read-write", "index", "payloads"]);
+        assert_eq!(code, 5, "it exists now");
+        assert_eq!(found(&url, &["--read-only", "--payload", pattern]), before);
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));

@@ -88,6 +88,9 @@ impl Store for Faulty {
     async fn session_search(&self, params: SessionSearch) -> Result<SessionSearchPage, StoreError> {
         self.inner.session_search(params).await
     }
+    async fn session_count(&self, contract: &str) -> Result<u64, StoreError> {
+        self.inner.session_count(contract).await
+    }
     async fn event_filter(&self, params: EventFilter) -> Result<EventFilterPage, StoreError> {
         self.inner.event_filter(params).await
     }

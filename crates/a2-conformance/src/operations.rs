@@ -365,6 +365,8 @@ pub async fn payload_search_walks_sessions_in_chunks(factory: &dyn StoreFactory)
     };
     store.event_append(elsewhere).await.expect("append elsewhere");
 
+    assert_eq!(store.session_count(CONTRACT).await.expect("count"), 7);
+    assert_eq!(store.session_count("other").await.expect("count"), 1);
     let by_customer = EventMatch { payload: Some(json!({ "customer": "c-1" })), ..EventMatch::default() };
     let (found, chunks) = search_all(&*store, by_customer.clone(), 3).await;
     assert_eq!(chunks, vec![3, 3, 1], "three sessions a call, and the rest");

@@ -9,6 +9,7 @@ mod console;
 pub mod demo;
 mod error;
 mod params;
+mod search;
 mod transfer;
 mod views;
 
@@ -27,6 +28,7 @@ pub use params::{
     ActivityCursor, ActivityQuery, ClearSession, ConsumeTarget, EventQuery, Redrive, SessionQuery, SessionRef,
     TotalsQuery,
 };
+pub use search::{path_pattern, SearchQuery};
 pub use transfer::{ExportCounts, ExportHeader, Imported, SessionCopy, EXPORT_FORMAT};
 pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redriven};
 
@@ -34,8 +36,8 @@ pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redr
 /// name them through the operator and depend on no store crate.
 pub mod model {
     pub use a2_store::{
-        Access, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter, DeadLetterList, HeadKey, HeadKind, HeadRef,
-        Millis, PausedConsumer, RedriveAction, SessionSummary, TotalsSnapshot,
+        Access, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter, DeadLetterList, Event, EventMatch, HeadKey,
+        HeadKind, HeadRef, Millis, PausedConsumer, RedriveAction, SessionSummary, TotalsSnapshot,
     };
     pub use a2_store_postgres::{PgServer, TlsState};
 }

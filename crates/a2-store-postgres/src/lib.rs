@@ -271,6 +271,30 @@ impl Postgres {
         tx.commit().await.map_err(db_error)
     }
 
+    /// Index event payloads (GIN, `jsonb_path_ops`) so a payload search is
+    /// answered from the index. Built without blocking appends; from then on
+    /// every append also writes the index, which costs append throughput.
+    /// `true` when it was made now, `false` when it existed.
+    pub async fn payload_index_create(&self) -> Result<bool, StoreError> {
+        self.writable()?;
+        let existed: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'a2_events_payload')",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error)?;
+        if existed {
+            return Ok(false);
+        }
+        sqlx::query(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS a2_events_payload ON a2_events USING GIN (payload jsonb_path_ops)",
+        )
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(true)
+    }
+
     pub async fn close(&self) {
         self.pool.close().await;
         self.reader.close().await;

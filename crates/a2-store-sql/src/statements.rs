@@ -140,6 +140,8 @@ pub struct Statements {
     /// (first key, last key, payload, type, id) → the first matching event of
     /// each session in the range, with `matches`, their number
     pub search_matches: &'static str,
+    /// (lo, hi) → n: sessions in the key range
+    pub session_count: &'static str,
     /// (key, after, scan) → looked, last: how many events a chunk looks at, and the last index
     pub filter_chunk: &'static str,
     /// (key, after, last, payload, type, id) → the matching events of the chunk

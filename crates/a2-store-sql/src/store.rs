@@ -411,6 +411,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     async fn session_search(&self, params: SessionSearch) -> Result<SessionSearchPage, StoreError> {
         self.search_sessions(params).await
     }
+    async fn session_count(&self, contract: &str) -> Result<u64, StoreError> {
+        let (lo, hi) = codec::prefix_range(&session_key(contract, ""));
+        let row =
+            self.backend.read().await?.fetch_one(self.sql().session_count, vec![Arg::Text(lo), Arg::Text(hi)]).await?;
+        row.u64("n")
+    }
     async fn event_filter(&self, params: EventFilter) -> Result<EventFilterPage, StoreError> {
         self.filter_events(params).await
     }

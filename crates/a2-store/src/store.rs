@@ -133,6 +133,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// many short calls, each answering what it found.
     async fn session_search(&self, params: SessionSearch) -> Result<SessionSearchPage, StoreError>;
 
+    /// How many sessions a contract has: a search's progress is told against it.
+    async fn session_count(&self, contract: &str) -> Result<u64, StoreError>;
+
     /// One session's events matching `filter`, oldest first, a bounded
     /// chunk of events looked at a call.
     async fn event_filter(&self, params: EventFilter) -> Result<EventFilterPage, StoreError>;

@@ -360,17 +360,7 @@ impl Studio {
                 limit,
             })
             .await?;
-        Ok(events
-            .into_iter()
-            .map(|e| EventView {
-                index: e.index,
-                payload: json_text(&e.payload),
-                id: e.id,
-                event_type: e.event_type,
-                created_at: e.created_at,
-                cause: e.cause,
-            })
-            .collect())
+        Ok(events.into_iter().map(EventView::from).collect())
     }
 
     pub async fn head_list(&self, request: SessionRef) -> Result<Vec<HeadView>, ApiError> {

@@ -9,6 +9,7 @@ mod connection;
 mod error;
 mod jobs;
 pub mod profiles;
+mod search;
 mod transfer;
 mod types;
 pub mod web;
@@ -59,6 +60,9 @@ macro_rules! studio_commands {
             session_export(SessionRef) -> String;
             session_import(ImportRequest) -> ImportOutcome;
             session_copy(CopyRequest) -> ImportOutcome;
+            session_search(SearchRequest) -> SearchPage;
+            event_filter(EventFilterRequest) -> EventFilterView;
+            payload_index(NoArgs) -> bool;
             change_wait(ChangeWait) -> ChangeTick;
             demo_traffic(DemoTraffic) -> DemoTrafficState;
             demo_seed(DemoSeed) -> DemoSeeded;

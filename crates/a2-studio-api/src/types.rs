@@ -204,6 +204,76 @@ pub struct EventView {
     pub cause: Option<a2_operator::model::Cause>,
 }
 
+impl From<a2_operator::model::Event> for EventView {
+    fn from(e: a2_operator::model::Event) -> Self {
+        Self {
+            index: e.index,
+            payload: json_text(&e.payload),
+            id: e.id,
+            event_type: e.event_type,
+            created_at: e.created_at,
+            cause: e.cause,
+        }
+    }
+}
+
+/// One call of a search over a contract's sessions; the caller walks
+/// `after` from call to call, showing progress, and may stop at any time.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRequest {
+    pub contract: String,
+    /// JSON text of what the payload contains: `{"customer": "c-7"}`.
+    pub payload: Option<String>,
+    pub event_type: Option<String>,
+    pub event_id: Option<String>,
+    /// The previous page's `scanned_through`.
+    pub after: Option<String>,
+    /// Sessions looked at in this call (default 500).
+    pub scan: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct SearchHit {
+    pub session: String,
+    /// Matching events in the session.
+    pub matches: u64,
+    pub first: EventView,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct SearchPage {
+    pub found: Vec<SearchHit>,
+    pub scanned: u64,
+    /// Where the next call goes on from; `None`: the search is complete.
+    pub scanned_through: Option<String>,
+    /// The contract's sessions, on the first call (no `after`), for progress.
+    pub total: Option<u64>,
+}
+
+/// One session's events that match, a chunk at a time.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct EventFilterRequest {
+    pub contract: String,
+    pub session: String,
+    /// JSON text of what the payload contains.
+    pub payload: Option<String>,
+    /// Or a path condition: `$.customer = "c-7"`.
+    pub path: Option<String>,
+    pub event_type: Option<String>,
+    pub after: Option<u64>,
+    /// Events looked at in this call (default 1000).
+    pub scan: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct EventFilterView {
+    pub events: Vec<EventView>,
+    /// The last index looked at; `None`: the session's end was reached.
+    pub scanned_through: Option<u64>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
 #[serde(deny_unknown_fields)]
 pub struct DeadLetterQuery {

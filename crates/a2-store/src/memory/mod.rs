@@ -450,6 +450,11 @@ impl Store for MemoryStore {
         Ok(SessionSearchPage { found, scanned: page.len() as u64, scanned_through })
     }
 
+    async fn session_count(&self, contract: &str) -> Result<u64, StoreError> {
+        let prefix = crate::session_key(contract, "");
+        Ok(self.lock().range(prefix.clone()..).take_while(|(key, _)| key.starts_with(&prefix)).count() as u64)
+    }
+
     async fn event_filter(&self, params: EventFilter) -> Result<EventFilterPage, StoreError> {
         params.filter.check()?;
         let sessions = self.lock();
