@@ -6,8 +6,9 @@
 // ro: every action is disabled in the UI and refused by the HTTP API, and
 // the store is unchanged; then a session is copied into a SQLite file and
 // the copy opened.
-// ops (against `a2 serve --demo-traffic`): pause a consumer from the overview
-// (its lag grows while traffic flows), resume it (the lag drains).
+// ops (against `a2 serve --demo-traffic`): a payload search from the palette,
+// a session's events filtered by a payload path; pause a consumer from the
+// overview (its lag grows while traffic flows), resume it (the lag drains).
 // Exits non-zero on the first failed expectation.
 import { chromium } from "playwright-core";
 import { mkdtempSync } from "node:fs";
@@ -123,8 +124,36 @@ async function pauseAndResume() {
   expect(audit.includes("pause") && audit.includes("resume"), "the audit lists the pause and the resume");
 }
 
+/** The palette starts a payload search; it finds the demo's sessions of a customer; one opens, and its events filter. */
+async function searchPayloads() {
+  await open("#/");
+  await page.getByTestId("consumer-row").first().waitFor();
+  await page.keyboard.press("Control+k");
+  const palette = page.getByRole("dialog", { name: "Command palette" });
+  await palette.locator("input").fill('{"customer": "customer-3"}');
+  await palette.locator("input").press("Enter");
+  await page.waitForFunction(() => / — complete$/.test(document.querySelector("[data-testid=search-progress]")?.textContent ?? ""));
+  const progress = (await page.getByTestId("search-progress").textContent()) ?? "";
+  const sessions = await page.getByTestId("search-hit").evaluateAll((rows) => rows.map((r) => r.dataset.session));
+  expect(sessions.includes("order-00003") && sessions.includes("order-00020"), `the search finds customer-3's sessions: ${sessions}`);
+  step(`payload search: ${progress.trim()}: ${sessions.join(", ")}`);
+  await page.screenshot({ path: join(process.env.A2_SCREENSHOT_DIR ?? tmpdir(), "search.png") });
+  await page.locator("[data-testid=search-hit][data-session=order-00003] a").click();
+  await page.getByTestId("event-list").waitFor();
+  await page.getByTestId("filter-path").fill('$.customer = "customer-3"');
+  await page.getByTestId("filter-type").fill("order.placed");
+  await page.getByTestId("filter-type").press("Enter");
+  await page.getByTestId("filter-matches").waitFor();
+  const status = (await page.getByTestId("filter-status").textContent()) ?? "";
+  expect(/^[1-9]\d* match/.test(status), `the session's events filter by path: ${status}`);
+  step(`filtered order-00003's events: ${status}`);
+}
+
 try {
-  if (mode === "ops") await pauseAndResume();
+  if (mode === "ops") {
+    await searchPayloads();
+    await pauseAndResume();
+  }
   else await deadLettersAndActions();
   expect(pageErrors.length === 0, `no page errors: ${pageErrors.join("; ")}`);
   step("passed");

@@ -7,13 +7,14 @@ import { unwrap } from "./api";
 import { gate } from "./gate";
 import { useLiveRefresh } from "./live";
 import { Palette } from "./Palette";
-import { go, useRoute } from "./route";
+import { go, href, useRoute } from "./route";
 import type { Transport } from "./transport";
 import { ConnectionContext, ErrorBox } from "./ui";
 import { Audit } from "./views/Audit";
 import { Connect } from "./views/Connect";
 import { DeadLetters } from "./views/DeadLetters";
 import { Overview } from "./views/Overview";
+import { Search } from "./views/Search";
 import { Session } from "./views/Session";
 import { Sessions } from "./views/Sessions";
 import { keys } from "./keys";
@@ -162,6 +163,9 @@ export function App({ transport }: { transport: Transport }) {
           <a href="#/dead-letters" className={route.view === "dead-letters" ? "on" : ""}>
             Dead letters
           </a>
+          <a href="#/search/" className={route.view === "search" ? "on" : ""}>
+            Search
+          </a>
           <a href="#/audit" className={route.view === "audit" ? "on" : ""}>
             Audit
           </a>
@@ -174,6 +178,7 @@ export function App({ transport }: { transport: Transport }) {
           {route.view === "session" && <Session {...route} />}
           {route.view === "dead-letters" && <DeadLetters />}
           {route.view === "audit" && <Audit />}
+          {route.view === "search" && <Search key={href(route)} {...route} />}
         </main>
         {palette && (
           <Palette

@@ -24,6 +24,11 @@ export function Palette({ onClose, extra }: { onClose: () => void; extra: Item[]
       ...(contracts.data ?? []).map((c) => ({ label: `Sessions of ${c}`, run: () => go({ view: "sessions", contract: c }) })),
       ...extra,
     ];
+    if (text.trimStart().startsWith("{")) {
+      // A payload search: `{"customer": "c-7"}`, in every contract unless one is open.
+      const contract = contracts.data?.length === 1 ? contracts.data[0] : "";
+      return [{ label: `Search payloads for ${text.trim()}`, hint: "payload search", run: () => go({ view: "search", contract, payload: text.trim(), type: "", id: "" }) }];
+    }
     const [contract, session] = text.split("/");
     if (contract && session) {
       all.unshift({ label: `Open session ${contract}/${session}`, hint: "contract/session", run: () => go({ view: "session", contract, session, tab: "events" }) });
@@ -42,7 +47,7 @@ export function Palette({ onClose, extra }: { onClose: () => void; extra: Item[]
         <input
           ref={input}
           value={text}
-          placeholder="Go to… (type contract/session to open one)"
+          placeholder="Go to… (contract/session opens one; { starts a payload search)"
           onChange={(e) => {
             setText(e.target.value);
             setAt(0);

@@ -9,4 +9,9 @@ describe("deep links", () => {
     expect(parseRoute("#/session/shop/o1/nonsense")).toMatchObject({ tab: "events" });
     expect(parseRoute("")).toEqual({ view: "overview" });
   });
+  it("round-trip a search, its payload JSON intact", () => {
+    const route = { view: "search", contract: "shop", payload: '{"customer": "c-7 & co"}', type: "order.placed", id: "" } as const;
+    expect(parseRoute(href(route))).toEqual(route);
+    expect(parseRoute("#/search/")).toEqual({ view: "search", contract: "", payload: "", type: "", id: "" });
+  });
 });

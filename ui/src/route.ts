@@ -8,7 +8,8 @@ export type Route =
   | { view: "sessions"; contract: string }
   | { view: "session"; contract: string; session: string; tab: SessionTab; index?: number }
   | { view: "dead-letters" }
-  | { view: "audit" };
+  | { view: "audit" }
+  | { view: "search"; contract: string; payload: string; type: string; id: string };
 
 export type SessionTab = "events" | "consumers" | "dead-letters" | "snapshots";
 const TABS: SessionTab[] = ["events", "consumers", "dead-letters", "snapshots"];
@@ -32,6 +33,14 @@ export function parseRoute(hash: string): Route {
       return { view: "dead-letters" };
     case "audit":
       return { view: "audit" };
+    case "search":
+      return {
+        view: "search",
+        contract: parts[1] ?? "",
+        payload: params.get("payload") ?? "",
+        type: params.get("type") ?? "",
+        id: params.get("id") ?? "",
+      };
     default:
       return { view: "overview" };
   }
@@ -44,6 +53,14 @@ export function href(route: Route): string {
       return `#/sessions/${e(route.contract)}`;
     case "session":
       return `#/session/${e(route.contract)}/${e(route.session)}/${route.tab}${route.index ? `?index=${route.index}` : ""}`;
+    case "search": {
+      const query = new URLSearchParams();
+      if (route.payload) query.set("payload", route.payload);
+      if (route.type) query.set("type", route.type);
+      if (route.id) query.set("id", route.id);
+      const q = query.toString();
+      return `#/search/${e(route.contract)}${q ? `?${q}` : ""}`;
+    }
     default:
       return `#/${route.view}`;
   }

@@ -4,7 +4,7 @@
 import { useEffect, useMemo, useRef, useState } from "react";
 import { useQueries } from "@tanstack/react-query";
 import { useVirtualizer } from "@tanstack/react-virtual";
-import { commands, type EventView, type SessionSummary } from "../bindings";
+import { commands, type EventFilterView, type EventView, type SessionSummary } from "../bindings";
 import { unwrap } from "../api";
 import { formatTime } from "../format";
 import { go } from "../route";
@@ -77,6 +77,7 @@ export function Events({ summary, focus }: { summary: SessionSummary; focus?: nu
         <button type="button" onClick={() => scrollTo(summary.head)}>Newest</button>
         <span className="muted">{count.toLocaleString()} events</span>
       </div>
+      <EventFilterBar summary={summary} selected={selected} onJump={scrollTo} />
       <ErrorBox error={error} />
       <div className="split">
         <div className="event-list" ref={scroller} data-testid="event-list" tabIndex={0}
@@ -151,5 +152,81 @@ export function Events({ summary, focus }: { summary: SessionSummary; focus?: nu
         </aside>
       </div>
     </div>
+  );
+}
+
+/** Matches shown at most; the filter stops walking the session there. */
+const MAX_MATCHES = 500;
+
+/**
+ * Filter the session's events by type and a payload path (`$.customer = "c-7"`):
+ * the matching indexes, each a jump into the list. Walks the session a chunk
+ * of events a call, and can be stopped.
+ */
+function EventFilterBar({ summary, selected, onJump }: { summary: SessionSummary; selected?: number; onJump: (index: number) => void }) {
+  const [type, setType] = useState("");
+  const [path, setPath] = useState("");
+  const [matches, setMatches] = useState<EventView[] | null>(null);
+  const [state, setState] = useState<{ running: boolean; through: number; error: unknown }>({ running: false, through: 0, error: null });
+  const stop = useRef(false);
+  useEffect(() => () => void (stop.current = true), []);
+  const run = async () => {
+    stop.current = false;
+    setMatches([]);
+    setState({ running: true, through: summary.clear_index, error: null });
+    let after: number | null = null;
+    let found: EventView[] = [];
+    try {
+      do {
+        const page: EventFilterView = await unwrap(
+          commands.eventFilter({ contract: summary.contract, session: summary.session, payload: null, path: path || null, event_type: type || null, after, scan: null }),
+        );
+        found = [...found, ...page.events].slice(0, MAX_MATCHES);
+        after = page.scanned_through;
+        setMatches(found);
+        setState({ running: after !== null, through: after ?? summary.head, error: null });
+      } while (after !== null && !stop.current && found.length < MAX_MATCHES);
+      setState((s) => ({ ...s, running: false }));
+    } catch (error) {
+      setState((s) => ({ ...s, running: false, error }));
+    }
+  };
+  return (
+    <>
+      <form
+        className="toolbar"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (type || path) void run();
+          else setMatches(null);
+        }}
+      >
+        <input placeholder="type" value={type} onChange={(e) => setType(e.target.value)} aria-label="Filter by type" data-testid="filter-type" />
+        <input placeholder='$.customer = "c-7"' value={path} onChange={(e) => setPath(e.target.value)} aria-label="Filter by payload path" data-testid="filter-path" spellCheck={false} />
+        <button type="submit" disabled={state.running}>Filter</button>
+        {state.running && (
+          <button type="button" onClick={() => (stop.current = true)}>
+            Stop
+          </button>
+        )}
+        {matches && (
+          <span className="muted" data-testid="filter-status">
+            {matches.length}
+            {matches.length >= MAX_MATCHES ? "+" : ""} match{matches.length === 1 ? "" : "es"}, looked through index {state.through}
+            {state.running ? "…" : ""}
+          </span>
+        )}
+      </form>
+      <ErrorBox error={state.error} />
+      {matches && matches.length > 0 && (
+        <div className="chips matches" data-testid="filter-matches">
+          {matches.map((m) => (
+            <button key={m.index} type="button" className={m.index === selected ? "on" : ""} onClick={() => onJump(m.index)} title={m.payload}>
+              #{m.index} {m.type}
+            </button>
+          ))}
+        </div>
+      )}
+    </>
   );
 }
