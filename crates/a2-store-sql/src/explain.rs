@@ -22,6 +22,12 @@ fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<Expl
     let key = || Arg::text(session);
     let empty = || Arg::Text(String::new());
     let read = |name, sql, args| ExplainedRead { name, sql, args };
+    let payload = || {
+        Arg::OptJson(Some(match sql.payload_binding {
+            crate::PayloadBinding::Document => serde_json::json!({ "customer": "c1" }),
+            crate::PayloadBinding::Leaves => serde_json::json!([["$.\"customer\"", "c1"]]),
+        }))
+    };
     vec![
         read("contracts", sql.contracts, vec![]),
         read(
@@ -65,8 +71,8 @@ fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<Expl
             "sessions with runnable work (the rescuer)",
             sql.runnable_sessions,
             vec![
-                Arg::Text(lo),
-                Arg::Text(hi),
+                Arg::Text(lo.clone()),
+                Arg::Text(hi.clone()),
                 empty(),
                 Arg::texts(["ordered", "parallel"]),
                 Arg::Int(now),
@@ -74,6 +80,24 @@ fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<Expl
             ],
         ),
         read("snapshot lookup", sql.snapshot_get, vec![key(), Arg::text("count"), Arg::Int(i64::MAX)]),
+        read(
+            "search: a chunk of sessions",
+            sql.search_sessions,
+            vec![Arg::Text(lo.clone()), Arg::Text(hi.clone()), empty(), Arg::Int(500)],
+        ),
+        read(
+            "search: first matches in a chunk",
+            sql.search_matches,
+            // A chunk is a narrow key range on a big store: here, one session's.
+            vec![key(), key(), payload(), Arg::text("work"), Arg::OptText(None)],
+        ),
+        read("session count", sql.session_count, vec![Arg::Text(lo), Arg::Text(hi)]),
+        read("filter: a chunk of a session", sql.filter_chunk, vec![key(), Arg::Int(0), Arg::Int(1_000)]),
+        read(
+            "filter: matches in the chunk",
+            sql.filter_events,
+            vec![key(), Arg::Int(0), Arg::Int(1_000), payload(), Arg::OptText(None), Arg::OptText(None)],
+        ),
     ]
 }
 
