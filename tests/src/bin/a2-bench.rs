@@ -452,6 +452,35 @@ async fn measure_reads(name: &str, op: a2_operator::Operator, sessions: usize) -
     for (read, (p50, p95)) in figures {
         println!("bench {name} {read} p50_ms={p50:.2} p95_ms={p95:.2}");
     }
+    search_figures(name, &op, sessions).await
+}
+
+/// A payload search as the Studio walks it: one chunk of 500 sessions (the
+/// time to the first answers), and the whole contract, chunk by chunk.
+async fn search_figures(name: &str, op: &a2_operator::Operator, sessions: usize) -> Result<(), String> {
+    let filter = a2_store::EventMatch { payload: Some(json!({ "customer": "customer-3" })), ..Default::default() };
+    let query = |after: Option<String>| a2_operator::SearchQuery {
+        contract: "shop".into(),
+        filter: filter.clone(),
+        after,
+        scan: 500,
+    };
+    let (p50, p95) =
+        percentiles(20, |i| op.session_search(query(Some(format!("order-{:05}", (i * 7919) % sessions))))).await?;
+    println!("bench {name} search_chunk sessions=500 p50_ms={p50:.2} p95_ms={p95:.2}");
+    let started = Instant::now();
+    let (mut after, mut found, mut calls) = (None, 0, 0);
+    loop {
+        let page = op.session_search(query(after)).await.map_err(|e| e.to_string())?;
+        found += page.found.len();
+        calls += 1;
+        after = page.scanned_through;
+        if after.is_none() {
+            break;
+        }
+    }
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    println!("bench {name} search_whole_contract calls={calls} found={found} ms={ms:.0}");
     Ok(())
 }
 
