@@ -188,6 +188,12 @@ async fn a_read_only_postgres_session_copies_into_a_sqlite_file() {
             a2(&url, &["--read-only", "import", "--file", &scratch("none.jsonl").display().to_string()]);
         assert_ne!(code, 0, "production stays read-only: {err}");
 
+        // Pausing changes the store: refused read-only, by the operator and by the database.
+        let pause = ["pause", "--contract", "shop", "--consumer", "mailer", "--reason", "x"];
+        let (code, _, err) = a2(&url, &[&["--read-only"], &pause[..]].concat());
+        assert_eq!(code, 3, "a pause on a read-only attach: {err}");
+        assert!(err.contains("READ_ONLY"), "{err}");
+
         // Search on Postgres answers the same, with and without the payload index.
         let pattern = r#"{"customer": "customer-4"}"#;
         let before = found(&url, &["--read-only", "--payload", pattern]);
