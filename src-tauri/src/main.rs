@@ -14,7 +14,7 @@ use a2_studio_api::{profiles, web, ConnectionOpen, Limits, Studio};
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(name = "a2-studio", about = "A2 Studio: see inside any A2 store and fix it")]
+#[command(name = "a2-studio", version = a2_studio_api::VERSION, about = "A2 Studio: see inside any A2 store and fix it")]
 struct Args {
     /// Open this store at start: sqlite:PATH, postgres://… or memory:.
     #[arg(long)]
@@ -35,6 +35,10 @@ struct Args {
     /// The port for `--serve` (0: any free one).
     #[arg(long, default_value_t = 0)]
     port: u16,
+    /// A SQLite file to open, as a file manager's "Open with" passes it. One
+    /// that is not an A2 store is left untouched and the connect screen shows.
+    #[arg(conflicts_with_all = ["store", "dev_store"])]
+    file: Option<PathBuf>,
     /// Write `ui/src/bindings.ts` from the commands and exit.
     #[arg(long)]
     export_bindings: bool,
@@ -82,8 +86,10 @@ fn main() -> ExitCode {
         }
     };
     // Served to a browser, a page opens only the store named here and saved profiles.
-    let started_with =
-        args.store.clone().or_else(|| args.dev_store.as_ref().map(|p| format!("sqlite:{}", p.display())));
+    let started_with = args
+        .store
+        .clone()
+        .or_else(|| args.dev_store.as_ref().or(args.file.as_ref()).map(|p| format!("sqlite:{}", p.display())));
     let limits = Limits { read_only: args.read_only, web: args.serve, started_with, ..Limits::default() };
     let studio = Arc::new(Studio::with_limits(&config_dir, limits));
     if let Err(error) = tauri::async_runtime::block_on(open_at_start(&studio, &args)) {
@@ -105,6 +111,18 @@ async fn open_at_start(studio: &Studio, args: &Args) -> Result<(), a2_studio_api
     studio.set_host_demo(args.demo_traffic);
     if let Some(path) = &args.dev_store {
         studio.open_dev_store(path).await?;
+    } else if let Some(file) = &args.file {
+        let request = ConnectionOpen {
+            url: Some(format!("sqlite:{}", file.display())),
+            profile: None,
+            password: None,
+            read_only: None,
+            init: false,
+        };
+        // Started from a file manager there is no terminal: the window opens on the connect screen instead.
+        if let Err(error) = studio.connection_open(request).await {
+            tracing::warn!(code = %error.code, "could not open {}: {}", file.display(), error.message);
+        }
     } else if let Some(url) = &args.store {
         studio
             .connection_open(ConnectionOpen {

@@ -8,6 +8,7 @@ import { invoke as __TAURI_INVOKE } from "@tauri-apps/api/core";
 export const commands = {
 	connectionDefault: (request: ConnectionDefaultRequest) => typedError<ConnectionDefault, ApiError>(__TAURI_INVOKE("connection_default", { request })),
 	connectionOpen: (request: ConnectionOpen) => typedError<ConnectionInfo, ApiError>(__TAURI_INVOKE("connection_open", { request })),
+	devStoreOpen: (request: NoArgs) => typedError<ConnectionInfo, ApiError>(__TAURI_INVOKE("dev_store_open", { request })),
 	connectionGet: (request: NoArgs) => typedError<ConnectionInfo | null, ApiError>(__TAURI_INVOKE("connection_get", { request })),
 	connectionClose: (request: NoArgs) => typedError<boolean, ApiError>(__TAURI_INVOKE("connection_close", { request })),
 	profileList: (request: NoArgs) => typedError<ProfileList, ApiError>(__TAURI_INVOKE("profile_list", { request })),

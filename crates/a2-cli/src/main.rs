@@ -21,7 +21,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
 #[derive(Parser)]
-#[command(name = "a2", version, about = "Read and fix any A2 store")]
+#[command(name = "a2", version = a2_studio_api::VERSION, about = "Read and fix any A2 store")]
 struct Cli {
     /// The store: sqlite:PATH, postgres://… or memory:.
     #[arg(long, global = true, env = "A2_STORE", default_value = "sqlite:.a2/dev.sqlite")]
@@ -720,6 +720,8 @@ mod parity {
     const APP_ONLY: &[&str] = &[
         // Where the UI's read-only switch starts; the CLI's flags say it outright.
         "connection_default",
+        // The desktop app's own dev store: the CLI names its store with --store.
+        "dev_store_open",
         "connection_get",
         "connection_close",
         "profile_list",

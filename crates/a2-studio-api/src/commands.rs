@@ -143,6 +143,21 @@ impl Studio {
         self.open_with(request, !self.limits.read_only).await
     }
 
+    /// The connect screen's *New dev store*: this user's own SQLite dev store
+    /// (`$XDG_DATA_HOME/a2-studio/dev.sqlite`, else `~/.local/share/…`), seeded
+    /// with the demo when new. Not in the web mode, which creates no file.
+    pub async fn dev_store_open(&self, _: NoArgs) -> Result<ConnectionInfo, ApiError> {
+        if self.limits.web {
+            return Err(ApiError::new(ErrorCode::Forbidden, "the web mode creates no store: start `a2-studio` itself"));
+        }
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute())
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
+            .ok_or_else(|| ApiError::invalid("neither XDG_DATA_HOME nor HOME is set: no place for a dev store"))?;
+        self.open_dev_store(&data.join("a2-studio/dev.sqlite")).await
+    }
+
     // ── connection and profiles ─────────────────────────────────────
 
     /// How `url` would be attached if the person changes nothing.

@@ -20,6 +20,9 @@ pub use a2_operator::model::{
 };
 pub use a2_operator::{ConsumeMode, Consumed, HeadView, JobProgress, Redriven, StoreKind};
 pub use commands::{Limits, Studio};
+
+/// `0.1.0 (commit 1a2b3c4d5e6f)`: what `--version` prints in every shell.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("A2_COMMIT"), ")");
 pub use error::{ApiError, ErrorCode};
 pub use types::*;
 
@@ -32,6 +35,7 @@ macro_rules! studio_commands {
         $callback! {
             connection_default(ConnectionDefaultRequest) -> ConnectionDefault;
             connection_open(ConnectionOpen) -> ConnectionInfo;
+            dev_store_open(NoArgs) -> ConnectionInfo;
             connection_get(NoArgs) -> Option<ConnectionInfo>;
             connection_close(NoArgs) -> bool;
             profile_list(NoArgs) -> ProfileList;

@@ -74,6 +74,7 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
     };
     open.mutate({ request, wantWrite });
   };
+  const devStore = useMutation({ mutationFn: () => unwrap(commands.devStoreOpen({})), onSuccess: finish });
   const openNamed = (request: ConnectionOpen) => open.mutate({ request, wantWrite: false });
   const save = useMutation({
     mutationFn: () =>
@@ -151,12 +152,17 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
           >
             {open.isPending ? "Connecting…" : "Connect"}
           </button>
+          {transport === "tauri" && (
+            <button type="button" data-testid="new-dev-store" disabled={devStore.isPending} onClick={() => devStore.mutate()} title="Your own SQLite store, with the demo in it when new">
+              New dev store
+            </button>
+          )}
           <input placeholder="profile name" value={profileName} onChange={(e) => setProfileName(e.target.value)} aria-label="Profile name" />
           <button type="button" disabled={!profileName.trim() || save.isPending} onClick={() => save.mutate()}>
             Save profile
           </button>
         </div>
-        <ErrorBox error={open.error ?? openWrite.error ?? save.error} />
+        <ErrorBox error={open.error ?? openWrite.error ?? save.error ?? devStore.error} />
         {confirmWrite?.info.server && (
           <div className="confirm" role="alertdialog" data-testid="confirm-read-write">
             <p>
