@@ -13,9 +13,10 @@ use std::sync::Arc;
 
 use a2_studio_api::{
     web, ApiError, AuditQuery, ClearRequest, ConnectionInfo, ConnectionOpen, ConsumeMode, ConsumeRequest,
-    ConsumerOverview, ConsumerTarget, CopyRequest, DeadLetterQuery, DeadLetterRef, DemoSeed, EventListRequest, HeadKey,
-    ImportRequest, JobProgress, JobRef, Limits, NoArgs, PauseQuery, PauseRequest, ReaderGrant, RedriveAction,
-    RedriveAllRequest, RedriveOne, SearchHit, SearchRequest, SessionListRequest, SessionRef, SessionSort, Studio,
+    ConsumerOverview, ConsumerTarget, CopyRequest, DeadLetterQuery, DeadLetterRef, DemoSeed, EventFilterRequest,
+    EventListRequest, HeadKey, ImportRequest, JobProgress, JobRef, Limits, NoArgs, PauseQuery, PauseRequest,
+    ReaderGrant, RedriveAction, RedriveAllRequest, RedriveOne, SearchHit, SearchRequest, SessionListRequest,
+    SessionRef, SessionSort, Studio,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::json;
@@ -114,6 +115,12 @@ enum Command {
         newest_first: bool,
         #[arg(long, default_value_t = 50)]
         limit: u32,
+        /// Only events of this type (oldest first, the session walked a chunk at a time).
+        #[arg(long = "type", conflicts_with_all = ["before", "newest_first"])]
+        event_type: Option<String>,
+        /// Only events whose payload matches: `$.customer = "c-7"`.
+        #[arg(long, conflicts_with_all = ["before", "newest_first"])]
+        path: Option<String>,
     },
     /// Every cursor and head of a session, and why it is not moving.
     Heads(Target),
@@ -415,7 +422,29 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.header(&info);
             out.session(&studio.session_get(t.into()).await?);
         }
-        Command::Events { target, after, before, newest_first, limit } => {
+        Command::Events { target, after, event_type, path, limit, .. } if event_type.is_some() || path.is_some() => {
+            let mut request = EventFilterRequest {
+                contract: target.contract,
+                session: target.session,
+                payload: None,
+                path,
+                event_type,
+                after,
+                scan: None,
+            };
+            let mut events = Vec::new();
+            while events.len() < limit as usize {
+                let page = studio.event_filter(request.clone()).await?;
+                events.extend(page.events);
+                match page.scanned_through {
+                    Some(through) => request.after = Some(through),
+                    None => break,
+                }
+            }
+            events.truncate(limit as usize);
+            out.events(&events);
+        }
+        Command::Events { target, after, before, newest_first, limit, .. } => {
             let request = EventListRequest {
                 contract: target.contract,
                 session: target.session,
@@ -711,6 +740,7 @@ mod parity {
         "session_import",
         "session_copy",
         "session_search",
+        "event_filter",
         "payload_index",
         "demo_seed",
         "reader_role_grant",

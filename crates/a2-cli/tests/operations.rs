@@ -139,6 +139,21 @@ fn search_finds_sessions_by_payload_type_and_id() {
     assert!(typed.iter().all(|(s, _)| s != "order-00000"), "cleared events are not found");
     let both = found(&store, &["--type", "order.shipped", "--payload", r#"{"customer": "customer-3"}"#]);
     assert!(both.len() <= by_customer.len());
+    let filtered = json(
+        &store,
+        &[
+            "events",
+            "--contract",
+            "shop",
+            "--session",
+            "order-00020",
+            "--type",
+            "order.placed",
+            "--path",
+            "$.customer = customer-3",
+        ],
+    );
+    assert_eq!(filtered.as_array().map(Vec::len), Some(3), "order-00020 has three orders of customer-3: {filtered}");
     let (code, _, err) = a2(&store, &["search", "--contract", "shop", "--payload", "{customer"]);
     assert_eq!(code, 2, "bad JSON is bad input: {err}");
     assert!(err.contains("not JSON"), "{err}");
