@@ -4,12 +4,14 @@
 //!   Vitest, the browser end-to-end and the desktop end-to-end (under Xvfb).
 //! - `studio`: the desktop app on the embedded SQLite dev store, seeded with the demo when new.
 //! - `bench`: throughput and read-latency figures from an optimised build.
+//! - `bundle`: the `.deb` and `.rpm` (`--debug`: of the debug build, as the test makes them).
 //!
 //! Each installs what it needs: Debian packages (as root, else it prints the
 //! command), the UI's npm packages, and a throwaway Postgres when none is reachable.
 
 use std::process::{Command, ExitCode};
 
+mod bundle;
 mod postgres;
 mod setup;
 
@@ -19,8 +21,9 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("studio") => studio(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("bundle") => bundle::bundle(args[1..].iter().any(|a| a == "--debug"), true).map(|_| ()),
         _ => {
-            eprintln!("usage: cargo xtask <test|studio|bench> [args]");
+            eprintln!("usage: cargo xtask <test|studio|bench|bundle> [args]");
             return ExitCode::from(2);
         }
     };
@@ -56,8 +59,19 @@ fn test(extra: &[String]) -> Result<(), String> {
     setup::test_ui()?;
     let database = postgres::ensure()?;
     let display = setup::display()?;
+    // Build every test first: the packaging test installs packages of these very binaries.
+    let cargo_args: Vec<&String> = extra.iter().take_while(|a| *a != "--").collect();
+    let mut build = cargo();
+    build.args(["test", "--workspace", "--all-targets", "--no-run"]).args(&cargo_args);
+    run(build)?;
+    let packages = bundle::bundle(true, false)?;
     let mut command = cargo();
     command.args(["test", "--workspace", "--all-targets"]).args(extra);
+    for (var, extension) in [("A2_BUNDLE_DEB", "deb"), ("A2_BUNDLE_RPM", "rpm")] {
+        if let Some(path) = packages.iter().find(|p| p.extension().is_some_and(|e| e == extension)) {
+            command.env(var, path);
+        }
+    }
     command.env("A2_TEST_POSTGRES_URL", database.url());
     command.env("DISPLAY", &display.name);
     // The browser and desktop end-to-end must run here, not skip.

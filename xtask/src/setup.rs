@@ -29,6 +29,8 @@ const PACKAGES: &[&str] = &[
     "imagemagick",
     "x11-apps",
     "fonts-dejavu-core",
+    // `rpm -qlp`: the packaging test reads the .rpm it built.
+    "rpm",
 ];
 
 pub fn workspace() -> PathBuf {
