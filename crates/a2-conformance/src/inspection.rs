@@ -331,17 +331,7 @@ pub async fn redrive_and_clear_record_their_audit_entry_with_the_outcome(factory
     let consumers = [StoreConsumer::targeted("par")];
     append(&*store, "s", vec![targeted("a", "tick", &[("par", None)])], &consumers).await;
     let dead = fail_until_dead(&*store, &clock, "s", &consumers, "par").await;
-    let entry = |action: &str| AuditEntry {
-        at: clock.now_ms(),
-        user: "ops".into(),
-        host: "box".into(),
-        db_user: None,
-        action: action.into(),
-        contract: Some(CONTRACT.into()),
-        session_id: Some("s".into()),
-        parameters: json!({}),
-        outcome: json!(null),
-    };
+    let entry = |action: &str| audit_entry(action, clock.now_ms());
     let redrive = |audit| DeadLetterRedrive {
         session: key("s"),
         consumer: "par".into(),

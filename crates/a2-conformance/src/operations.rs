@@ -13,20 +13,6 @@ fn advance(session: &str, consumer: &str, through: Option<u64>, audit: Option<Au
     CursorAdvance { session: key(session), consumer: log(consumer), through, audit }
 }
 
-fn audit_entry(action: &str) -> AuditEntry {
-    AuditEntry {
-        at: 1,
-        user: "op".into(),
-        host: "here".into(),
-        db_user: None,
-        action: action.into(),
-        contract: Some(CONTRACT.into()),
-        session_id: Some("s".into()),
-        parameters: json!({}),
-        outcome: json!(null),
-    }
-}
-
 async fn cursor_next(store: &dyn Store, session: &str, consumer: &str) -> Option<u64> {
     let woken = store.cursor_wake(CursorWake { session: key(session), consumer: log(consumer) }).await;
     woken.expect("wake").next
@@ -41,7 +27,7 @@ pub async fn cursor_advance_is_one_transaction(factory: &dyn StoreFactory) {
     store.cursor_wake(CursorWake { session: key("s"), consumer: log("c") }).await.expect("wake");
     append_n(&*store, "s", 1_000, &consumers).await;
 
-    let moved = store.cursor_advance(advance("s", "c", Some(600), Some(audit_entry("consume.ack")))).await;
+    let moved = store.cursor_advance(advance("s", "c", Some(600), Some(audit_entry("consume.ack", 1)))).await;
     assert_eq!(moved.expect("advance"), CursorAdvanced::Moved { from: 1, next: 601 });
     assert_eq!(cursor_next(&*store, "s", "c").await, Some(601));
     let audit = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit");
@@ -110,7 +96,7 @@ pub async fn paused_consumer_is_not_claimed(factory: &dyn StoreFactory) {
         consumer: "c".into(),
         actor: actor.into(),
         reason: reason.into(),
-        audit: Some(audit_entry("consumer.pause")),
+        audit: Some(audit_entry("consumer.pause", 1)),
     };
     clock.advance(5);
     let paused_at = clock.now_ms();
@@ -170,7 +156,7 @@ pub async fn resume_heals_paused_work(factory: &dyn StoreFactory) {
     assert!(claim(&*store, "s", "h", &consumers).await.heads.is_empty());
 
     let resume = |audit| ConsumerResume { contract: CONTRACT.into(), consumer: "c".into(), audit };
-    assert!(store.consumer_resume(resume(Some(audit_entry("consumer.resume")))).await.expect("resume"));
+    assert!(store.consumer_resume(resume(Some(audit_entry("consumer.resume", 1)))).await.expect("resume"));
     assert!(!store.consumer_resume(resume(None)).await.expect("resume again"), "nothing left to resume");
     assert!(store.consumer_pause_list(None).await.expect("list").is_empty());
     let audit = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit");

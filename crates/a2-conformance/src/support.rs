@@ -87,3 +87,18 @@ pub fn fail_params(session: &str, head: &HeadRef, attempt: u32) -> HeadFail {
 pub fn log(name: &str) -> StoreConsumer {
     StoreConsumer::log(name, "main")
 }
+
+/// An operator's audit entry for `action` on session `s` of the test contract, at `at`.
+pub fn audit_entry(action: &str, at: i64) -> a2_store::AuditEntry {
+    a2_store::AuditEntry {
+        at,
+        user: "ops".into(),
+        host: "box".into(),
+        db_user: None,
+        action: action.into(),
+        contract: Some(CONTRACT.into()),
+        session_id: Some("s".into()),
+        parameters: json!({}),
+        outcome: json!(null),
+    }
+}

@@ -236,6 +236,22 @@ impl<B: SqlBackend> SqlStore<B> {
         Ok(Cleared { cleared: true, index: head })
     }
 
+    /// Record an action's audit entry, if it has one, with its outcome, in
+    /// the action's own transaction: the action and its record commit
+    /// together, or neither does.
+    pub(crate) async fn audit_in(
+        &self,
+        conn: &mut dyn Conn,
+        audit: Option<AuditEntry>,
+        outcome: serde_json::Value,
+    ) -> Result<(), StoreError> {
+        if let Some(mut entry) = audit {
+            entry.outcome = outcome;
+            self.audit_insert(conn, &entry).await?;
+        }
+        Ok(())
+    }
+
     /// Write an audit entry inside the caller's transaction.
     pub(crate) async fn audit_insert(&self, conn: &mut dyn Conn, entry: &AuditEntry) -> Result<u64, StoreError> {
         let args = vec![

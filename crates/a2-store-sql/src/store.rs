@@ -179,11 +179,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     async fn dead_letter_redrive(&self, params: DeadLetterRedrive) -> Result<bool, StoreError> {
         let mut tx = self.backend.begin().await?;
         let redriven = self.redrive_in(tx.as_mut(), &params).await?;
-        if let Some(mut entry) = params.audit {
-            // The action and its record commit together, or neither does.
-            entry.outcome = serde_json::json!({ "redriven": redriven });
-            self.audit_insert(tx.as_mut(), &entry).await?;
-        }
+        self.audit_in(tx.as_mut(), params.audit, serde_json::json!({ "redriven": redriven })).await?;
         tx.commit().await?;
         Ok(redriven)
     }
@@ -239,10 +235,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             ];
             tx.execute(self.sql().snapshot_import, args).await?;
         }
-        if let Some(mut entry) = params.audit {
-            entry.outcome = serde_json::json!({ "imported": true });
-            self.audit_insert(tx.as_mut(), &entry).await?;
-        }
+        self.audit_in(tx.as_mut(), params.audit, serde_json::json!({ "imported": true })).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -272,11 +265,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
                 tx.execute(self.sql().session_touch, vec![Arg::Int(now), Arg::text(key)]).await?;
             }
         }
-        if let Some(mut entry) = params.audit {
-            // The move and its record commit together, or neither does.
-            entry.outcome = serde_json::json!(advanced);
-            self.audit_insert(tx.as_mut(), &entry).await?;
-        }
+        self.audit_in(tx.as_mut(), params.audit, serde_json::json!(advanced)).await?;
         tx.commit().await?;
         Ok(advanced)
     }
@@ -286,10 +275,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let args = vec![contract.clone(), consumer.clone(), Arg::text(&params.actor), Arg::text(&params.reason)];
         tx.execute(self.sql().pause_put, args.into_iter().chain([Arg::Int(self.now())]).collect()).await?;
         let kept = paused_consumer(&tx.fetch_one(self.sql().pause_get, vec![contract, consumer]).await?)?;
-        if let Some(mut entry) = params.audit {
-            entry.outcome = serde_json::json!(kept);
-            self.audit_insert(tx.as_mut(), &entry).await?;
-        }
+        self.audit_in(tx.as_mut(), params.audit, serde_json::json!(kept)).await?;
         tx.commit().await?;
         Ok(kept)
     }
@@ -297,10 +283,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let mut tx = self.backend.begin().await?;
         let args = vec![Arg::text(&params.contract), Arg::text(&params.consumer)];
         let resumed = tx.fetch_optional(self.sql().pause_delete, args).await?.is_some();
-        if let Some(mut entry) = params.audit {
-            entry.outcome = serde_json::json!({ "resumed": resumed });
-            self.audit_insert(tx.as_mut(), &entry).await?;
-        }
+        self.audit_in(tx.as_mut(), params.audit, serde_json::json!({ "resumed": resumed })).await?;
         tx.commit().await?;
         Ok(resumed)
     }
@@ -318,11 +301,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         check_session_key(&params.session)?;
         let mut tx = self.backend.begin().await?;
         let cleared = self.clear_in(tx.as_mut(), &params).await?;
-        if let Some(mut entry) = params.audit {
-            // The action and its record commit together, or neither does.
-            entry.outcome = serde_json::json!(cleared);
-            self.audit_insert(tx.as_mut(), &entry).await?;
-        }
+        self.audit_in(tx.as_mut(), params.audit, serde_json::json!(cleared)).await?;
         tx.commit().await?;
         Ok(cleared)
     }

@@ -130,6 +130,14 @@ impl MemoryStore {
         Ok(cleared)
     }
 
+    /// Record an action's audit entry, if it has one, with its outcome.
+    fn record_outcome(&self, audit: Option<AuditEntry>, outcome: serde_json::Value) {
+        if let Some(mut entry) = audit {
+            entry.outcome = outcome;
+            self.record(entry);
+        }
+    }
+
     fn record(&self, entry: AuditEntry) -> u64 {
         let mut audit = self.audit.lock().unwrap_or_else(|p| p.into_inner());
         let id = audit.len() as u64 + 1;
@@ -253,20 +261,14 @@ impl Store for MemoryStore {
     async fn dead_letter_redrive(&self, mut params: DeadLetterRedrive) -> Result<bool, StoreError> {
         let audit = params.audit.take();
         let redriven = self.redrive(params)?;
-        if let Some(mut entry) = audit {
-            entry.outcome = serde_json::json!({ "redriven": redriven });
-            self.record(entry);
-        }
+        self.record_outcome(audit, serde_json::json!({ "redriven": redriven }));
         Ok(redriven)
     }
 
     async fn session_clear(&self, mut params: SessionClear) -> Result<Cleared, StoreError> {
         let audit = params.audit.take();
         let cleared = self.clear(params)?;
-        if let Some(mut entry) = audit {
-            entry.outcome = serde_json::json!(cleared);
-            self.record(entry);
-        }
+        self.record_outcome(audit, serde_json::json!(cleared));
         Ok(cleared)
     }
 
@@ -304,20 +306,14 @@ impl Store for MemoryStore {
         }
         sessions.insert(row.key.clone(), row);
         drop(sessions);
-        if let Some(mut entry) = audit {
-            entry.outcome = serde_json::json!({ "imported": true });
-            self.record(entry);
-        }
+        self.record_outcome(audit, serde_json::json!({ "imported": true }));
         Ok(())
     }
 
     async fn cursor_advance(&self, mut params: CursorAdvance) -> Result<CursorAdvanced, StoreError> {
         let audit = params.audit.take();
         let advanced = self.advance(&params)?;
-        if let Some(mut entry) = audit {
-            entry.outcome = serde_json::json!(advanced);
-            self.record(entry);
-        }
+        self.record_outcome(audit, serde_json::json!(advanced));
         Ok(advanced)
     }
 
@@ -330,19 +326,13 @@ impl Store for MemoryStore {
             paused_at: self.now(),
         };
         let kept = self.pauses().entry((params.contract, params.consumer)).or_insert(paused).clone();
-        if let Some(mut entry) = params.audit {
-            entry.outcome = serde_json::json!(kept);
-            self.record(entry);
-        }
+        self.record_outcome(params.audit, serde_json::json!(kept));
         Ok(kept)
     }
 
     async fn consumer_resume(&self, params: ConsumerResume) -> Result<bool, StoreError> {
         let resumed = self.pauses().remove(&(params.contract, params.consumer)).is_some();
-        if let Some(mut entry) = params.audit {
-            entry.outcome = serde_json::json!({ "resumed": resumed });
-            self.record(entry);
-        }
+        self.record_outcome(params.audit, serde_json::json!({ "resumed": resumed }));
         Ok(resumed)
     }
 
