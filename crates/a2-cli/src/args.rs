@@ -1,0 +1,289 @@
+//! The `a2` command line as clap reads it: the global flags, the commands and their arguments.
+
+use std::path::PathBuf;
+
+use a2_studio_api::SessionRef;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "a2", version = a2_studio_api::VERSION, about = "Read and fix any A2 store")]
+pub(crate) struct Cli {
+    /// The store: sqlite:PATH, postgres://… or memory:.
+    #[arg(long, global = true, env = "A2_STORE", default_value = "sqlite:.a2/dev.sqlite")]
+    pub(crate) store: String,
+    /// Attach read-only (the default for every Postgres). With `serve`, a
+    /// ceiling: no connection the web page opens can be read-write.
+    #[arg(long, global = true, conflicts_with = "read_write")]
+    pub(crate) read_only: bool,
+    /// Attach a Postgres store read-write (a step of its own: `a2` names the
+    /// database, host and server it will write to).
+    #[arg(long, global = true)]
+    pub(crate) read_write: bool,
+    /// Print one JSON document instead of a table.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct Target {
+    #[arg(long)]
+    pub(crate) contract: String,
+    #[arg(long)]
+    pub(crate) session: String,
+}
+
+impl From<Target> for SessionRef {
+    fn from(target: Target) -> Self {
+        SessionRef { contract: target.contract, session: target.session }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum Action {
+    Retry,
+    Skip,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Sort {
+    Id,
+    Activity,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ConsumeKind {
+    /// Run the consumer's own code (the demo contract's, which this binary carries).
+    Run,
+    Ack,
+    Export,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Contracts in the store.
+    Contracts,
+    /// Sessions of a contract, by id.
+    Sessions {
+        #[arg(long)]
+        contract: String,
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Only sessions with dead letters.
+        #[arg(long)]
+        dead_letters: bool,
+        /// Only sessions with work behind a head.
+        #[arg(long)]
+        lagging: bool,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// The `next` of the previous page (`<millis>:<session>` with --sort activity).
+        #[arg(long)]
+        after: Option<String>,
+        /// By session id, or most recently active first.
+        #[arg(long, value_enum, default_value = "id")]
+        sort: Sort,
+    },
+    /// One session's summary.
+    Session(Target),
+    /// A page of a session's events.
+    Events {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        after: Option<u64>,
+        #[arg(long)]
+        before: Option<u64>,
+        #[arg(long)]
+        newest_first: bool,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Only events of this type (oldest first, the session walked a chunk at a time).
+        #[arg(long = "type", conflicts_with_all = ["before", "newest_first"])]
+        event_type: Option<String>,
+        /// Only events whose payload matches: `$.customer = "c-7"`.
+        #[arg(long, conflicts_with_all = ["before", "newest_first"])]
+        path: Option<String>,
+    },
+    /// Every cursor and head of a session, and why it is not moving.
+    Heads(Target),
+    /// Every consumer with its lag and dead letters.
+    Consumers {
+        #[arg(long)]
+        contract: Option<String>,
+        /// Totals kept up to this many seconds ago will do (0: compute now).
+        #[arg(long, default_value_t = 0)]
+        max_age: u32,
+    },
+    /// Dead letters store-wide, of a contract or of a session.
+    DeadLetters {
+        #[arg(long)]
+        contract: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long)]
+        consumer: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// The `next` cursor of the previous page.
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// A session's reducer snapshots.
+    Snapshots(Target),
+    /// Retry or skip a dead letter, or (`--all`) every one matching.
+    Redrive {
+        #[arg(long)]
+        contract: Option<String>,
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long)]
+        consumer: Option<String>,
+        #[arg(long)]
+        index: Option<u64>,
+        #[arg(long, value_enum)]
+        action: Action,
+        /// Every dead letter (of --contract, of --consumer) as a job.
+        #[arg(long, conflicts_with_all = ["session", "index"])]
+        all: bool,
+        /// With --all: stop after this many.
+        #[arg(long, requires = "all")]
+        stop_at: Option<u64>,
+        /// With --all: at most this many a second.
+        #[arg(long, requires = "all")]
+        rate: Option<f64>,
+    },
+    /// Move a string-lane consumer through an index.
+    Consume {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        consumer: String,
+        #[arg(long)]
+        through: Option<u64>,
+        #[arg(long, value_enum, default_value = "ack")]
+        mode: ConsumeKind,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Stop every process claiming a consumer's work, in all sessions, until
+    /// it is resumed; attempts already running finish.
+    Pause {
+        #[arg(long)]
+        contract: String,
+        #[arg(long)]
+        consumer: String,
+        /// Shown beside the consumer while it is paused.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Let a paused consumer's work be claimed again.
+    Resume {
+        #[arg(long)]
+        contract: String,
+        #[arg(long)]
+        consumer: String,
+    },
+    /// Write a session (events, heads, dead letters, snapshots) to stdout as
+    /// `a2.session/1` JSON Lines; read-only connections may export.
+    Export(Target),
+    /// Write an exported session (from --file, else stdin) into --store, whole
+    /// or not at all; refused if that session exists there.
+    Import {
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Import under this session id instead of the exported one.
+        #[arg(long = "as")]
+        as_session: Option<String>,
+    },
+    /// Copy a session of --store into a local SQLite file (the dev store
+    /// unless --to), to replay its consumers there; read-only connections may copy.
+    Copy {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        to: Option<PathBuf>,
+        #[arg(long = "as")]
+        as_session: Option<String>,
+    },
+    /// Sessions of a contract with events that match: a payload JSON
+    /// containment (`{"customer":"c-7"}`), a type, an id. Walks the sessions a
+    /// chunk at a time, progress on stderr.
+    Search {
+        #[arg(long)]
+        contract: String,
+        #[arg(long)]
+        payload: Option<String>,
+        #[arg(long = "type")]
+        event_type: Option<String>,
+        #[arg(long)]
+        id: Option<String>,
+    },
+    /// Create an index: `payloads` (Postgres, GIN) answers payload searches
+    /// from the index, at a cost to every append.
+    Index {
+        #[arg(value_enum)]
+        what: IndexKind,
+    },
+    /// Clear a session through its head.
+    Clear {
+        #[command(flatten)]
+        target: Target,
+        /// Clear only if the head is still this index.
+        #[arg(long)]
+        if_last_index: Option<u64>,
+    },
+    /// Seed the store with the demo `shop` contract, through the engine.
+    Demo {
+        #[arg(long, default_value_t = 40)]
+        sessions: u32,
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// Share of events whose first attempt fails; a tenth of it always fails.
+        #[arg(long, default_value_t = 0.1)]
+        fail_rate: f64,
+        /// Append only, 10 events a session: for scale tests.
+        #[arg(long)]
+        bulk: bool,
+        /// Also one session `long-00000` of this many unhandled events (the Studio's scroll test).
+        #[arg(long, default_value_t = 0)]
+        long_session: u64,
+    },
+    /// Let a Postgres role read this store and nothing more (create the role first:
+    /// `CREATE ROLE a2_reader LOGIN PASSWORD '…'`); attach read-only with it in production.
+    GrantReader {
+        #[arg(long)]
+        role: String,
+    },
+    /// Create the A2 schema in --store, even where the database or file holds
+    /// other tables (an attach never migrates a database that is not an A2 store).
+    Init,
+    /// Serve the Studio (UI and commands) over HTTP on 127.0.0.1, opened on
+    /// --store: the page can open that store and saved profiles, nothing else.
+    Serve {
+        /// 0: any free port.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Where consume's export writes its files.
+        #[arg(long, default_value = ".a2/exports")]
+        export_dir: PathBuf,
+        /// Keep demo traffic flowing (the demo contract's consumers run in this process).
+        #[arg(long)]
+        demo_traffic: bool,
+    },
+    /// What operators did.
+    Audit {
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Entries older than this id.
+        #[arg(long)]
+        after: Option<u64>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(crate) enum IndexKind {
+    /// Event payloads, for payload searches (Postgres).
+    Payloads,
+}
