@@ -70,9 +70,8 @@ impl Operator {
         if reason.trim().is_empty() {
             return Err(OperatorError::invalid("a pause needs a reason, for whoever finds the consumer paused"));
         }
-        let mut audit =
-            self.entry("pause", &target.contract, "", json!({ "consumer": target.consumer, "reason": reason }));
-        audit.session_id = None;
+        let audit =
+            self.wide_entry("pause", Some(&target.contract), json!({ "consumer": target.consumer, "reason": reason }));
         let params = ConsumerPause {
             contract: target.contract.clone(),
             consumer: target.consumer.clone(),
@@ -88,8 +87,7 @@ impl Operator {
     pub async fn consumer_resume(&self, target: &ConsumerRef) -> Result<bool> {
         target.checked()?;
         self.writable("resume")?;
-        let mut audit = self.entry("resume", &target.contract, "", json!({ "consumer": target.consumer }));
-        audit.session_id = None;
+        let audit = self.wide_entry("resume", Some(&target.contract), json!({ "consumer": target.consumer }));
         let params =
             ConsumerResume { contract: target.contract.clone(), consumer: target.consumer.clone(), audit: Some(audit) };
         Ok(self.store().consumer_resume(params).await?)

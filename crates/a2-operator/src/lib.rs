@@ -197,13 +197,22 @@ impl Operator {
     /// An audit entry for an action on a session; the outcome is filled in when known.
     fn entry(&self, action: &str, contract: &str, session: &str, parameters: serde_json::Value) -> AuditEntry {
         AuditEntry {
+            contract: Some(contract.to_owned()),
+            session_id: Some(session.to_owned()),
+            ..self.wide_entry(action, None, parameters)
+        }
+    }
+
+    /// An audit entry for an action on no one session: a contract's consumer, or the whole store.
+    fn wide_entry(&self, action: &str, contract: Option<&str>, parameters: serde_json::Value) -> AuditEntry {
+        AuditEntry {
             at: self.now(),
             user: self.actor.user.clone(),
             host: self.actor.host.clone(),
             db_user: self.attached.server.as_ref().map(|s| s.session_user.clone()),
             action: action.to_owned(),
-            contract: Some(contract.to_owned()),
-            session_id: Some(session.to_owned()),
+            contract: contract.map(str::to_owned),
+            session_id: None,
             parameters,
             outcome: serde_json::Value::Null,
         }
@@ -390,14 +399,11 @@ impl Operator {
         }
         let mut state = JobProgress::default();
         let result = self.redrive_each(&job, action_name, &cancelled, &mut state, &mut progress).await;
-        let mut entry = self.entry(
+        let mut entry = self.wide_entry(
             action_name,
-            job.contract.as_deref().unwrap_or(""),
-            "",
+            job.contract.as_deref(),
             json!({ "consumer": job.consumer, "stop_at": job.stop_at, "rate": job.rate }),
         );
-        entry.contract = job.contract.clone();
-        entry.session_id = None;
         entry.outcome = match &result {
             Ok(()) => {
                 json!({ "done": state.done, "total": state.total, "failed": state.failed, "cancelled": cancelled() })
@@ -482,9 +488,7 @@ impl Operator {
             return Err(OperatorError::invalid("reader roles are a Postgres feature: this store is not Postgres"));
         };
         postgres.reader_role_grant(role).await?;
-        let mut entry = self.entry("grant.reader", "", "", json!({ "role": role }));
-        entry.contract = None;
-        entry.session_id = None;
+        let mut entry = self.wide_entry("grant.reader", None, json!({ "role": role }));
         entry.outcome = json!({ "granted": true });
         self.store().audit_append(entry).await?;
         Ok(())

@@ -64,8 +64,9 @@ impl Operator {
         scan: u32,
     ) -> Result<EventFilterPage> {
         let mut page = self.store().event_filter(EventFilter { session: target.key()?, filter, after, scan }).await?;
-        if page.events.is_empty() && page.scanned_through.is_none() && after.is_none() {
-            self.session_get(target).await?;
+        if after.is_none() && page.scanned_through.is_none() {
+            // The whole session was looked at: nothing found may mean no such session.
+            self.exists_if_empty(&page.events, target).await?;
         }
         for event in &mut page.events {
             event.session.clone_from(&target.session);
@@ -83,9 +84,7 @@ impl Operator {
             ));
         };
         let made = postgres.payload_index_create().await?;
-        let mut entry = self.entry("index.payloads", "", "", json!({}));
-        entry.contract = None;
-        entry.session_id = None;
+        let mut entry = self.wide_entry("index.payloads", None, json!({}));
         entry.outcome = json!({ "created": made });
         self.store().audit_append(entry).await?;
         Ok(made)

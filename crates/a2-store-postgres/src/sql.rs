@@ -193,7 +193,8 @@ pub(crate) static SQL: Statements = Statements {
     )),
     dead_letter_lock: "SELECT h.* FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
          WHERE h.session = $1 AND h.consumer = $2 AND h.idx = $3 AND h.failed_at IS NOT NULL LIMIT 1 FOR UPDATE OF h",
-    cursor_get: "SELECT * FROM a2_heads WHERE session = $1 AND consumer = $2 AND kind = 0",
+    cursor_get: "SELECT h.*, EXISTS (SELECT 1 FROM a2_consumer_pauses z WHERE z.contract = split_part($1, chr(31), 1) \
+           AND z.consumer = $2) AS paused FROM a2_heads h WHERE h.session = $1 AND h.consumer = $2 AND h.kind = 0",
     clear_session: "UPDATE a2_sessions SET clear_index = $1, updated_at = $2 WHERE session = $3",
     clear_cursors: "UPDATE a2_heads SET idx = $1 + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
          failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \

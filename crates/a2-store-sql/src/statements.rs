@@ -94,7 +94,7 @@ pub struct Statements {
     pub event_heads_complete: Each,
     /// (key, consumer, idx) → the dead head; locked where rows lock
     pub dead_letter_lock: &'static str,
-    /// (key, consumer) → the cursor
+    /// (key, consumer) → the cursor, and whether its consumer is paused (`paused`)
     pub cursor_get: &'static str,
     /// (boundary, now, key)
     pub clear_session: &'static str,

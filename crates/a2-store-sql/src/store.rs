@@ -200,12 +200,9 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         self.skip_untaken(tx.as_mut(), key, head, &params.consumer, self.now()).await?;
         let args = vec![Arg::text(key), Arg::text(&params.consumer.name)];
         let row = tx.fetch_optional(self.sql().cursor_get, args).await?;
-        let contract = split_session_key(key).0;
-        let pause = vec![Arg::text(contract), Arg::text(&params.consumer.name)];
-        let paused = tx.fetch_optional(self.sql().pause_get, pause).await?.is_some();
         tx.commit().await?;
-        let Some(row) = row else { return Ok(CursorState { session_head: head, paused, ..CursorState::default() }) };
-        Ok(CursorState { paused, ..cursor_state(head, row.u64("idx")?, head_state(&row)?) })
+        let Some(row) = row else { return Ok(CursorState { session_head: head, ..CursorState::default() }) };
+        Ok(CursorState { paused: row.bool("paused")?, ..cursor_state(head, row.u64("idx")?, head_state(&row)?) })
     }
     async fn session_import(&self, params: SessionImport) -> Result<(), StoreError> {
         check_session_key(&params.session)?;

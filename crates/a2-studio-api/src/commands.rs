@@ -150,10 +150,7 @@ impl Studio {
         if self.limits.web {
             return Err(ApiError::new(ErrorCode::Forbidden, "the web mode creates no store: start `a2-studio` itself"));
         }
-        let data = std::env::var_os("XDG_DATA_HOME")
-            .map(PathBuf::from)
-            .filter(|d| d.is_absolute())
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
+        let data = crate::profiles::xdg_dir("XDG_DATA_HOME", ".local/share")
             .ok_or_else(|| ApiError::invalid("neither XDG_DATA_HOME nor HOME is set: no place for a dev store"))?;
         self.open_dev_store(&data.join("a2-studio/dev.sqlite")).await
     }

@@ -15,19 +15,25 @@ const RECENT_KEPT: usize = 8;
 /// The profile file's location: `$A2_STUDIO_CONFIG_DIR`, else the XDG config
 /// dir. Never a shared temporary directory: with neither `HOME` nor an XDG
 /// directory there is no place of this user's own to keep profiles.
+/// An XDG base directory: `$var` when it is an absolute path (the spec has
+/// relative ones ignored), else `$HOME/fallback`; `None` with neither.
+pub(crate) fn xdg_dir(var: &str, fallback: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(fallback)))
+}
+
 pub fn default_dir() -> Result<PathBuf, ApiError> {
     if let Some(dir) = std::env::var_os("A2_STUDIO_CONFIG_DIR") {
         return Ok(PathBuf::from(dir));
     }
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::ProfilesUnwritable,
-                "no config directory of this user's: set HOME, XDG_CONFIG_HOME or A2_STUDIO_CONFIG_DIR",
-            )
-        })?;
+    let base = xdg_dir("XDG_CONFIG_HOME", ".config").ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::ProfilesUnwritable,
+            "no config directory of this user's: set HOME, XDG_CONFIG_HOME or A2_STUDIO_CONFIG_DIR",
+        )
+    })?;
     Ok(base.join("a2-studio"))
 }
 

@@ -60,9 +60,14 @@ impl MemoryStore {
         self.pauses().contains_key(&(contract.to_owned(), consumer.to_owned()))
     }
 
-    /// `consumers` without the ones paused in `contract`.
-    fn unpaused(&self, contract: &str, consumers: &[StoreConsumer]) -> Vec<StoreConsumer> {
-        consumers.iter().filter(|c| !self.is_paused(contract, &c.name)).cloned().collect()
+    /// The claim without the consumers paused in its contract.
+    fn unpaused(&self, mut claim: HeadClaim) -> HeadClaim {
+        let contract = crate::split_session_key(&claim.session).0;
+        let pauses = self.pauses();
+        if pauses.keys().any(|(c, _)| c == contract) {
+            claim.consumers.retain(|c| !pauses.contains_key(&(contract.to_owned(), c.name.clone())));
+        }
+        claim
     }
 
     fn advance(&self, params: &CursorAdvance) -> Result<CursorAdvanced, StoreError> {
@@ -146,6 +151,20 @@ impl MemoryStore {
     }
 }
 
+/// A contract's sessions in key order, after the session id `after` when given.
+fn contract_sessions<'a>(
+    sessions: &'a BTreeMap<String, SessionRow>,
+    contract: &str,
+    after: Option<&str>,
+) -> impl Iterator<Item = (&'a String, &'a SessionRow)> + 'a {
+    let prefix = crate::session_key(contract, "");
+    let start = match after {
+        Some(after) => std::ops::Bound::Excluded(crate::session_key(contract, after)),
+        None => std::ops::Bound::Included(prefix.clone()),
+    };
+    sessions.range((start, std::ops::Bound::Unbounded)).take_while(move |(key, _)| key.starts_with(&prefix))
+}
+
 fn slot_state(slot: HeadSlot<'_>) -> &mut HeadState {
     match slot {
         HeadSlot::Cursor(cursor) => &mut cursor.state,
@@ -176,8 +195,7 @@ impl Store for MemoryStore {
     async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
         crate::check_session_key(&params.session)?;
         let now = self.now();
-        let contract = crate::split_session_key(&params.session).0;
-        let params = HeadClaim { consumers: self.unpaused(contract, &params.consumers), ..params };
+        let params = self.unpaused(params);
         let mut sessions = self.lock();
         let Some(row) = sessions.get_mut(&params.session) else {
             return Ok(Claimed::default());
@@ -410,16 +428,9 @@ impl Store for MemoryStore {
 
     async fn session_search(&self, params: SessionSearch) -> Result<SessionSearchPage, StoreError> {
         params.filter.check()?;
-        let prefix = crate::session_key(&params.contract, "");
-        let start = match &params.after {
-            Some(after) => std::ops::Bound::Excluded(crate::session_key(&params.contract, after)),
-            None => std::ops::Bound::Included(prefix.clone()),
-        };
         let scan = crate::search::scan_size(params.scan) as usize;
         let sessions = self.lock();
-        let page: Vec<&SessionRow> = sessions
-            .range((start, std::ops::Bound::Unbounded))
-            .take_while(|(key, _)| key.starts_with(&prefix))
+        let page: Vec<&SessionRow> = contract_sessions(&sessions, &params.contract, params.after.as_deref())
             .take(scan)
             .map(|(_, row)| row)
             .collect();
@@ -441,8 +452,7 @@ impl Store for MemoryStore {
     }
 
     async fn session_count(&self, contract: &str) -> Result<u64, StoreError> {
-        let prefix = crate::session_key(contract, "");
-        Ok(self.lock().range(prefix.clone()..).take_while(|(key, _)| key.starts_with(&prefix)).count() as u64)
+        Ok(contract_sessions(&self.lock(), contract, None).count() as u64)
     }
 
     async fn event_filter(&self, params: EventFilter) -> Result<EventFilterPage, StoreError> {
@@ -481,17 +491,10 @@ impl Store for MemoryStore {
 
     async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<RunnablePage, StoreError> {
         let now = self.now();
-        let prefix = crate::session_key(&params.contract, "");
-        let start = match &params.after {
-            Some(after) => std::ops::Bound::Excluded(crate::session_key(&params.contract, after)),
-            None => std::ops::Bound::Included(prefix.clone()),
-        };
         let consumers: Vec<String> =
             params.consumers.iter().filter(|c| !self.is_paused(&params.contract, c)).cloned().collect();
         let sessions = self.lock();
-        let scanned = sessions
-            .range((start, std::ops::Bound::Unbounded))
-            .take_while(|(key, _)| key.starts_with(&prefix))
+        let scanned = contract_sessions(&sessions, &params.contract, params.after.as_deref())
             .take(page_size(params.limit))
             .map(|(key, row)| (key.clone(), row.runnable(&consumers, now)))
             .collect();
