@@ -1,8 +1,10 @@
 // Browser end-to-end of the Studio's web mode, in Debian's Chromium.
 //   node e2e/browser.mjs <url printed by `a2 serve`> <rw|ro>
-// rw: open a session's heads, open a dead letter, redrive one with skip and
-// one with retry (each leaves the list and appears in the audit), the rest as
-// a bulk job, consume a lagging consumer through an index, clear a session.
+// rw: open a dead letter (payload, attempt history), a session's timeline
+// (zoom, open a failed attempt), redrive one with skip and one with retry
+// (each leaves the list and appears in the audit), retry a group of the queue
+// grouped by cause, the rest as a bulk job, consume a lagging consumer
+// through an index, clear a session.
 // ro: every action is disabled in the UI and refused by the HTTP API, and
 // the store is unchanged; then a session is copied into a SQLite file and
 // the copy opened.
@@ -180,10 +182,23 @@ async function deadLettersAndActions() {
     const detail = page.getByTestId("dead-letter-detail");
     await detail.waitFor();
     expect(/poison|refused/.test((await detail.textContent()) ?? ""), "the dead letter shows its error");
-    step("opened a dead letter");
+    await page.getByTestId("dead-letter-payload").locator(".json, pre, code, span").first().waitFor();
+    const history = page.getByTestId("attempt-list").getByTestId("attempt-row");
+    await history.first().waitFor();
+    const outcomes = await history.evaluateAll((trs) => trs.map((tr) => tr.dataset.outcome));
+    expect(outcomes.length >= 10 && outcomes[0] === "failed", `the dead letter's attempt history, newest first: ${outcomes}`);
+    step(`opened a dead letter: payload shown, ${outcomes.length} attempts in its history`);
+    const deadSession = await rows().first().getAttribute("data-session");
+    await showGroupsByCause();
+    await timeline(deadSession);
+    await open("#/dead-letters");
+    await rows().first().waitFor();
 
     const skipped = await redriveFirst("skip");
     const retried = await redriveFirst("retry");
+    await open("#/dead-letters");
+    await rows().first().waitFor();
+    await retryGroupByCause();
 
     // Everything still dead, as a job with a progress bar.
     const left = (await rowKeys()).length;
@@ -215,6 +230,9 @@ async function deadLettersAndActions() {
     const lag = (await mailer.getByTestId("head-lag").textContent()) ?? "";
     expect(/behind/.test(lag), `mailer lags in order-00007: ${lag}`);
     expect(((await mailer.getByTestId("head-reason").textContent()) ?? "").length > 0, "the head says why it is not moving");
+    await mailer.getByTestId("open-attempts").click();
+    await page.getByTestId("attempt-list").waitFor();
+    await mailer.getByTestId("open-attempts").click();
     step(`order-00007 heads shown, mailer ${lag}`);
     await mailer.getByTestId("consume").click();
     const dialog = page.getByRole("dialog");
@@ -309,6 +327,83 @@ async function deadLettersAndActions() {
   }
 }
 
+/** A session's causality waterfall: bars by outcome; a failed one opens with its error; the wheel zooms. */
+async function timeline(session) {
+  await open(`#/session/shop/${encodeURIComponent(session)}/timeline`);
+  const chart = page.getByTestId("causality-waterfall");
+  await chart.waitFor();
+  const outcomes = await chart.getByTestId("attempt-bar").evaluateAll((bars) => [...new Set(bars.map((b) => b.dataset.outcome))]);
+  expect(outcomes.includes("failed") && outcomes.includes("completed"), `the timeline draws failed and completed attempts: ${outcomes}`);
+  const axis = async () => page.locator(".timeline-axis .tick-label").allTextContents();
+  const before = await axis();
+  const box = await chart.boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + 5);
+  await page.mouse.wheel(0, -600);
+  await page.waitForFunction((b) => JSON.stringify([...document.querySelectorAll(".timeline-axis .tick-label")].map((t) => t.textContent)) !== b, JSON.stringify(before));
+  step(`zoomed the timeline: axis ${before[1]} → ${(await axis())[1]}`);
+  await page.getByRole("button", { name: "Fit" }).click();
+  // Dispatched, not a pointer click: at the fitted zoom a thin bar may lie under its neighbour.
+  await chart.locator("[data-testid=attempt-bar][data-outcome=failed]").last().dispatchEvent("click");
+  const detail = page.getByTestId("attempt-detail");
+  await detail.waitFor();
+  const error = (await detail.getByTestId("attempt-error").textContent()) ?? "";
+  expect(/poison|timeout/.test(error), `the attempt shows its error: ${error}`);
+  expect((await detail.getByTestId("attempt-outcome").textContent()) === "failed", "the opened attempt is the failed one");
+  await chart.locator("[data-testid=attempt-bar][data-outcome=failed]").last().hover({ force: true });
+  step(`timeline of ${session}: ${outcomes.join(", ")}; a failed attempt opened: ${error.split("\n")[0]}`);
+  await page.screenshot({ path: join(process.env.A2_SCREENSHOT_DIR ?? tmpdir(), "timeline.png") });
+}
+
+/** The groups as listed: consumer, count and cause of each. */
+async function groupsListed() {
+  const groups = page.getByTestId("dead-letter-group");
+  await groups.first().waitFor();
+  return groups.evaluateAll((trs) => trs.map((tr) => ({ consumer: tr.dataset.consumer, count: Number(tr.dataset.count), cause: tr.querySelector("code")?.textContent })));
+}
+
+/** The queue grouped by cause counts every dead letter; a group opens as the list filtered to it. */
+async function showGroupsByCause() {
+  await page.getByTestId("group-by-cause").check();
+  const listed = await groupsListed();
+  const total = listed.reduce((n, g) => n + g.count, 0);
+  const all = (await api("dead_letter_list", { contract: null, session: null, consumer: null, cause: null, after: null, limit: 500 })).body.items;
+  expect(total === all.length, `the groups count every dead letter (${total} of ${all.length})`);
+  step(`grouped by cause: ${listed.map((g) => `${g.consumer} ×${g.count} “${g.cause}”`).join("; ")}`);
+  await page.screenshot({ path: join(process.env.A2_SCREENSHOT_DIR ?? tmpdir(), "dead-letter-groups.png") });
+  await page.getByTestId("dead-letter-group").first().getByTestId("show-group").click();
+  await page.getByTestId("cause-filter").waitFor();
+  await page.waitForFunction((n) => document.querySelectorAll("[data-testid=dead-letter-row]").length === n, listed[0].count);
+  const consumers = await rows().evaluateAll((trs) => [...new Set(trs.map((tr) => tr.dataset.consumer))]);
+  expect(consumers.length === 1 && consumers[0] === listed[0].consumer, `the group's list is its consumer's: ${consumers}`);
+  step(`opened group ${listed[0].consumer}: ${listed[0].count} dead letters`);
+  await page.getByRole("button", { name: "Clear the cause filter" }).click();
+}
+
+/** The smallest group retried as one job leaves the grouped queue; the others stay. */
+async function retryGroupByCause() {
+  await page.getByTestId("group-by-cause").check();
+  const groups = page.getByTestId("dead-letter-group");
+  const listed = await groupsListed();
+  const smallest = listed.reduce((best, g, i) => (g.count < listed[best].count ? i : best), 0);
+  const group = listed[smallest];
+  await groups.nth(smallest).getByTestId("retry-group").click();
+  const dialog = page.getByRole("dialog");
+  expect(((await dialog.textContent()) ?? "").includes(group.cause), "the job names the cause it redrives");
+  await dialog.getByRole("button", { name: "Start job" }).click();
+  await page.waitForFunction(() => / — finished$/.test(document.querySelector("[data-testid=job-status]")?.textContent ?? ""));
+  const status = (await page.getByTestId("job-status").textContent()) ?? "";
+  expect(status.startsWith(`${group.count} of ${group.count} done`), `the job retried the group's ${group.count}: ${status}`);
+  await dialog.getByRole("button", { name: "Close" }).click();
+  await page.waitForFunction(
+    (g) => ![...document.querySelectorAll("[data-testid=dead-letter-group]")].some((tr) => tr.dataset.consumer === g.consumer && tr.querySelector("code")?.textContent === g.cause),
+    group,
+  );
+  const left = await groups.count();
+  expect(left === listed.length - 1, `the other groups stay: ${left} of ${listed.length}`);
+  step(`retried group ${group.consumer} “${group.cause}” as one job: ${status}`);
+  await page.getByTestId("group-by-cause").uncheck();
+}
+
 /** Read-only still copies: a session into a SQLite file beside the server, then open the copy. */
 async function copyHome(source) {
   await open("#/session/shop/order-00007/consumers");
@@ -326,6 +421,8 @@ async function copyHome(source) {
   step(`copied from ${source.kind} read-only: ${outcome}`);
   await page.screenshot({ path: join(process.env.A2_SCREENSHOT_DIR ?? tmpdir(), "copy-to-dev-store.png") });
   await dialog.getByTestId("open-copy").click();
+  // The source's own heads are on the page until the copy opens: wait for the copy's route first.
+  await page.waitForURL(/order-00007-home/);
   await page.locator("[data-testid=head-row]").first().waitFor();
   const now = (await api("connection_get", {})).body;
   expect(now.kind === "sqlite" && now.url.endsWith(file), `the copy is the open store: ${now.url}`);

@@ -21,6 +21,8 @@ export const commands = {
 	eventList: (request: EventListRequest) => typedError<EventView[], ApiError>(__TAURI_INVOKE("event_list", { request })),
 	headList: (request: SessionRef) => typedError<HeadView[], ApiError>(__TAURI_INVOKE("head_list", { request })),
 	deadLetterList: (request: DeadLetterQuery) => typedError<DeadLetterPage, ApiError>(__TAURI_INVOKE("dead_letter_list", { request })),
+	deadLetterGroups: (request: DeadLetterGroupQuery) => typedError<DeadLetterGroup[], ApiError>(__TAURI_INVOKE("dead_letter_groups", { request })),
+	attemptList: (request: AttemptQuery) => typedError<AttemptPage, ApiError>(__TAURI_INVOKE("attempt_list", { request })),
 	snapshotList: (request: SessionRef) => typedError<SnapshotView[], ApiError>(__TAURI_INVOKE("snapshot_list", { request })),
 	auditList: (request: AuditQuery) => typedError<AuditView[], ApiError>(__TAURI_INVOKE("audit_list", { request })),
 	deadLetterRedrive: (request: RedriveOne) => typedError<Redriven, ApiError>(__TAURI_INVOKE("dead_letter_redrive", { request })),
@@ -55,6 +57,67 @@ export type ApiError = {
 	code: ErrorCode,
 	message: string,
 	retryable: boolean,
+};
+
+/**  One attempt of one head, as the history keeps it. Times are the store's clock. */
+export type Attempt = {
+	consumer: string,
+	lane: string | null,
+	index: number,
+	attempt: number,
+	/**  The drain that ran it (unknown for a superseded attempt nobody else recorded). */
+	holder: string | null,
+	/**  When its claim leased the head. */
+	started_at: number | null,
+	ended_at: number,
+	outcome: AttemptOutcome,
+	/**  What the run threw, whole (with its source chain), for failed and aborted attempts. */
+	error: string | null,
+	/**  Ids of the events it appended with its completion. */
+	appended: string[],
+};
+
+/**  Keyset position in a session's attempt history: `(ended_at, consumer, lane, index, attempt)`. */
+export type AttemptKey = {
+	ended_at: number,
+	consumer: string,
+	lane: string | null,
+	index: number,
+	attempt: number,
+};
+
+/**  How one attempt of a head ended. */
+export type AttemptOutcome = 
+/**  Its run returned and the head moved on. */
+"completed" | 
+/**  Its run threw: the head backs off, or is dead-lettered at the budget. */
+"failed" | 
+/**  Its lease ran out with no outcome; the claim that took the head over recorded it. */
+"lapsed" | 
+/**  It wrote its outcome after a newer attempt (or an operator) had taken the head. */
+"superseded" | 
+/**  Its run was cancelled (an `abort_on` event, or its lease lost) and ended with an error. */
+"aborted" | 
+/**  The session was cleared through its event while it ran. */
+"cleared";
+
+export type AttemptPage = {
+	items: Attempt[],
+	next: AttemptKey | null,
+};
+
+/**
+ *  A session's attempts: newest first (a head's history, with `consumer`
+ *  and `index`) or oldest first (the session's timeline).
+ */
+export type AttemptQuery = {
+	contract: string,
+	session: string,
+	consumer: string | null,
+	index: number | null,
+	after: AttemptKey | null,
+	oldest_first: boolean,
+	limit: number,
 };
 
 export type AuditQuery = {
@@ -258,6 +321,25 @@ export type DeadLetter = {
 	failed_at: number,
 };
 
+/**  One group of dead letters that failed the same way. */
+export type DeadLetterGroup = {
+	contract: string,
+	consumer: string,
+	/**  The normalised error every dead letter of the group ended with. */
+	cause: string,
+	count: number,
+	first_failed_at: number,
+	last_failed_at: number,
+	/**  One of the group's errors, whole. */
+	sample_error: string,
+	/**  One of the group's dead letters, to open. */
+	sample: HeadKey,
+};
+
+export type DeadLetterGroupQuery = {
+	contract: string | null,
+};
+
 export type DeadLetterPage = {
 	items: DeadLetter[],
 	next: HeadKey | null,
@@ -267,6 +349,8 @@ export type DeadLetterQuery = {
 	contract: string | null,
 	session: string | null,
 	consumer: string | null,
+	/**  Only the dead letters of one cause (a group's `cause`). */
+	cause: string | null,
 	after: HeadKey | null,
 	limit: number,
 };
@@ -502,6 +586,8 @@ export type RedriveAction =
 export type RedriveAllRequest = {
 	contract: string | null,
 	consumer: string | null,
+	/**  Only the dead letters of one cause: redrive a group of the grouped queue. */
+	cause: string | null,
 	action: RedriveAction,
 	stop_at: number | null,
 	/**  Redrives a second, at most. */

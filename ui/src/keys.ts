@@ -17,8 +17,11 @@ export const keys = {
   events: (contract: string, session: string, page: number) => ["events", contract, session, page] as const,
   heads: (contract: string, session: string) => ["heads", contract, session] as const,
   snapshots: (contract: string, session: string) => ["snapshots", contract, session] as const,
-  deadLetters: (contract: string | null, session: string | null, consumer: string) =>
-    ["dead-letters", contract, session, consumer] as const,
+  deadLetters: (contract: string | null, session: string | null, consumer: string, cause: string | null) =>
+    ["dead-letters", contract, session, consumer, cause] as const,
+  deadLetterGroups: (contract: string | null) => ["dead-letter-groups", contract] as const,
+  attempts: (contract: string, session: string, consumer: string, index: number) => ["attempts", contract, session, consumer, index] as const,
+  timeline: (contract: string, session: string) => ["timeline", contract, session] as const,
 };
 
 /** Keys a store change can make stale: all but the connection, the saved profiles and how a URL would open. */

@@ -11,8 +11,8 @@ export type Route =
   | { view: "audit" }
   | { view: "search"; contract: string; payload: string; type: string; id: string };
 
-export type SessionTab = "events" | "consumers" | "dead-letters" | "snapshots";
-const TABS: SessionTab[] = ["events", "consumers", "dead-letters", "snapshots"];
+export type SessionTab = "events" | "consumers" | "timeline" | "dead-letters" | "snapshots";
+const TABS: SessionTab[] = ["events", "consumers", "timeline", "dead-letters", "snapshots"];
 
 export function parseRoute(hash: string): Route {
   const [path, query] = hash.replace(/^#/, "").split("?");

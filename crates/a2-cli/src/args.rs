@@ -47,6 +47,11 @@ pub(crate) enum Action {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum GroupBy {
+    Cause,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Sort {
     Id,
     Activity,
@@ -124,12 +129,37 @@ pub(crate) enum Command {
         session: Option<String>,
         #[arg(long)]
         consumer: Option<String>,
+        /// Only the dead letters of one cause (a group's `cause`, as `--group-by cause` prints it).
+        #[arg(long)]
+        cause: Option<String>,
+        /// Group them instead of listing them: by consumer and cause (the
+        /// error with numbers, ids and UUIDs masked), largest group first.
+        #[arg(long, value_enum, conflicts_with_all = ["session", "cause", "after"])]
+        group_by: Option<GroupBy>,
         #[arg(long, default_value_t = 50)]
         limit: u32,
         /// The `next` cursor of the previous page.
         #[arg(long)]
         after: Option<String>,
     },
+    /// A session's attempts, newest first: every run of every head, how it
+    /// ended, how long it took, what it threw and what it appended.
+    Attempts {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        consumer: Option<String>,
+        /// One head: the event index (with --consumer).
+        #[arg(long, requires = "consumer")]
+        index: Option<u64>,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// The `next` cursor of the previous page.
+        #[arg(long)]
+        after: Option<String>,
+    },
+    /// A session's whole attempt history, oldest first: what the Studio's timeline draws.
+    Timeline(Target),
     /// A session's reducer snapshots.
     Snapshots(Target),
     /// Retry or skip a dead letter, or (`--all`) every one matching.
@@ -144,9 +174,12 @@ pub(crate) enum Command {
         index: Option<u64>,
         #[arg(long, value_enum)]
         action: Action,
-        /// Every dead letter (of --contract, of --consumer) as a job.
+        /// Every dead letter (of --contract, of --consumer, of --cause) as a job.
         #[arg(long, conflicts_with_all = ["session", "index"])]
         all: bool,
+        /// With --all: only the dead letters of this cause (a group of `dead-letters --group-by cause`).
+        #[arg(long, requires = "all")]
+        cause: Option<String>,
         /// With --all: stop after this many.
         #[arg(long, requires = "all")]
         stop_at: Option<u64>,

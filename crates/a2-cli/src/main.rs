@@ -13,13 +13,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use a2_studio_api::{
-    web, ApiError, AuditQuery, ClearRequest, ConnectionInfo, ConnectionOpen, ConsumeMode, ConsumeRequest,
-    ConsumerOverview, ConsumerTarget, CopyRequest, DeadLetterQuery, DeadLetterRef, DemoSeed, EventFilterRequest,
-    EventListRequest, HeadKey, ImportRequest, JobProgress, JobRef, Limits, NoArgs, PauseQuery, PauseRequest,
-    ReaderGrant, RedriveAction, RedriveAllRequest, RedriveOne, SearchHit, SearchRequest, SessionListRequest,
-    SessionSort, Studio,
+    web, ApiError, AttemptKey, AttemptQuery, AuditQuery, ClearRequest, ConnectionInfo, ConnectionOpen, ConsumeMode,
+    ConsumeRequest, ConsumerOverview, ConsumerTarget, CopyRequest, DeadLetterGroupQuery, DeadLetterQuery,
+    DeadLetterRef, DemoSeed, EventFilterRequest, EventListRequest, HeadKey, ImportRequest, JobProgress, JobRef, Limits,
+    NoArgs, PauseQuery, PauseRequest, ReaderGrant, RedriveAction, RedriveAllRequest, RedriveOne, SearchHit,
+    SearchRequest, SessionListRequest, SessionRef, SessionSort, Studio,
 };
-use args::{Action, Cli, Command, ConsumeKind, IndexKind, Sort};
+use args::{Action, Cli, Command, ConsumeKind, GroupBy, IndexKind, Sort};
 use clap::Parser;
 use serde_json::json;
 
@@ -181,25 +181,53 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             let pauses = studio.consumer_pause_list(PauseQuery { contract: contract.clone() }).await?;
             out.consumers(&studio.consumer_overview(ConsumerOverview { contract, max_age_ms }).await?.totals, &pauses);
         }
-        Command::DeadLetters { contract, session, consumer, limit, after } => {
-            let after = after
-                .map(|a| {
-                    serde_json::from_str::<HeadKey>(&a)
-                        .map_err(|e| ApiError::invalid(format!("--after is not a cursor from a previous page: {e}")))
-                })
-                .transpose()?;
-            out.dead_letters(
-                &studio.dead_letter_list(DeadLetterQuery { contract, session, consumer, after, limit }).await?,
-            );
+        Command::DeadLetters { group_by: Some(GroupBy::Cause), contract, consumer, .. } => {
+            let mut groups = studio.dead_letter_groups(DeadLetterGroupQuery { contract }).await?;
+            groups.retain(|g| consumer.as_ref().is_none_or(|c| *c == g.consumer));
+            out.dead_letter_groups(&groups);
+        }
+        Command::DeadLetters { contract, session, consumer, cause, group_by: None, limit, after } => {
+            let after = page_cursor::<HeadKey>(after)?;
+            let query = DeadLetterQuery { contract, session, consumer, cause, after, limit };
+            out.dead_letters(&studio.dead_letter_list(query).await?);
+        }
+        Command::Attempts { target, consumer, index, limit, after } => {
+            let after = page_cursor::<AttemptKey>(after)?;
+            let SessionRef { contract, session } = target.into();
+            let query = AttemptQuery { contract, session, consumer, index, after, oldest_first: false, limit };
+            out.attempts(&studio.attempt_list(query).await?);
+        }
+        Command::Timeline(target) => {
+            let SessionRef { contract, session } = target.into();
+            let mut attempts = Vec::new();
+            let mut after = None;
+            loop {
+                let query = AttemptQuery {
+                    contract: contract.clone(),
+                    session: session.clone(),
+                    consumer: None,
+                    index: None,
+                    after,
+                    oldest_first: true,
+                    limit: 500,
+                };
+                let page = studio.attempt_list(query).await?;
+                attempts.extend(page.items);
+                match page.next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+            out.timeline(&attempts);
         }
         Command::Snapshots(t) => out.snapshots(&studio.snapshot_list(t.into()).await?),
-        Command::Redrive { contract, session, consumer, index, action, all, stop_at, rate } => {
+        Command::Redrive { contract, session, consumer, index, action, all, cause, stop_at, rate } => {
             let action = match action {
                 Action::Retry => RedriveAction::Retry,
                 Action::Skip => RedriveAction::Skip,
             };
             if all {
-                let request = RedriveAllRequest { contract, consumer, action, stop_at, rate };
+                let request = RedriveAllRequest { contract, consumer, cause, action, stop_at, rate };
                 let done = redrive_all(&studio, request, !cli.json).await?;
                 out.value(&json!(done), &format!("done {} of {}, {} failed", done.done, done.total, done.failed));
                 return Ok(if done.done > 0 { Done::Changed } else { Done::Unchanged });
@@ -422,6 +450,16 @@ async fn cli_main() -> ExitCode {
     }
 }
 
+/// A `--after` cursor: the `next` a previous page printed.
+fn page_cursor<T: serde::de::DeserializeOwned>(after: Option<String>) -> Result<Option<T>, ApiError> {
+    after
+        .map(|a| {
+            serde_json::from_str::<T>(&a)
+                .map_err(|e| ApiError::invalid(format!("--after is not a cursor from a previous page: {e}")))
+        })
+        .transpose()
+}
+
 /// The Studio commands `a2` calls, and those it leaves to the apps on purpose.
 #[cfg(test)]
 mod parity {
@@ -443,6 +481,8 @@ mod parity {
         "event_list",
         "head_list",
         "dead_letter_list",
+        "dead_letter_groups",
+        "attempt_list",
         "snapshot_list",
         "audit_list",
         "dead_letter_redrive",

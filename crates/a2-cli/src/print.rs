@@ -1,8 +1,8 @@
 //! Tables for people, one JSON document for scripts.
 
 use a2_studio_api::{
-    AuditView, ConnectionInfo, ConsumerTotal, DeadLetterPage, EventView, HeadView, PausedConsumer, SearchHit,
-    SessionPage, SessionSummary, SnapshotView, TlsView,
+    Attempt, AttemptPage, AuditView, ConnectionInfo, ConsumerTotal, DeadLetterGroup, DeadLetterPage, EventView,
+    HeadView, PausedConsumer, SearchHit, SessionPage, SessionSummary, SnapshotView, TlsView,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -230,6 +230,39 @@ impl Out {
         }
     }
 
+    pub fn dead_letter_groups(&self, groups: &[DeadLetterGroup]) {
+        if self.emit(&groups) {
+            return;
+        }
+        let rows = groups
+            .iter()
+            .map(|g| {
+                vec![g.contract.clone(), g.consumer.clone(), g.count.to_string(), g.cause.clone(), {
+                    // The storage key is `<contract>\u{1f}<session id>`: show the id.
+                    let session = g.sample.session.split_once('\u{1f}').map_or("", |(_, id)| id);
+                    format!("{session}/{}@{}", g.sample.consumer, g.sample.index)
+                }]
+            })
+            .collect();
+        table(&["contract", "consumer", "count", "cause", "sample"], rows);
+    }
+
+    pub fn attempts(&self, page: &AttemptPage) {
+        if self.emit(page) {
+            return;
+        }
+        table(ATTEMPT_COLUMNS, page.items.iter().map(attempt_row).collect());
+        if let Some(next) = &page.next {
+            println!("next page: --after '{}'", serde_json::to_string(next).unwrap_or_default());
+        }
+    }
+
+    pub fn timeline(&self, attempts: &[Attempt]) {
+        if !self.emit(&attempts) {
+            table(ATTEMPT_COLUMNS, attempts.iter().map(attempt_row).collect());
+        }
+    }
+
     pub fn snapshots(&self, snapshots: &[SnapshotView]) {
         if !self.emit(&json_fields(snapshots, &["state"])) {
             let rows = snapshots
@@ -281,4 +314,22 @@ mod tests {
         assert_eq!(progress_bar("redriving", 2, 4, 1), "redriving [###############---------------] 2/4 (1 failed)");
         assert_eq!(progress_bar("redriving", 0, 0, 0), "redriving [##############################] 0/0");
     }
+}
+
+const ATTEMPT_COLUMNS: &[&str] =
+    &["consumer", "lane", "index", "attempt", "outcome", "holder", "ended_at", "ms", "appended", "error"];
+
+fn attempt_row(a: &Attempt) -> Vec<String> {
+    vec![
+        a.consumer.clone(),
+        opt(&a.lane),
+        a.index.to_string(),
+        a.attempt.to_string(),
+        a.outcome.name().to_owned(),
+        opt(&a.holder),
+        a.ended_at.to_string(),
+        opt(&a.started_at.map(|s| a.ended_at - s)),
+        a.appended.len().to_string(),
+        a.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("-").to_owned(),
+    ]
 }

@@ -73,6 +73,7 @@ async fn seed(store: &dyn Store) {
             head: head.head,
             attempt: head.attempt,
             error: "declined".into(),
+            aborted: false,
             max_failures: 1,
             backoff: Backoff::default(),
         };
@@ -183,6 +184,38 @@ async fn reads_actions_and_exit_codes(kind: &str) {
     ] {
         assert!(letter.get(field).is_some(), "dead-letter JSON has {field}: {letter}");
     }
+
+    // Dead letters by cause, and the attempt history of a head and of a session.
+    let (code, out, _) = a2(path, &["--json", "dead-letters", "--group-by", "cause"]);
+    assert_eq!(code, 0);
+    let groups = json_of(&out);
+    assert_eq!(groups.as_array().map(Vec::len), Some(1), "{groups}");
+    assert_eq!(
+        (&groups[0]["consumer"], &groups[0]["cause"], &groups[0]["count"]),
+        (&json!("charger"), &json!("declined"), &json!(1))
+    );
+    assert_eq!(groups[0]["sample"]["index"], json!(1));
+    let o1 = ["--contract", "shop", "--session", "o-1"];
+    let (code, out, _) =
+        a2(path, &[&["--json", "attempts"][..], &o1, &["--consumer", "charger", "--index", "1"]].concat());
+    assert_eq!(code, 0);
+    let attempt = &json_of(&out)["items"][0];
+    for field in
+        ["consumer", "lane", "index", "attempt", "holder", "started_at", "ended_at", "outcome", "error", "appended"]
+    {
+        assert!(attempt.get(field).is_some(), "attempts JSON has {field}: {attempt}");
+    }
+    assert_eq!(
+        (&attempt["outcome"], &attempt["error"], &attempt["holder"]),
+        (&json!("failed"), &json!("declined"), &json!("seed"))
+    );
+    let (code, out, _) = a2(path, &[&["--json", "timeline"][..], &o1].concat());
+    assert_eq!(code, 0);
+    assert_eq!(json_of(&out).as_array().map(Vec::len), Some(1), "{out}");
+    let (code, out, _) = a2(path, &[&["timeline"][..], &o1].concat());
+    assert!(code == 0 && out.contains("failed") && out.contains("declined"), "the table: {out}");
+    let (code, _, err) = a2(path, &["attempts", "--contract", "shop", "--session", "nobody"]);
+    assert_eq!(code, 4, "no such session: {err}");
 
     let (code, _, err) = a2(path, &["consume", "--contract", "shop", "--session", "o-1", "--consumer", "charger"]);
     assert_eq!(code, 2, "a consumer without a string lane cannot be consumed: {err}");

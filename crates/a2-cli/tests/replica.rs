@@ -78,7 +78,8 @@ async fn a_hot_standby_is_read_polled_and_refuses_actions_naming_the_replica() {
         limit: 50,
     };
     assert!(!studio.event_list(events).await.unwrap_or_else(|e| panic!("{e}")).is_empty());
-    let all_dead = DeadLetterQuery { contract: None, session: None, consumer: None, after: None, limit: 100 };
+    let all_dead =
+        DeadLetterQuery { contract: None, session: None, consumer: None, cause: None, after: None, limit: 100 };
     let dead = studio.dead_letter_list(all_dead).await.unwrap_or_else(|e| panic!("{e}"));
     studio.audit_list(AuditQuery { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
     // Kept totals as the primary last refreshed them: asked fresher, they come back stale rather than refreshed.

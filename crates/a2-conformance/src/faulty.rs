@@ -151,4 +151,13 @@ impl Store for Faulty {
     async fn audit_list(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError> {
         self.inner.audit_list(params).await
     }
+    async fn attempt_list(&self, params: AttemptList) -> Result<Vec<Attempt>, StoreError> {
+        self.inner.attempt_list(params).await
+    }
+    async fn attempt_prune(&self, params: AttemptPrune) -> Result<AttemptPruned, StoreError> {
+        self.inner.attempt_prune(params).await
+    }
+    async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError> {
+        self.inner.dead_letter_groups(params).await
+    }
 }

@@ -17,6 +17,7 @@ mod faulty;
 mod fidelity;
 mod grouping;
 mod healing;
+mod history;
 mod inspection;
 mod operations;
 pub mod property;
@@ -104,6 +105,9 @@ macro_rules! conformance_suite {
                     a_bad_import_writes_nothing,
                     payload_search_walks_sessions_in_chunks,
                     event_filter_pages_through_a_session,
+                    attempt_history_records_every_outcome,
+                    attempt_history_is_pruned_by_retention,
+                    dead_letters_group_by_cause,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;

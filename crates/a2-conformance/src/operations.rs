@@ -251,6 +251,7 @@ pub async fn session_import_copies_a_session_whole(factory: &dyn StoreFactory) {
             contract: Some(CONTRACT.into()),
             session: Some(key("copy")),
             consumer: None,
+            cause: None,
             after: None,
             limit: 50,
         })

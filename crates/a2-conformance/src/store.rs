@@ -11,10 +11,11 @@ use crate::StoreFactory;
 
 pub use crate::fidelity::*;
 pub use crate::grouping::*;
+pub use crate::history::*;
 pub use crate::inspection::*;
 pub use crate::operations::*;
 
-fn complete(
+pub(crate) fn complete(
     session: &str,
     head: &HeadRef,
     attempt: u32,

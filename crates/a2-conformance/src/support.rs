@@ -79,6 +79,7 @@ pub fn fail_params(session: &str, head: &HeadRef, attempt: u32) -> HeadFail {
         head: head.clone(),
         attempt,
         error: format!("boom at attempt {attempt}"),
+        aborted: false,
         max_failures: 10,
         backoff: BACKOFF,
     }

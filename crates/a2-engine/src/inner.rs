@@ -313,8 +313,31 @@ impl Inner {
                 if let Err(error) = inner.store.consumer_totals_refresh().await {
                     tracing::warn!(code = error.code(), %error, "could not refresh the kept consumer totals");
                 }
+                inner.prune_attempts().await;
             }
         });
+    }
+
+    /// Keep the attempt history within its retention: each head its newest
+    /// attempts, a dead-lettered head all of its own; a page of sessions a call.
+    async fn prune_attempts(&self) {
+        let mut after = None;
+        loop {
+            let params = a2_store::AttemptPrune {
+                contract: self.contract.name().to_owned(),
+                after,
+                sessions: a2_store::MAX_PAGE,
+                keep: a2_store::ATTEMPTS_KEPT_PER_HEAD,
+            };
+            match self.store.attempt_prune(params).await {
+                Ok(a2_store::AttemptPruned { next: Some(next), .. }) => after = Some(next),
+                Ok(_) => return,
+                Err(error) => {
+                    tracing::warn!(code = error.code(), %error, "could not prune the attempt history; trying again later");
+                    return;
+                }
+            }
+        }
     }
 
     /// Look for work a dead process left, on start and every `rescue_every`,

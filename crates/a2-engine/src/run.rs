@@ -165,7 +165,8 @@ async fn run_and_settle(
         Ok(result) => result.map_err(|e| e.to_string()),
         Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name())),
     };
-    if run_token.is_cancelled() {
+    let aborted = run_token.is_cancelled();
+    if aborted {
         tracing::Span::current().record("a2.event.aborted", true);
     }
     let returned = result.and_then(|returned| returned_events(inner, consumer, claimed, session_id, returned));
@@ -175,12 +176,12 @@ async fn run_and_settle(
         Ok(events) => match complete(inner, claimed, events).await {
             Err(StoreError::PartialDuplicateBatch { session, ids }) => {
                 let message = StoreError::PartialDuplicateBatch { session, ids }.to_string();
-                fail(inner, claimed, message).await
+                fail(inner, claimed, message, false).await
             }
             Err(error) => HeadOutcome::StoreFailed(error),
             Ok(outcome) => outcome,
         },
-        Err(message) => fail(inner, claimed, message).await,
+        Err(message) => fail(inner, claimed, message, aborted).await,
     }
 }
 
@@ -277,13 +278,14 @@ async fn settle(claimed: &ClaimedHead, queue: &SettleQueue) -> HeadOutcome {
     outcome
 }
 
-async fn fail(inner: &Arc<Inner>, claimed: &ClaimedHead, error: String) -> HeadOutcome {
+async fn fail(inner: &Arc<Inner>, claimed: &ClaimedHead, error: String, aborted: bool) -> HeadOutcome {
     let span = commit_span(claimed, "fail");
     let params = HeadFail {
         session: claimed.event.session.clone(),
         head: claimed.head.clone(),
         attempt: claimed.attempt,
         error,
+        aborted,
         max_failures: MAX_FAILURES,
         backoff: inner.timings.backoff,
     };

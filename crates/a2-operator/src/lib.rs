@@ -25,8 +25,8 @@ pub use connect::{attach, default_mode, Attached, Connect, Mode, StoreKind};
 pub use console::ConsumerRef;
 pub use error::{exit_code, OperatorError};
 pub use params::{
-    ActivityCursor, ActivityQuery, ClearSession, ConsumeTarget, EventQuery, Redrive, SessionQuery, SessionRef,
-    TotalsQuery,
+    ActivityCursor, ActivityQuery, AttemptQuery, ClearSession, ConsumeTarget, EventQuery, Redrive, SessionQuery,
+    SessionRef, TotalsQuery,
 };
 pub use search::{path_pattern, SearchQuery};
 pub use transfer::{ExportCounts, ExportHeader, Imported, SessionCopy, EXPORT_FORMAT};
@@ -36,8 +36,9 @@ pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redr
 /// name them through the operator and depend on no store crate.
 pub mod model {
     pub use a2_store::{
-        Access, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter, DeadLetterList, Event, EventMatch, HeadKey,
-        HeadKind, HeadRef, Millis, PausedConsumer, RedriveAction, SessionSummary, TotalsSnapshot,
+        Access, Attempt, AttemptKey, AttemptOutcome, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter,
+        DeadLetterGroup, DeadLetterList, Event, EventMatch, HeadKey, HeadKind, HeadRef, Millis, PausedConsumer,
+        RedriveAction, SessionSummary, TotalsSnapshot,
     };
     pub use a2_store_postgres::{PgServer, TlsState};
 }
@@ -92,6 +93,8 @@ fn export_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
 pub struct RedriveAll {
     pub contract: Option<String>,
     pub consumer: Option<String>,
+    /// Only the dead letters of this cause: a group of the grouped queue.
+    pub cause: Option<String>,
     pub action: RedriveAction,
     /// Stop after this many.
     pub stop_at: Option<u64>,
@@ -331,6 +334,21 @@ impl Operator {
         Ok(Page { items, next })
     }
 
+    /// A session's attempts: newest first (a head's history) or oldest first (its timeline).
+    pub async fn attempt_list(&self, query: AttemptQuery) -> Result<Page<Attempt, AttemptKey>> {
+        let AttemptQuery { session, consumer, index, after, oldest_first, limit } = query;
+        let params = AttemptList { session: session.key()?, consumer, index, after, oldest_first, limit };
+        let items = self.store().attempt_list(params).await?;
+        self.exists_if_empty(&items, &session).await?;
+        let next = (items.len() == page_size(limit)).then(|| items.last().map(Attempt::key)).flatten();
+        Ok(Page { items, next })
+    }
+
+    /// Dead letters grouped by consumer and cause, largest group first.
+    pub async fn dead_letter_groups(&self, contract: Option<String>) -> Result<Vec<DeadLetterGroup>> {
+        Ok(self.store().dead_letter_groups(DeadLetterGroups { contract }).await?)
+    }
+
     pub async fn snapshot_list(&self, session: &SessionRef) -> Result<Vec<SnapshotInfo>> {
         let snapshots = self.store().snapshot_list(&session.key()?).await?;
         self.exists_if_empty(&snapshots, session).await?;
@@ -433,6 +451,7 @@ impl Operator {
             let query = DeadLetterList {
                 contract: job.contract.clone(),
                 consumer: job.consumer.clone(),
+                cause: job.cause.clone(),
                 after: after.clone(),
                 limit: MAX_PAGE,
                 ..Default::default()

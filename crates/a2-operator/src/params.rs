@@ -123,3 +123,14 @@ mod tests {
         }
     }
 }
+
+/// A session's attempts, optionally of one consumer or one index.
+#[derive(Debug, Clone)]
+pub struct AttemptQuery {
+    pub session: SessionRef,
+    pub consumer: Option<String>,
+    pub index: Option<u64>,
+    pub after: Option<a2_store::AttemptKey>,
+    pub oldest_first: bool,
+    pub limit: u32,
+}

@@ -66,6 +66,7 @@ async fn seed(store: &dyn Store) {
                     head: head.head,
                     attempt: head.attempt,
                     error: "card declined".into(),
+                    aborted: false,
                     max_failures: 1,
                     backoff: Backoff::default(),
                 };

@@ -60,6 +60,7 @@ pub(crate) static SQL: Statements = Statements {
          WHERE h.failed_at IS NOT NULL AND h.session >= $1 AND h.session < $2 \
            AND ($3::text IS NULL OR h.session = $3) AND ($4::text IS NULL OR h.consumer = $4) \
            AND (h.session, h.consumer, h.lane, h.idx) > ($5, $6, $7, $8) \
+           AND ($10::text IS NULL OR COALESCE(h.last_error_cause, '') = $10) \
          ORDER BY h.session, h.consumer, h.lane, h.idx LIMIT $9",
     // Cursors from the covering partial index `a2_cursors` joined to their
     // sessions, plus pending per-event heads from `a2_pending_heads`: two
@@ -142,9 +143,11 @@ pub(crate) static SQL: Statements = Statements {
     head_lock: "SELECT * FROM a2_heads WHERE session = $1 AND consumer = $2 AND lane = $3 AND idx = $4 FOR UPDATE",
     head_states_put: Each::Lists(
         "UPDATE a2_heads h SET attempt_count = u.a, failure_count = u.f, last_error = u.e, failed_at = u.fa, \
-           lease_holder = u.lh, lease_expires_at = u.le, next_attempt_at = u.na \
+           lease_holder = u.lh, lease_expires_at = u.le, next_attempt_at = u.na, attempt_started_at = u.sa, \
+           last_error_cause = u.ec \
          FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::int[], $6::int[], $7::text[], $8::bigint[], \
-           $9::text[], $10::bigint[], $11::bigint[]) AS u(c, l, i, a, f, e, fa, lh, le, na) \
+           $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[]) \
+           AS u(c, l, i, a, f, e, fa, lh, le, na, sa, ec) \
          WHERE h.session = $1 AND h.consumer = u.c AND h.lane = u.l AND h.idx = u.i",
     ),
     cursor_settle: "UPDATE a2_heads SET idx = idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
@@ -230,6 +233,46 @@ pub(crate) static SQL: Statements = Statements {
            $6::int[], $7::int[], $8::text[], $9::bigint[], $10::bigint[]) AS t(c, l, i, k, a, f, e, fa, na)",
     ),
     snapshot_import: "INSERT INTO a2_snapshots (session, reducer, idx, state, pins, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+    attempts_put: Each::Lists(
+        "INSERT INTO a2_attempts AS a (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome, \
+           error, appended) \
+         SELECT $1, c, l, i, n, h, sa, ea, o, x, p FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::int[], \
+           $6::text[], $7::bigint[], $8::bigint[], $9::smallint[], $10::text[], $11::jsonb[]) \
+           AS u(c, l, i, n, h, sa, ea, o, x, p) \
+         ON CONFLICT (session, consumer, lane, idx, attempt) DO UPDATE SET outcome = excluded.outcome, \
+           ended_at = excluded.ended_at, error = COALESCE(excluded.error, a.error) \
+         WHERE a.outcome = 2 AND excluded.outcome = 3",
+    ),
+    attempts_settled: Each::Lists(
+        "INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome) \
+         SELECT h.session, h.consumer, h.lane, h.idx, h.attempt_count, h.lease_holder, h.attempt_started_at, $2, 0 \
+         FROM a2_heads h JOIN UNNEST($3::text[], $4::text[], $5::bigint[], $6::int[]) AS u(c, l, i, a) \
+           ON h.consumer = u.c AND h.lane = u.l AND h.idx = u.i \
+         WHERE h.session = $1 AND h.attempt_count = u.a AND h.failed_at IS NULL \
+         FOR UPDATE OF h \
+         ON CONFLICT DO NOTHING",
+    ),
+    attempts_cleared: "INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, \
+           outcome) \
+         SELECT session, consumer, lane, idx, attempt_count, lease_holder, attempt_started_at, $3, 5 FROM a2_heads \
+         WHERE session = $1 AND idx <= $2 AND lease_holder IS NOT NULL AND lease_expires_at > $3 AND failed_at IS NULL \
+         ON CONFLICT DO NOTHING",
+    attempts_newest_first: "SELECT * FROM a2_attempts WHERE session = $1 AND ($2::text IS NULL OR consumer = $2) \
+           AND ($3::bigint IS NULL OR idx = $3) AND (ended_at, consumer, lane, idx, attempt) < ($4, $5, $6, $7, $8) \
+         ORDER BY ended_at DESC, consumer DESC, lane DESC, idx DESC, attempt DESC LIMIT $9",
+    attempts_oldest_first: "SELECT * FROM a2_attempts WHERE session = $1 AND ($2::text IS NULL OR consumer = $2) \
+           AND ($3::bigint IS NULL OR idx = $3) AND (ended_at, consumer, lane, idx, attempt) > ($4, $5, $6, $7, $8) \
+         ORDER BY ended_at, consumer, lane, idx, attempt LIMIT $9",
+    attempts_prune: "DELETE FROM a2_attempts a WHERE a.session >= $1 AND a.session <= $2 \
+           AND EXISTS (SELECT 1 FROM a2_attempts n WHERE n.session = a.session AND n.consumer = a.consumer \
+             AND n.lane = a.lane AND n.idx = a.idx AND n.attempt >= a.attempt + $3) \
+           AND NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = a.session AND h.consumer = a.consumer \
+             AND h.lane = a.lane AND h.idx = a.idx AND h.failed_at IS NOT NULL)",
+    dead_letter_groups: "SELECT split_part(h.session, chr(31), 1) AS contract, h.consumer, \
+           COALESCE(h.last_error_cause, '') AS cause, COUNT(*) AS n, MIN(h.failed_at) AS first_failed_at, \
+           MAX(h.failed_at) AS last_failed_at, MAX(h.last_error) AS sample_error, MIN(h.session) AS sample_session \
+         FROM a2_heads h WHERE h.failed_at IS NOT NULL AND h.session >= $1 AND h.session < $2 \
+         GROUP BY 1, 2, 3 ORDER BY n DESC, 1, 2, 3",
     payload_binding: PayloadBinding::Document,
     search_sessions: "SELECT session FROM a2_sessions WHERE session >= $1 AND session < $2 AND session > $3 \
          ORDER BY session LIMIT $4",

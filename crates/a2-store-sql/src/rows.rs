@@ -15,6 +15,23 @@ pub fn head_state(row: &Row) -> Result<HeadState, StoreError> {
         lease_holder: row.opt_text("lease_holder")?,
         lease_expires_at: row.opt_int("lease_expires_at")?,
         next_attempt_at: row.opt_int("next_attempt_at")?,
+        attempt_started_at: row.opt_int("attempt_started_at")?,
+    })
+}
+
+pub fn attempt(row: &Row) -> Result<Attempt, StoreError> {
+    let appended: Option<Vec<String>> = row.opt_json("appended")?;
+    Ok(Attempt {
+        consumer: row.text("consumer")?,
+        lane: lane_from_column(row.text("lane")?),
+        index: row.u64("idx")?,
+        attempt: row.u32("attempt")?,
+        holder: row.opt_text("holder")?,
+        started_at: row.opt_int("started_at")?,
+        ended_at: row.int("ended_at")?,
+        outcome: AttemptOutcome::from_code(row.int("outcome")?)?,
+        error: row.opt_text("error")?,
+        appended: appended.unwrap_or_default(),
     })
 }
 

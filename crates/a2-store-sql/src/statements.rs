@@ -26,7 +26,7 @@ pub struct Statements {
     pub heads_of_session: &'static str,
     /// (from key, consumer?, limit) → session
     pub sessions_with_heads: &'static str,
-    /// (lo, hi, session?, consumer?, after session, consumer, lane, idx, limit) → heads with `e_id`, `e_type`
+    /// (lo, hi, session?, consumer?, after session, consumer, lane, idx, limit, cause?) → heads with `e_id`, `e_type`
     pub dead_letters: &'static str,
     /// (lo, hi) → contract, consumer, sessions, lagging, total_lag, dead_letters
     pub consumer_totals: &'static str,
@@ -74,7 +74,8 @@ pub struct Statements {
     pub untaken_skip: &'static str,
     /// (key, consumer, lane, idx) → the head; locked where rows lock
     pub head_lock: &'static str,
-    /// (key) then per head (consumer, lane, idx, attempts, failures, error, failed at, holder, expires, next)
+    /// (key) then per head (consumer, lane, idx, attempts, failures, error, failed at, holder, expires, next,
+    /// attempt started at, error cause)
     pub head_states_put: Each,
     /// (key, consumer, lane, idx)
     pub cursor_settle: &'static str,
@@ -135,6 +136,23 @@ pub struct Statements {
     /// How a payload pattern is bound to the search statements: the JSON
     /// document itself (`@>`), or its `(path, scalar)` leaves (`json_extract`).
     pub payload_binding: PayloadBinding,
+    // ── attempt history ──
+    /// (key) then per attempt (consumer, lane, idx, attempt, holder, started at, ended at, outcome, error,
+    /// appended): a new record, or a lapse (2) replaced by the same attempt's late outcome (superseded, 3)
+    pub attempts_put: Each,
+    /// (key, now) then per head (consumer, lane, idx, attempt): a completed attempt (0) for each head
+    /// still running that attempt, from its row (locked where rows lock); run before the heads settle
+    pub attempts_settled: Each,
+    /// (key, boundary, now): the attempts running at or below a clear's boundary end as cleared (5)
+    pub attempts_cleared: &'static str,
+    /// (key, consumer?, idx?, after ended_at, consumer, lane, idx, attempt, limit) → attempts
+    pub attempts_newest_first: &'static str,
+    /// (key, consumer?, idx?, after ended_at, consumer, lane, idx, attempt, limit) → attempts
+    pub attempts_oldest_first: &'static str,
+    /// (first key, last key, keep): drop attempts with `keep` newer ones of their head, unless the head is dead
+    pub attempts_prune: &'static str,
+    /// (lo, hi) → contract, consumer, cause, n, first_failed_at, last_failed_at, sample_error, sample_session
+    pub dead_letter_groups: &'static str,
     /// (lo, hi, after, scan) → session: a page of a contract's session keys
     pub search_sessions: &'static str,
     /// (first key, last key, payload, type, id) → the first matching event of

@@ -169,6 +169,8 @@ impl<B: SqlBackend> SqlStore<B> {
                         Arg::OptText(s.lease_holder.clone()),
                         Arg::OptInt(s.lease_expires_at),
                         Arg::OptInt(s.next_attempt_at),
+                        Arg::OptInt(s.attempt_started_at),
+                        Arg::OptText(s.last_error.as_deref().map(error_cause)),
                     ])
                     .collect()
             })
@@ -229,11 +231,42 @@ impl<B: SqlBackend> SqlStore<B> {
         }
         let boundary = Arg::Int(to_i64(head));
         let sql = self.sql();
+        let now = Arg::Int(self.now());
+        conn.execute(sql.attempts_cleared, vec![key.clone(), boundary.clone(), now]).await?;
         conn.execute(sql.clear_session, vec![boundary.clone(), Arg::Int(self.now()), key.clone()]).await?;
         conn.execute(sql.clear_cursors, vec![boundary.clone(), key.clone()]).await?;
         conn.execute(sql.clear_event_heads, vec![key.clone(), boundary]).await?;
         conn.execute(sql.clear_snapshots, vec![key]).await?;
         Ok(Cleared { cleared: true, index: head })
+    }
+
+    /// Record how attempts ended (see [`Statements::attempts_put`](crate::Statements)).
+    pub(crate) async fn attempts_put(
+        &self,
+        conn: &mut dyn Conn,
+        key: &str,
+        attempts: &[Attempt],
+    ) -> Result<(), StoreError> {
+        let rows: Vec<Vec<Arg>> = attempts
+            .iter()
+            .map(|a| {
+                let appended = (!a.appended.is_empty()).then(|| serde_json::json!(a.appended));
+                vec![
+                    Arg::text(&a.consumer),
+                    Arg::text(lane_column(a.lane.as_deref())),
+                    Arg::Int(to_i64(a.index)),
+                    Arg::Int(i64::from(a.attempt)),
+                    Arg::OptText(a.holder.clone()),
+                    Arg::OptInt(a.started_at),
+                    Arg::Int(a.ended_at),
+                    Arg::Int(i64::from(a.outcome.code())),
+                    Arg::OptText(a.error.clone()),
+                    Arg::OptJson(appended),
+                ]
+            })
+            .collect();
+        run_each(conn, &self.sql().attempts_put, &[Arg::text(key)], &rows).await?;
+        Ok(())
     }
 
     /// Record an action's audit entry, if it has one, with its outcome, in

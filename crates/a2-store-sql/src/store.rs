@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use a2_store::codec::to_i64;
-use a2_store::rules::{self, check_batch, claim_head, cursor_state, untaken_cursor};
+use a2_store::rules::{self, check_batch, claim_head, cursor_state, untaken_cursor, HeadState};
 use a2_store::*;
 
 use crate::each::run_each;
@@ -84,6 +84,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         // COMMITTED), a cursor the skip above saw held can be completed onto
         // an untaken event before the selection reads it: such a cursor is
         // locked, skipped and looked at again, never run.
+        let mut lapsed = Vec::new();
         for _pass in 0..4 {
             let fetch = i64::try_from(limit + params.exclude.len()).unwrap_or(i64::MAX);
             let args = vec![Arg::text(key), names.clone(), through.clone(), Arg::Int(now), Arg::Int(fetch)];
@@ -103,7 +104,9 @@ impl<B: SqlBackend> Store for SqlStore<B> {
                     untaken.push(head_ref.consumer);
                     continue;
                 }
+                let lapse = Attempt::lapsed(&head_ref, &state, now);
                 if claim_head(&mut state, head_ref.clone(), event, &params, now, &mut claimed) {
+                    lapsed.extend(lapse);
                     changed.push((head_ref, state));
                 }
             }
@@ -117,6 +120,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
                 self.skip_untaken(tx.as_mut(), key, head_now, consumer, now).await?;
             }
         }
+        self.attempts_put(tx.as_mut(), key, &lapsed).await?;
         tx.commit().await?;
         Ok(claimed)
     }
@@ -135,13 +139,18 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let key = params.session.as_str();
         let now = self.now();
         let mut tx = self.backend.begin().await?;
-        let Some((kind, state)) = self.lock_head(tx.as_mut(), key, &params.head).await? else {
+        let locked = self.lock_head(tx.as_mut(), key, &params.head).await?;
+        let Some((kind, state)) = locked.filter(|(_, state)| state.is_current(params.attempt)) else {
+            let late =
+                Attempt::ended(&params.head, &HeadState::default(), params.attempt, now, AttemptOutcome::Superseded);
+            self.attempts_put(tx.as_mut(), key, &[late]).await?;
+            tx.commit().await?;
             return Ok(CompleteOutcome::Superseded);
         };
-        if !state.is_current(params.attempt) {
-            return Ok(CompleteOutcome::Superseded);
-        }
+        let mut attempt = Attempt::ended(&params.head, &state, params.attempt, now, AttemptOutcome::Completed);
         let (appended, duplicate) = self.append_in(tx.as_mut(), key, params.events, &params.consumers, now).await?;
+        attempt.appended = appended.iter().map(|e| e.id.clone()).collect();
+        self.attempts_put(tx.as_mut(), key, &[attempt]).await?;
         // No touch of the session row: completions of one session's heads must not queue on it.
         self.settle(tx.as_mut(), key, &params.head, kind).await?;
         let session_head = self.session_row(tx.as_mut(), key).await?.map_or(0, |(h, _)| h);
@@ -157,6 +166,8 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let leading = [Arg::text(&params.session)];
         let rows: Vec<Vec<Arg>> = params.heads.iter().map(fenced).collect();
         let mut tx = self.backend.begin().await?;
+        let attempts = [Arg::text(&params.session), Arg::Int(self.now())];
+        run_each(tx.as_mut(), &self.sql().attempts_settled, &attempts, &rows).await?;
         let mut settled = run_each(tx.as_mut(), &self.sql().cursors_complete, &leading, &rows).await?;
         settled.extend(run_each(tx.as_mut(), &self.sql().event_heads_complete, &leading, &rows).await?);
         tx.commit().await?;
@@ -164,14 +175,22 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
     async fn head_fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError> {
         let key = params.session.as_str();
+        let now = self.now();
         let mut tx = self.backend.begin().await?;
-        let Some((_, mut state)) = self.lock_head(tx.as_mut(), key, &params.head).await? else {
+        let locked = self.lock_head(tx.as_mut(), key, &params.head).await?;
+        let ran = if params.aborted { AttemptOutcome::Aborted } else { AttemptOutcome::Failed };
+        let Some((_, mut state)) = locked.filter(|(_, state)| state.is_current(params.attempt)) else {
+            let mut late =
+                Attempt::ended(&params.head, &HeadState::default(), params.attempt, now, AttemptOutcome::Superseded);
+            late.error = Some(params.error);
+            self.attempts_put(tx.as_mut(), key, &[late]).await?;
+            tx.commit().await?;
             return Ok(FailOutcome::Superseded);
         };
-        if !state.is_current(params.attempt) {
-            return Ok(FailOutcome::Superseded);
-        }
-        let outcome = state.fail(self.now(), params.error, params.max_failures, params.backoff);
+        let mut attempt = Attempt::ended(&params.head, &state, params.attempt, now, ran);
+        attempt.error = Some(params.error.clone());
+        let outcome = state.fail(now, params.error, params.max_failures, params.backoff);
+        self.attempts_put(tx.as_mut(), key, &[attempt]).await?;
         self.put_states(tx.as_mut(), key, &[(params.head, state)]).await?;
         tx.commit().await?;
         Ok(outcome)
@@ -460,6 +479,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             Arg::text(codec::lane_column(after.lane.as_deref())),
             Arg::Int(to_i64(after.index)),
             page(params.limit),
+            Arg::OptText(params.cause),
         ];
         let rows = self.backend.read().await?.fetch(self.sql().dead_letters, args).await?;
         rows.iter().map(dead_letter).collect()
@@ -504,6 +524,82 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
         let rows = self.backend.read().await?.fetch(self.sql().snapshots_of_session, vec![Arg::text(session)]).await?;
         rows.iter().map(snapshot_info).collect()
+    }
+    async fn attempt_list(&self, params: AttemptList) -> Result<Vec<Attempt>, StoreError> {
+        let sql = if params.oldest_first { self.sql().attempts_oldest_first } else { self.sql().attempts_newest_first };
+        // The first page starts beyond every real position, in the list's direction.
+        let after = params.after.unwrap_or(AttemptKey {
+            ended_at: if params.oldest_first { Millis::MIN } else { Millis::MAX },
+            consumer: String::new(),
+            lane: None,
+            index: 0,
+            attempt: 0,
+        });
+        let args = vec![
+            Arg::text(&params.session),
+            Arg::OptText(params.consumer),
+            Arg::OptInt(params.index.map(to_i64)),
+            Arg::Int(after.ended_at),
+            Arg::Text(after.consumer),
+            Arg::text(codec::lane_column(after.lane.as_deref())),
+            Arg::Int(to_i64(after.index)),
+            Arg::Int(i64::from(after.attempt)),
+            page(params.limit),
+        ];
+        let rows = self.backend.read().await?.fetch(sql, args).await?;
+        rows.iter().map(crate::rows::attempt).collect()
+    }
+    async fn attempt_prune(&self, params: AttemptPrune) -> Result<AttemptPruned, StoreError> {
+        let (lo, hi) = codec::prefix_range(&session_key(&params.contract, ""));
+        let after = params.after.map(|a| session_key(&params.contract, &a)).unwrap_or_default();
+        let scan = params.sessions.clamp(1, MAX_PAGE);
+        let args = vec![Arg::Text(lo), Arg::Text(hi), Arg::Text(after), Arg::Int(i64::from(scan))];
+        let mut tx = self.backend.begin().await?;
+        let keys = tx.fetch(self.sql().search_sessions, args).await?;
+        let keys = keys.iter().map(|r| r.text("session")).collect::<Result<Vec<_>, _>>()?;
+        let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
+            return Ok(AttemptPruned::default());
+        };
+        let args = vec![Arg::text(first), Arg::text(last), Arg::Int(i64::from(params.keep.max(1)))];
+        let pruned = tx.execute(self.sql().attempts_prune, args).await?;
+        tx.commit().await?;
+        let next = (keys.len() >= scan as usize).then(|| split_session_key(last).1.to_owned());
+        Ok(AttemptPruned { pruned, next })
+    }
+    async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError> {
+        let (lo, hi) = contract_range(params.contract.as_deref());
+        let mut conn = self.backend.read().await?;
+        let rows = conn.fetch(self.sql().dead_letter_groups, vec![Arg::Text(lo), Arg::Text(hi)]).await?;
+        let mut groups = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let (consumer, cause) = (row.text("consumer")?, row.text("cause")?);
+            // The group's first dead letter in its first session: one keyed read per group.
+            let sample_session = row.text("sample_session")?;
+            let args = vec![
+                Arg::Text(String::new()),
+                Arg::text("\u{10FFFF}"),
+                Arg::text(&sample_session),
+                Arg::text(&consumer),
+                Arg::Text(String::new()),
+                Arg::Text(String::new()),
+                Arg::Text(String::new()),
+                Arg::Int(0),
+                Arg::Int(1),
+                Arg::text(&cause),
+            ];
+            let sample = conn.fetch_one(self.sql().dead_letters, args).await?;
+            groups.push(DeadLetterGroup {
+                contract: row.text("contract")?,
+                consumer,
+                cause,
+                count: row.u64("n")?,
+                first_failed_at: row.int("first_failed_at")?,
+                last_failed_at: row.int("last_failed_at")?,
+                sample_error: row.opt_text("sample_error")?.unwrap_or_default(),
+                sample: dead_letter(&sample)?.key(),
+            });
+        }
+        Ok(largest_first(groups))
     }
     async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {
         let mut tx = self.backend.begin().await?;

@@ -66,6 +66,7 @@ pub(crate) static SQL: Statements = Statements {
          WHERE h.failed_at IS NOT NULL AND h.session >= ?1 AND h.session < ?2 \
            AND (?3 IS NULL OR h.session = ?3) AND (?4 IS NULL OR h.consumer = ?4) \
            AND (h.session, h.consumer, h.lane, h.idx) > (?5, ?6, ?7, ?8) \
+           AND (?10 IS NULL OR COALESCE(h.last_error_cause, '') = ?10) \
          ORDER BY h.session, h.consumer, h.lane, h.idx LIMIT ?9",
     consumer_totals: concat!(
         "WITH per AS ( \
@@ -136,7 +137,8 @@ pub(crate) static SQL: Statements = Statements {
              AND e.type IN (SELECT value FROM json_each(?3)))",
     head_lock: "SELECT * FROM a2_heads WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4",
     head_states_put: Each::PerRow("UPDATE a2_heads SET attempt_count = ?5, failure_count = ?6, last_error = ?7, failed_at = ?8, \
-             lease_holder = ?9, lease_expires_at = ?10, next_attempt_at = ?11 \
+             lease_holder = ?9, lease_expires_at = ?10, next_attempt_at = ?11, attempt_started_at = ?12, \
+             last_error_cause = ?13 \
              WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4"),
     cursor_settle: "UPDATE a2_heads SET idx = idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
          failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
@@ -201,6 +203,44 @@ pub(crate) static SQL: Statements = Statements {
     heads_import: Each::PerRow("INSERT INTO a2_heads (session, consumer, lane, idx, kind, attempt_count, failure_count, \
              last_error, failed_at, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
     snapshot_import: "INSERT INTO a2_snapshots (session, reducer, idx, state, pins, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    attempts_put: Each::PerRow(
+        "INSERT INTO a2_attempts AS a (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome, \
+           error, appended) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+         ON CONFLICT (session, consumer, lane, idx, attempt) DO UPDATE SET outcome = excluded.outcome, \
+           ended_at = excluded.ended_at, error = COALESCE(excluded.error, a.error) \
+         WHERE a.outcome = 2 AND excluded.outcome = 3",
+    ),
+    attempts_settled: Each::PerRow(
+        "INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome) \
+         SELECT session, consumer, lane, idx, attempt_count, lease_holder, attempt_started_at, ?2, 0 FROM a2_heads \
+         WHERE session = ?1 AND consumer = ?3 AND lane = ?4 AND idx = ?5 AND attempt_count = ?6 AND failed_at IS NULL \
+         ON CONFLICT DO NOTHING",
+    ),
+    attempts_cleared: "INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, \
+           outcome) \
+         SELECT session, consumer, lane, idx, attempt_count, lease_holder, attempt_started_at, ?3, 5 FROM a2_heads \
+         WHERE session = ?1 AND idx <= ?2 AND lease_holder IS NOT NULL AND lease_expires_at > ?3 AND failed_at IS NULL \
+         ON CONFLICT DO NOTHING",
+    attempts_newest_first: "SELECT * FROM a2_attempts WHERE session = ?1 AND (?2 IS NULL OR consumer = ?2) \
+           AND (?3 IS NULL OR idx = ?3) AND (ended_at, consumer, lane, idx, attempt) < (?4, ?5, ?6, ?7, ?8) \
+         ORDER BY ended_at DESC, consumer DESC, lane DESC, idx DESC, attempt DESC LIMIT ?9",
+    attempts_oldest_first: "SELECT * FROM a2_attempts WHERE session = ?1 AND (?2 IS NULL OR consumer = ?2) \
+           AND (?3 IS NULL OR idx = ?3) AND (ended_at, consumer, lane, idx, attempt) > (?4, ?5, ?6, ?7, ?8) \
+         ORDER BY ended_at, consumer, lane, idx, attempt LIMIT ?9",
+    attempts_prune: "DELETE FROM a2_attempts AS a WHERE a.session >= ?1 AND a.session <= ?2 \
+           AND EXISTS (SELECT 1 FROM a2_attempts n WHERE n.session = a.session AND n.consumer = a.consumer \
+             AND n.lane = a.lane AND n.idx = a.idx AND n.attempt >= a.attempt + ?3) \
+           AND NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = a.session AND h.consumer = a.consumer \
+             AND h.lane = a.lane AND h.idx = a.idx AND h.failed_at IS NOT NULL)",
+    dead_letter_groups: concat!(
+        "SELECT ",
+        contract_of!("h.session"),
+        " AS contract, h.consumer, COALESCE(h.last_error_cause, '') AS cause, COUNT(*) AS n, \
+           MIN(h.failed_at) AS first_failed_at, MAX(h.failed_at) AS last_failed_at, MAX(h.last_error) AS sample_error, \
+           MIN(h.session) AS sample_session \
+         FROM a2_heads h WHERE h.failed_at IS NOT NULL AND h.session >= ?1 AND h.session < ?2 \
+         GROUP BY 1, 2, 3 ORDER BY n DESC, 1, 2, 3"
+    ),
     payload_binding: PayloadBinding::Leaves,
     search_sessions: "SELECT session FROM a2_sessions WHERE session >= ?1 AND session < ?2 AND session > ?3 \
          ORDER BY session LIMIT ?4",

@@ -2,6 +2,7 @@
 //! their own crates) implements [`Store`], and the conformance suite in
 //! `a2-conformance` proves that they all behave the same.
 
+mod attempts;
 mod clock;
 pub mod codec;
 mod error;
@@ -12,6 +13,7 @@ pub mod search;
 mod store;
 mod types;
 
+pub use attempts::*;
 pub use clock::{Clock, ManualClock, SystemClock, TokioClock};
 pub use error::StoreError;
 pub use keys::{check_session_key, session_key, split_session_key, validate_session_id, KEY_SEPARATOR};

@@ -16,6 +16,8 @@ pub struct HeadState {
     pub lease_holder: Option<String>,
     pub lease_expires_at: Option<Millis>,
     pub next_attempt_at: Option<Millis>,
+    /// When the current attempt's claim leased the head: its attempt history's start.
+    pub attempt_started_at: Option<Millis>,
 }
 
 /// What a claim found a head to be, or did to it.
@@ -83,6 +85,7 @@ impl HeadState {
         self.lease_holder = Some(holder.to_owned());
         self.lease_expires_at = Some(now + ttl_ms);
         self.next_attempt_at = None;
+        self.attempt_started_at = Some(now);
         self.attempt_count
     }
 
@@ -402,6 +405,7 @@ pub fn imported_state(h: &crate::ImportedHead) -> HeadState {
         lease_holder: None,
         lease_expires_at: None,
         next_attempt_at: h.next_attempt_at,
+        attempt_started_at: None,
     }
 }
 

@@ -1,5 +1,6 @@
 use std::sync::Arc;
 
+use crate::attempts::*;
 use crate::search::*;
 use crate::types::*;
 use crate::{Clock, StoreError};
@@ -139,6 +140,18 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// One session's events matching `filter`, oldest first, a bounded
     /// chunk of events looked at a call.
     async fn event_filter(&self, params: EventFilter) -> Result<EventFilterPage, StoreError>;
+
+    // ── attempt history ──────────────────────────────────────────────
+
+    /// A session's attempts (of one consumer, or one head), keyset paged by when they ended.
+    async fn attempt_list(&self, params: AttemptList) -> Result<Vec<Attempt>, StoreError>;
+
+    /// Drop old attempts in a page of a contract's sessions: each head keeps
+    /// its newest `keep`, a dead-lettered head all of its own.
+    async fn attempt_prune(&self, params: AttemptPrune) -> Result<AttemptPruned, StoreError>;
+
+    /// Dead letters grouped by contract, consumer and cause, largest group first.
+    async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError>;
 
     // ── the operators' audit log ─────────────────────────────────────
 

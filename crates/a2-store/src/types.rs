@@ -264,6 +264,8 @@ pub struct HeadFail {
     pub head: HeadRef,
     pub attempt: u32,
     pub error: String,
+    /// The run was cancelled before it threw: its attempt is recorded as aborted, not failed.
+    pub aborted: bool,
     pub max_failures: u32,
     pub backoff: Backoff,
 }
@@ -620,6 +622,8 @@ pub struct DeadLetterList {
     /// A storage key, to list one session's dead letters.
     pub session: Option<String>,
     pub consumer: Option<String>,
+    /// Only the dead letters of this cause (see [`crate::error_cause`]).
+    pub cause: Option<String>,
     pub after: Option<HeadKey>,
     pub limit: u32,
 }

@@ -390,11 +390,32 @@ impl Studio {
             contract: request.contract,
             session,
             consumer: request.consumer.filter(|c| !c.is_empty()),
+            cause: request.cause,
             after: request.after,
             limit: check_limit(request.limit)?,
         };
         let page = operator.dead_letter_list(query).await?;
         Ok(DeadLetterPage { items: page.items, next: page.next })
+    }
+
+    pub async fn dead_letter_groups(
+        &self,
+        request: DeadLetterGroupQuery,
+    ) -> Result<Vec<a2_operator::model::DeadLetterGroup>, ApiError> {
+        Ok(self.operator()?.dead_letter_groups(request.contract.filter(|c| !c.is_empty())).await?)
+    }
+
+    pub async fn attempt_list(&self, request: AttemptQuery) -> Result<AttemptPage, ApiError> {
+        let query = a2_operator::AttemptQuery {
+            session: a2_operator::SessionRef::new(request.contract, request.session),
+            consumer: request.consumer.filter(|c| !c.is_empty()),
+            index: request.index,
+            after: request.after,
+            oldest_first: request.oldest_first,
+            limit: check_limit(request.limit)?,
+        };
+        let page = self.operator()?.attempt_list(query).await?;
+        Ok(AttemptPage { items: page.items, next: page.next })
     }
 
     pub async fn snapshot_list(&self, request: SessionRef) -> Result<Vec<SnapshotView>, ApiError> {
@@ -473,6 +494,7 @@ impl Studio {
         let job = RedriveAll {
             contract: request.contract.filter(|c| !c.is_empty()),
             consumer: request.consumer.filter(|c| !c.is_empty()),
+            cause: request.cause,
             action: request.action,
             stop_at: request.stop_at,
             rate: request.rate,

@@ -15,8 +15,8 @@ mod types;
 pub mod web;
 
 pub use a2_operator::model::{
-    Access, Cause, Cleared, ConsumerTotal, DeadLetter, HeadKey, HeadKind, HeadRef, RedriveAction, SessionSummary,
-    TotalsSnapshot,
+    Access, Attempt, AttemptKey, AttemptOutcome, Cause, Cleared, ConsumerTotal, DeadLetter, DeadLetterGroup, HeadKey,
+    HeadKind, HeadRef, RedriveAction, SessionSummary, TotalsSnapshot,
 };
 pub use a2_operator::{ConsumeMode, Consumed, HeadView, JobProgress, Redriven, StoreKind};
 pub use commands::{Limits, Studio};
@@ -48,6 +48,8 @@ macro_rules! studio_commands {
             event_list(EventListRequest) -> Vec<EventView>;
             head_list(SessionRef) -> Vec<HeadView>;
             dead_letter_list(DeadLetterQuery) -> DeadLetterPage;
+            dead_letter_groups(DeadLetterGroupQuery) -> Vec<DeadLetterGroup>;
+            attempt_list(AttemptQuery) -> AttemptPage;
             snapshot_list(SessionRef) -> Vec<SnapshotView>;
             audit_list(AuditQuery) -> Vec<AuditView>;
             dead_letter_redrive(RedriveOne) -> Redriven;

@@ -5,7 +5,7 @@
 //! 2^53, and the Studio shows them exact.
 
 pub use a2_operator::model::PausedConsumer;
-use a2_operator::model::{HeadKey, Millis, RedriveAction};
+use a2_operator::model::{Attempt, AttemptKey, HeadKey, Millis, RedriveAction};
 use a2_operator::{ConsumeMode, JobProgress, StoreKind};
 use serde::{Deserialize, Serialize};
 use specta::Type;
@@ -280,6 +280,8 @@ pub struct DeadLetterQuery {
     pub contract: Option<String>,
     pub session: Option<String>,
     pub consumer: Option<String>,
+    /// Only the dead letters of one cause (a group's `cause`).
+    pub cause: Option<String>,
     pub after: Option<HeadKey>,
     pub limit: u32,
 }
@@ -288,6 +290,32 @@ pub struct DeadLetterQuery {
 pub struct DeadLetterPage {
     pub items: Vec<a2_operator::model::DeadLetter>,
     pub next: Option<HeadKey>,
+}
+
+/// A session's attempts: newest first (a head's history, with `consumer`
+/// and `index`) or oldest first (the session's timeline).
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct AttemptQuery {
+    pub contract: String,
+    pub session: String,
+    pub consumer: Option<String>,
+    pub index: Option<u64>,
+    pub after: Option<AttemptKey>,
+    pub oldest_first: bool,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct AttemptPage {
+    pub items: Vec<Attempt>,
+    pub next: Option<AttemptKey>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetterGroupQuery {
+    pub contract: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
@@ -354,6 +382,8 @@ pub struct RedriveMany {
 pub struct RedriveAllRequest {
     pub contract: Option<String>,
     pub consumer: Option<String>,
+    /// Only the dead letters of one cause: redrive a group of the grouped queue.
+    pub cause: Option<String>,
     pub action: RedriveAction,
     pub stop_at: Option<u64>,
     /// Redrives a second, at most.

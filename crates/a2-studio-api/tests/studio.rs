@@ -61,7 +61,14 @@ async fn sqlx_exec(pool: &sqlx::PgPool, sql: &str) {
 }
 
 fn all_dead(contract: Option<&str>) -> DeadLetterQuery {
-    DeadLetterQuery { contract: contract.map(str::to_owned), session: None, consumer: None, after: None, limit: 100 }
+    DeadLetterQuery {
+        contract: contract.map(str::to_owned),
+        session: None,
+        consumer: None,
+        cause: None,
+        after: None,
+        limit: 100,
+    }
 }
 
 async fn reads_and_actions(kind: StoreKind) {
@@ -157,6 +164,7 @@ async fn reads_and_actions(kind: StoreKind) {
         .job_redrive_all(RedriveAllRequest {
             contract: Some("shop".into()),
             consumer: None,
+            cause: None,
             action: RedriveAction::Skip,
             stop_at: None,
             rate: None,
@@ -226,6 +234,7 @@ async fn assert_read_only_refuses_everything(ro: &Studio) {
         ro.job_redrive_all(RedriveAllRequest {
             contract: None,
             consumer: None,
+            cause: None,
             action: RedriveAction::Skip,
             stop_at: None,
             rate: None,
@@ -291,6 +300,7 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
     let rate = RedriveAllRequest {
         contract: None,
         consumer: None,
+        cause: None,
         action: RedriveAction::Retry,
         stop_at: None,
         rate: Some(-1.0),

@@ -2,8 +2,10 @@
 // several and redrive them, or redrive everything matching as a job with
 // progress, a stop-at count and cancel.
 import { Fragment, useEffect, useState } from "react";
-import { useInfiniteQuery, useQueryClient } from "@tanstack/react-query";
-import { commands, type DeadLetter, type HeadKey, type JobView, type RedriveAction } from "../bindings";
+import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
+import { commands, type DeadLetter, type DeadLetterGroup, type HeadKey, type JobView, type RedriveAction } from "../bindings";
+import { AttemptList, ErrorText } from "./Attempts";
+import { JsonView } from "../json";
 import { unwrap } from "../api";
 import { formatCount, formatTime } from "../format";
 import { gate, type Gate } from "../gate";
@@ -20,13 +22,18 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
   const connection = useConnection();
   const redriveGate = gate(connection, "redrive");
   const [consumer, setConsumer] = useState("");
+  const [cause, setCause] = useState<string | null>(null);
+  const [grouped, setGrouped] = useState(false);
   const pages = useInfiniteQuery({
-    queryKey: keys.deadLetters(contract ?? null, session ?? null, consumer),
+    queryKey: keys.deadLetters(contract ?? null, session ?? null, consumer, cause),
     initialPageParam: null as HeadKey | null,
     queryFn: ({ pageParam }) =>
-      unwrap(commands.deadLetterList({ contract: contract ?? null, session: session ?? null, consumer: consumer || null, after: pageParam, limit: PAGE })),
+      unwrap(
+        commands.deadLetterList({ contract: contract ?? null, session: session ?? null, consumer: consumer || null, cause, after: pageParam, limit: PAGE }),
+      ),
     getNextPageParam: (last) => last.next,
   });
+  const [groupRedrive, setGroupRedrive] = useState<{ group: DeadLetterGroup; action: RedriveAction } | null>(null);
   const rows = pages.data?.pages.flatMap((p) => p.items) ?? [];
   const [picked, setPicked] = useState<Set<string>>(new Set());
   const [dialog, setDialog] = useState<{ targets: Target[]; action: RedriveAction } | null>(null);
@@ -38,6 +45,7 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
   const done = (changed: boolean) => {
     setDialog(null);
     setBulk(null);
+    setGroupRedrive(null);
     if (changed) {
       setPicked(new Set());
       void client.invalidateQueries();
@@ -46,15 +54,32 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
   return (
     <div>
       <div className="toolbar">
-        <input placeholder="consumer" value={consumer} onChange={(e) => setConsumer(e.target.value)} aria-label="Filter by consumer" />
-        <span className="muted">{formatCount(rows.length, pages.hasNextPage)} dead letters</span>
-        <ActionButton gate={selectionGate} testId="retry-selected" onClick={() => setDialog({ targets: pickedRows.map(target), action: "retry" })}>
-          Retry selected ({pickedRows.length})
-        </ActionButton>
-        <ActionButton gate={selectionGate} danger testId="skip-selected" onClick={() => setDialog({ targets: pickedRows.map(target), action: "skip" })}>
-          Skip selected
-        </ActionButton>
         {!session && (
+          <label className="switch">
+            <input type="checkbox" data-testid="group-by-cause" checked={grouped} onChange={(e) => setGrouped(e.target.checked)} /> Group by cause
+          </label>
+        )}
+        <input placeholder="consumer" value={consumer} onChange={(e) => setConsumer(e.target.value)} aria-label="Filter by consumer" />
+        {cause !== null && (
+          <span className="chip" data-testid="cause-filter">
+            cause: <code>{cause}</code>{" "}
+            <button type="button" className="link" onClick={() => setCause(null)} aria-label="Clear the cause filter">
+              ×
+            </button>
+          </span>
+        )}
+        <span className="muted">{formatCount(rows.length, pages.hasNextPage)} dead letters</span>
+        {!grouped && (
+          <>
+            <ActionButton gate={selectionGate} testId="retry-selected" onClick={() => setDialog({ targets: pickedRows.map(target), action: "retry" })}>
+              Retry selected ({pickedRows.length})
+            </ActionButton>
+            <ActionButton gate={selectionGate} danger testId="skip-selected" onClick={() => setDialog({ targets: pickedRows.map(target), action: "skip" })}>
+              Skip selected
+            </ActionButton>
+          </>
+        )}
+        {!session && !grouped && (
           <>
             <ActionButton gate={redriveGate} testId="retry-all" onClick={() => setBulk("retry")}>
               Retry all matching…
@@ -66,7 +91,21 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
         )}
       </div>
       <GateNote gate={redriveGate} />
+      {grouped && !session && (
+        <Groups
+          contract={contract}
+          consumer={consumer}
+          redriveGate={redriveGate}
+          onShow={(g) => {
+            setCause(g.cause);
+            setConsumer(g.consumer);
+            setGrouped(false);
+          }}
+          onRedrive={(group, action) => setGroupRedrive({ group, action })}
+        />
+      )}
       <ErrorBox error={pages.error} />
+      {!grouped && (
       <table data-testid="dead-letters-table">
         <thead>
           <tr>
@@ -145,14 +184,7 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
                 {open === key && (
                   <tr className="detail-row">
                     <td colSpan={session ? 8 : 9}>
-                      <dl className="facts" data-testid="dead-letter-detail">
-                        <dt>Event</dt>
-                        <dd><code>{d.event_id}</code></dd>
-                        <dt>Attempts</dt>
-                        <dd>{d.attempt_count}</dd>
-                        <dt>Error</dt>
-                        <dd className="error-text">{d.last_error ?? "—"}</dd>
-                      </dl>
+                      <DeadLetterDetail letter={d} />
                     </td>
                   </tr>
                 )}
@@ -161,19 +193,115 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
           })}
         </tbody>
       </table>
-      {rows.length === 0 && !pages.isLoading && <Empty>No dead letters. 🎉</Empty>}
+      )}
+      {!grouped && rows.length === 0 && !pages.isLoading && <Empty>No dead letters. 🎉</Empty>}
       {pages.hasNextPage && (
         <button type="button" onClick={() => void pages.fetchNextPage()}>
           Load more
         </button>
       )}
       {dialog && <RedriveDialog targets={dialog.targets} action={dialog.action} onClose={done} />}
-      {bulk && <BulkRedrive action={bulk} contract={contract} consumer={consumer || undefined} onClose={done} />}
+      {bulk && <BulkRedrive action={bulk} contract={contract} consumer={consumer || undefined} cause={cause ?? undefined} onClose={done} />}
+      {groupRedrive && (
+        <BulkRedrive
+          action={groupRedrive.action}
+          contract={groupRedrive.group.contract}
+          consumer={groupRedrive.group.consumer}
+          cause={groupRedrive.group.cause}
+          onClose={done}
+        />
+      )}
     </div>
   );
 }
 
-function BulkRedrive({ action, contract, consumer, onClose }: { action: RedriveAction; contract?: string; consumer?: string; onClose: (changed: boolean) => void }) {
+/** The store-wide queue grouped by consumer and cause, largest first; a group opens, or is redriven whole. */
+function Groups(props: {
+  contract?: string;
+  consumer: string;
+  redriveGate: Gate;
+  onShow: (group: DeadLetterGroup) => void;
+  onRedrive: (group: DeadLetterGroup, action: RedriveAction) => void;
+}) {
+  const { contract, consumer, redriveGate, onShow, onRedrive } = props;
+  const groups = useQuery({ queryKey: keys.deadLetterGroups(contract ?? null), queryFn: () => unwrap(commands.deadLetterGroups({ contract: contract ?? null })) });
+  const shown = (groups.data ?? []).filter((g) => !consumer || g.consumer === consumer);
+  return (
+    <>
+      <ErrorBox error={groups.error} />
+      <table data-testid="dead-letter-groups">
+        <thead>
+          <tr>
+            <th>Consumer</th>
+            <th className="num">Dead letters</th>
+            <th>Cause</th>
+            <th>First failed</th>
+            <th>Last failed</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {shown.map((g) => (
+            <tr key={`${g.contract}/${g.consumer}/${g.cause}`} data-testid="dead-letter-group" data-consumer={g.consumer} data-count={g.count}>
+              <td>
+                {g.contract}/{g.consumer}
+              </td>
+              <td className="num">{g.count}</td>
+              <td className="error-text" title={g.sample_error}>
+                <button type="button" className="link" data-testid="show-group" onClick={() => onShow(g)}>
+                  <code>{g.cause || "(no error text)"}</code>
+                </button>
+              </td>
+              <td>{formatTime(g.first_failed_at)}</td>
+              <td>{formatTime(g.last_failed_at)}</td>
+              <td className="actions">
+                <ActionButton gate={redriveGate} testId="retry-group" onClick={() => onRedrive(g, "retry")}>
+                  Retry group…
+                </ActionButton>
+                <ActionButton gate={redriveGate} danger testId="skip-group" onClick={() => onRedrive(g, "skip")}>
+                  Skip group…
+                </ActionButton>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {groups.data && shown.length === 0 && <Empty>No dead letters. 🎉</Empty>}
+    </>
+  );
+}
+
+/** A dead letter opened: its event's payload, its whole last error, and its attempt history. */
+function DeadLetterDetail({ letter: d }: { letter: DeadLetter }) {
+  const event = useQuery({
+    queryKey: ["dead-letter-event", d.contract, d.session, d.index],
+    queryFn: () => unwrap(commands.eventList({ contract: d.contract, session: d.session, after: d.index - 1, before: d.index + 1, newest_first: false, limit: 1 })),
+  });
+  const payload = event.data?.[0]?.payload;
+  return (
+    <div className="dead-letter-detail">
+      <dl className="facts" data-testid="dead-letter-detail">
+        <dt>Event</dt>
+        <dd>
+          <code>{d.event_id}</code> <span className="muted">{d.type}</span>
+        </dd>
+        <dt>Attempts</dt>
+        <dd>{d.attempt_count}</dd>
+        <dt>Last error</dt>
+        <dd>
+          <ErrorText text={d.last_error} />
+        </dd>
+        <dt>Payload</dt>
+        <dd data-testid="dead-letter-payload">{payload === undefined ? <span className="muted">…</span> : <JsonView text={payload} />}</dd>
+      </dl>
+      <h4>Attempt history</h4>
+      <AttemptList contract={d.contract} session={d.session} consumer={d.consumer} index={d.index} />
+    </div>
+  );
+}
+
+function BulkRedrive(props: { action: RedriveAction; contract?: string; consumer?: string; cause?: string; onClose: (changed: boolean) => void }) {
+  const { action, contract, consumer, cause, onClose } = props;
   const [stopAt, setStopAt] = useState("");
   const [rate, setRate] = useState("");
   const [job, setJob] = useState<JobView | null>(null);
@@ -182,7 +310,7 @@ function BulkRedrive({ action, contract, consumer, onClose }: { action: RedriveA
     const timer = setTimeout(() => void unwrap(commands.jobGet({ id: job.id })).then(setJob), 300);
     return () => clearTimeout(timer);
   }, [job]);
-  const scope = `${consumer ? `consumer ${consumer}` : "every consumer"}${contract ? ` of ${contract}` : ", every contract"}`;
+  const scope = `${consumer ? `consumer ${consumer}` : "every consumer"}${contract ? ` of ${contract}` : ", every contract"}${cause !== undefined ? ` failing with “${cause}”` : ""}`;
   if (job) {
     const p = job.progress;
     const share = p.total ? Math.round(((p.done + p.failed) / p.total) * 100) : 100;
@@ -221,6 +349,7 @@ function BulkRedrive({ action, contract, consumer, onClose }: { action: RedriveA
           commands.jobRedriveAll({
             contract: contract ?? null,
             consumer: consumer ?? null,
+            cause: cause ?? null,
             action,
             stop_at: stopAt ? Number(stopAt) : null,
             rate: rate ? Number(rate) : null,

@@ -1,6 +1,6 @@
 // One session: its summary and actions, and tabs for events, consumer
 // heads, dead letters and snapshots. The tab is part of the route.
-import { useState } from "react";
+import { Fragment, useState } from "react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { commands, type HeadView, type SessionSummary } from "../bindings";
 import { unwrap } from "../api";
@@ -12,11 +12,14 @@ import { JsonView } from "../json";
 import { ActionButton, CopyButton, ErrorBox, Empty, GateNote, useConnection } from "../ui";
 import { Events } from "./Events";
 import { DeadLetterTable } from "./DeadLetters";
+import { AttemptList } from "./Attempts";
+import { Timeline } from "./Timeline";
 import { keys } from "../keys";
 
 const TABS: [SessionTab, string][] = [
   ["events", "Events"],
   ["consumers", "Consumers"],
+  ["timeline", "Timeline"],
   ["dead-letters", "Dead letters"],
   ["snapshots", "Snapshots"],
 ];
@@ -62,6 +65,7 @@ export function Session({ contract, session, tab, index }: { contract: string; s
       </nav>
       {s && tab === "events" && <Events summary={s} focus={index} />}
       {s && tab === "consumers" && <Heads summary={s} />}
+      {tab === "timeline" && <Timeline contract={contract} session={session} />}
       {tab === "dead-letters" && <DeadLetterTable contract={contract} session={session} />}
       {tab === "snapshots" && <Snapshots contract={contract} session={session} />}
       {copying && <CopyDialog contract={contract} session={session} onClose={() => setCopying(false)} />}
@@ -87,6 +91,7 @@ function Heads({ summary }: { summary: SessionSummary }) {
   const heads = useQuery({ queryKey: keys.heads(contract, session), queryFn: () => unwrap(commands.headList({ contract, session })) });
   const [consume, setConsume] = useState<HeadView | null>(null);
   const [redrive, setRedrive] = useState<{ head: HeadView; action: "retry" | "skip" } | null>(null);
+  const [opened, setOpened] = useState<string | null>(null);
   const now = Date.now();
   const done = (changed: boolean) => {
     setConsume(null);
@@ -113,8 +118,11 @@ function Heads({ summary }: { summary: SessionSummary }) {
           </tr>
         </thead>
         <tbody>
-          {heads.data?.map((h) => (
-            <tr key={`${h.consumer}/${h.lane ?? ""}/${h.next_index}`} className={h.dead ? "dead" : ""} data-testid="head-row" data-consumer={h.consumer}>
+          {heads.data?.map((h) => {
+            const id = `${h.consumer}/${h.lane ?? ""}/${h.next_index}`;
+            return (
+            <Fragment key={id}>
+            <tr className={h.dead ? "dead" : ""} data-testid="head-row" data-consumer={h.consumer}>
               <td>
                 {h.consumer} <span className="muted">{h.kind}</span>
               </td>
@@ -143,9 +151,21 @@ function Heads({ summary }: { summary: SessionSummary }) {
                     </ActionButton>
                   </>
                 )}
+                <button type="button" data-testid="open-attempts" aria-expanded={opened === id} onClick={() => setOpened(opened === id ? null : id)}>
+                  Attempts
+                </button>
               </td>
             </tr>
-          ))}
+            {opened === id && (
+              <tr className="detail-row">
+                <td colSpan={11}>
+                  <AttemptList contract={contract} session={session} consumer={h.consumer} index={h.next_index} />
+                </td>
+              </tr>
+            )}
+            </Fragment>
+            );
+          })}
         </tbody>
       </table>
       {heads.data?.length === 0 && <Empty>No consumer has a head in this session.</Empty>}

@@ -10,6 +10,7 @@ use session::{HeadSlot, SessionRow};
 
 use crate::rules::HeadState;
 
+use crate::attempts::*;
 use crate::search::*;
 use crate::store::page_size;
 use crate::types::*;
@@ -128,7 +129,7 @@ impl MemoryStore {
             let cleared = params.if_last_index.is_none_or(|i| i == 0);
             return Ok(Cleared { cleared, index: 0 });
         };
-        let cleared = row.clear(params.if_last_index);
+        let cleared = row.clear(params.if_last_index, now);
         if cleared.cleared {
             row.updated_at = now;
         }
@@ -163,6 +164,16 @@ fn contract_sessions<'a>(
         None => std::ops::Bound::Included(prefix.clone()),
     };
     sessions.range((start, std::ops::Bound::Unbounded)).take_while(move |(key, _)| key.starts_with(&prefix))
+}
+
+/// The cause a dead letter is grouped by.
+fn letter_cause(letter: &DeadLetter) -> String {
+    crate::error_cause(letter.last_error.as_deref().unwrap_or_default())
+}
+
+/// A late outcome of an attempt a newer one (or an operator) had taken over.
+fn row_superseded(head: &HeadRef, attempt: u32, now: Millis) -> Attempt {
+    Attempt::ended(head, &HeadState::default(), attempt, now, AttemptOutcome::Superseded)
 }
 
 fn slot_state(slot: HeadSlot<'_>) -> &mut HeadState {
@@ -242,21 +253,28 @@ impl Store for MemoryStore {
             return Ok(CompleteOutcome::Superseded);
         };
         if row.fenced(&params.head, params.attempt).is_none() {
+            row.record_attempt(row_superseded(&params.head, params.attempt, now));
             return Ok(CompleteOutcome::Superseded);
         }
+        let mut attempt = row.attempt_ended(&params.head, params.attempt, now, AttemptOutcome::Completed);
         // Append first: it refuses without mutating, so a refused batch leaves the head running.
         let (appended, duplicate) = row.append(params.events, &params.consumers, now)?;
+        attempt.appended = appended.iter().map(|e| e.id.clone()).collect();
+        row.record_attempt(attempt);
         row.settle(&params.head);
         let appended = if duplicate { Vec::new() } else { appended };
         Ok(CompleteOutcome::Completed { session_head: row.head, appended })
     }
 
     async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
+        let now = self.now();
         let mut sessions = self.lock();
         let Some(row) = sessions.get_mut(&params.session) else { return Ok(Vec::new()) };
         let mut settled = Vec::new();
         for held in params.heads {
             if row.fenced(&held.head, held.attempt).is_some() {
+                let attempt = row.attempt_ended(&held.head, held.attempt, now, AttemptOutcome::Completed);
+                row.record_attempt(attempt);
                 row.settle(&held.head);
                 settled.push(held.head);
             }
@@ -270,10 +288,17 @@ impl Store for MemoryStore {
         let Some(row) = sessions.get_mut(&params.session) else {
             return Ok(FailOutcome::Superseded);
         };
+        let outcome = if params.aborted { AttemptOutcome::Aborted } else { AttemptOutcome::Failed };
+        let mut attempt = row.attempt_ended(&params.head, params.attempt, now, outcome);
+        attempt.error = Some(params.error.clone());
         let Some(slot) = row.fenced(&params.head, params.attempt) else {
+            attempt.outcome = AttemptOutcome::Superseded;
+            row.record_attempt(attempt);
             return Ok(FailOutcome::Superseded);
         };
-        Ok(slot_state(slot).fail(now, params.error, params.max_failures, params.backoff))
+        let failed = slot_state(slot).fail(now, params.error, params.max_failures, params.backoff);
+        row.record_attempt(attempt);
+        Ok(failed)
     }
 
     async fn dead_letter_redrive(&self, mut params: DeadLetterRedrive) -> Result<bool, StoreError> {
@@ -545,6 +570,7 @@ impl Store for MemoryStore {
             for letter in row.dead_letters() {
                 if params.after.as_ref().is_some_and(|a| &letter.key() <= a)
                     || params.consumer.as_ref().is_some_and(|c| c != &letter.consumer)
+                    || params.cause.as_ref().is_some_and(|c| *c != letter_cause(&letter))
                 {
                     continue;
                 }
@@ -630,6 +656,90 @@ impl Store for MemoryStore {
             .collect();
         infos.sort_by(|a, b| b.index.cmp(&a.index).then_with(|| a.reducer.cmp(&b.reducer)));
         Ok(infos)
+    }
+
+    async fn attempt_list(&self, params: AttemptList) -> Result<Vec<Attempt>, StoreError> {
+        let sessions = self.lock();
+        let Some(row) = sessions.get(&params.session) else { return Ok(Vec::new()) };
+        let mut attempts: Vec<&Attempt> = row
+            .attempts
+            .values()
+            .filter(|a| params.consumer.as_ref().is_none_or(|c| *c == a.consumer))
+            .filter(|a| params.index.is_none_or(|i| i == a.index))
+            .filter(|a| match &params.after {
+                None => true,
+                Some(after) if params.oldest_first => a.key() > *after,
+                Some(after) => a.key() < *after,
+            })
+            .collect();
+        attempts.sort_by_key(|a| a.key());
+        if !params.oldest_first {
+            attempts.reverse();
+        }
+        Ok(attempts.into_iter().take(page_size(params.limit)).cloned().collect())
+    }
+
+    async fn attempt_prune(&self, params: AttemptPrune) -> Result<AttemptPruned, StoreError> {
+        let mut sessions = self.lock();
+        let keys: Vec<String> = contract_sessions(&sessions, &params.contract, params.after.as_deref())
+            .take(page_size(params.sessions))
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut pruned = 0;
+        for key in &keys {
+            let Some(row) = sessions.get_mut(key) else { continue };
+            let mut newest: BTreeMap<(String, Option<String>, u64), u32> = BTreeMap::new();
+            for (consumer, lane, index, attempt) in row.attempts.keys() {
+                let top = newest.entry((consumer.clone(), lane.clone(), *index)).or_default();
+                *top = (*top).max(*attempt);
+            }
+            let doomed: Vec<_> = row
+                .attempts
+                .keys()
+                .filter(|(consumer, lane, index, attempt)| {
+                    let top = newest.get(&(consumer.clone(), lane.clone(), *index)).copied().unwrap_or(0);
+                    *attempt + params.keep <= top && !row.is_dead(consumer, lane.as_deref(), *index)
+                })
+                .cloned()
+                .collect();
+            for id in doomed {
+                row.attempts.remove(&id);
+                pruned += 1;
+            }
+        }
+        let next = keys
+            .last()
+            .filter(|_| keys.len() >= page_size(params.sessions))
+            .map(|k| crate::split_session_key(k).1.to_owned());
+        Ok(AttemptPruned { pruned, next })
+    }
+
+    async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError> {
+        let sessions = self.lock();
+        let mut groups: BTreeMap<(String, String, String), DeadLetterGroup> = BTreeMap::new();
+        let rows = sessions
+            .iter()
+            .filter(|(key, _)| params.contract.as_ref().is_none_or(|c| c == crate::split_session_key(key).0));
+        for (_, row) in rows {
+            for letter in row.dead_letters() {
+                let cause = letter_cause(&letter);
+                let id = (letter.contract.clone(), letter.consumer.clone(), cause.clone());
+                let group = groups.entry(id).or_insert_with(|| DeadLetterGroup {
+                    contract: letter.contract.clone(),
+                    consumer: letter.consumer.clone(),
+                    cause,
+                    count: 0,
+                    first_failed_at: letter.failed_at,
+                    last_failed_at: letter.failed_at,
+                    sample_error: letter.last_error.clone().unwrap_or_default(),
+                    sample: letter.key(),
+                });
+                group.count += 1;
+                group.first_failed_at = group.first_failed_at.min(letter.failed_at);
+                group.last_failed_at = group.last_failed_at.max(letter.failed_at);
+            }
+        }
+        Ok(crate::attempts::largest_first(groups.into_values().collect()))
     }
 
     async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::attempts::*;
 use crate::rules::{HeadRow, HeadState};
 use crate::types::*;
 use crate::StoreError;
@@ -30,7 +31,12 @@ pub(crate) struct SessionRow {
     pub cursors: BTreeMap<String, Cursor>,
     pub heads: BTreeMap<TargetKey, HeadState>,
     pub snapshots: Vec<Snapshot>,
+    /// The attempt history, by head and attempt number; it outlives a clear.
+    pub attempts: BTreeMap<AttemptId, Attempt>,
 }
+
+/// An attempt's place in the history: consumer, lane, index, attempt number.
+pub(crate) type AttemptId = (String, Option<String>, u64, u32);
 
 pub(crate) enum HeadSlot<'a> {
     Cursor(&'a mut Cursor),
@@ -50,6 +56,7 @@ impl SessionRow {
             cursors: BTreeMap::new(),
             heads: BTreeMap::new(),
             snapshots: Vec::new(),
+            attempts: BTreeMap::new(),
         }
     }
 
@@ -221,7 +228,8 @@ impl SessionRow {
             params.consumers.iter().filter(|c| c.log.is_some()).map(|c| c.name.as_str()).collect();
         let limit = params.limit.max(1) as usize;
         let events = &self.events;
-        let consider = |head: HeadRef, state: &mut HeadState, claimed: &mut Claimed| {
+        let mut lapsed = Vec::new();
+        let mut consider = |head: HeadRef, state: &mut HeadState, claimed: &mut Claimed| {
             if params.through.is_some_and(|t| head.index > t) || excluded.contains(&head) {
                 return;
             }
@@ -232,7 +240,10 @@ impl SessionRow {
             if crate::rules::untaken_cursor(params, &head, &event.event_type) {
                 return;
             }
-            crate::rules::claim_head(state, head, event, params, now, claimed);
+            let lapse = Attempt::lapsed(&head, state, now);
+            if crate::rules::claim_head(state, head, event, params, now, claimed) {
+                lapsed.extend(lapse);
+            }
         };
         for (name, cursor) in self.cursors.iter_mut() {
             if !log_names.contains(name.as_str()) || cursor.next > self.head {
@@ -255,7 +266,50 @@ impl SessionRow {
             let head = HeadRef { consumer: consumer.clone(), lane: lane.clone(), index: *index };
             consider(head, state, &mut claimed);
         }
+        for attempt in lapsed {
+            self.record_attempt(attempt);
+        }
         claimed
+    }
+
+    /// Keep an attempt's record: a new one, or one replacing its lapse (see [`Attempt::replaced_by`]).
+    pub fn record_attempt(&mut self, attempt: Attempt) {
+        let id = (attempt.consumer.clone(), attempt.lane.clone(), attempt.index, attempt.attempt);
+        match self.attempts.get_mut(&id) {
+            Some(kept) if kept.replaced_by(&attempt) => {
+                kept.outcome = attempt.outcome;
+                kept.ended_at = attempt.ended_at;
+                kept.error = attempt.error.or(kept.error.take());
+            }
+            Some(_) => {}
+            None => {
+                self.attempts.insert(id, attempt);
+            }
+        }
+    }
+
+    /// The state a head runs under, if it is pending here.
+    pub fn state(&mut self, head: &HeadRef) -> Option<HeadState> {
+        self.slot(head).map(|slot| match slot {
+            HeadSlot::Cursor(c) => c.state.clone(),
+            HeadSlot::Target(s) => s.clone(),
+        })
+    }
+
+    /// Record how an attempt ended, from the state it ran under.
+    pub fn attempt_ended(&mut self, head: &HeadRef, attempt: u32, now: Millis, outcome: AttemptOutcome) -> Attempt {
+        let state = self.state(head).unwrap_or_default();
+        Attempt::ended(head, &state, attempt, now, outcome)
+    }
+
+    /// Whether a head is dead-lettered now (its history is kept whole).
+    pub fn is_dead(&self, consumer: &str, lane: Option<&str>, index: u64) -> bool {
+        if let Some(cursor) = self.cursors.get(consumer) {
+            if lane == Some(cursor.lane.as_str()) {
+                return cursor.next == index && cursor.state.failed_at.is_some();
+            }
+        }
+        self.heads.get(&(consumer.to_owned(), lane.map(str::to_owned), index)).is_some_and(|s| s.failed_at.is_some())
     }
 
     /// Whether a head of these consumers could run now with no live claim on it.
@@ -280,11 +334,22 @@ impl SessionRow {
         cursor_behind || head_pending
     }
 
-    pub fn clear(&mut self, if_last_index: Option<u64>) -> Cleared {
+    pub fn clear(&mut self, if_last_index: Option<u64>, now: Millis) -> Cleared {
         if if_last_index.is_some_and(|i| i != self.head) {
             return Cleared { cleared: false, index: self.head };
         }
         let boundary = self.head;
+        // Attempts running through the boundary end here.
+        let cursors = self.cursors.iter().map(|(name, c)| (HeadRef::new(name, Some(&c.lane), c.next), &c.state));
+        let heads = self.heads.iter().map(|((name, lane, index), s)| (HeadRef::new(name, lane.as_deref(), *index), s));
+        let running: Vec<Attempt> = cursors
+            .chain(heads)
+            .filter(|(head, state)| head.index <= boundary && state.lease_live(now))
+            .map(|(head, state)| Attempt::ended(&head, state, state.attempt_count, now, AttemptOutcome::Cleared))
+            .collect();
+        for attempt in running {
+            self.record_attempt(attempt);
+        }
         self.clear_index = boundary;
         for cursor in self.cursors.values_mut() {
             if cursor.next <= boundary {

@@ -1,0 +1,192 @@
+// A session's causality waterfall: time across, one row per consumer (and
+// lane), a bar per attempt coloured by how it ended, a tick where an attempt
+// appended events. The wheel zooms about the pointer, a drag pans, hovering
+// tells the attempt, a click opens it. Only the bars in view are drawn.
+import { useEffect, useMemo, useRef, useState } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { commands, type Attempt, type AttemptKey, type AttemptPage } from "../bindings";
+import { unwrap } from "../api";
+import { formatTime } from "../format";
+import { barRect, fit, formatDuration, layout, pan, ticks, toX, visibleBars, zoom, type Bar, type View } from "../timeline";
+import { ErrorBox, Empty } from "../ui";
+import { keys } from "../keys";
+import { AttemptDetail, duration } from "./Attempts";
+
+const LABEL_PX = 190;
+const AXIS_PX = 22;
+const VIEWPORT_PX = 420;
+const PAGE = 500;
+/** A session's history is read whole up to this many attempts (200 calls). */
+const MAX_ATTEMPTS = 100_000;
+
+async function wholeHistory(contract: string, session: string): Promise<{ attempts: Attempt[]; truncated: boolean }> {
+  const attempts: Attempt[] = [];
+  let after: AttemptKey | null = null;
+  for (;;) {
+    const page: AttemptPage = await unwrap(commands.attemptList({ contract, session, consumer: null, index: null, after, oldest_first: true, limit: PAGE }));
+    attempts.push(...page.items);
+    if (!page.next) return { attempts, truncated: false };
+    if (attempts.length >= MAX_ATTEMPTS) return { attempts, truncated: true };
+    after = page.next;
+  }
+}
+
+export function Timeline({ contract, session }: { contract: string; session: string }) {
+  const history = useQuery({ queryKey: keys.timeline(contract, session), queryFn: () => wholeHistory(contract, session) });
+  const l = useMemo(() => layout(history.data?.attempts ?? []), [history.data]);
+  const box = useRef<HTMLDivElement>(null);
+  const [width, setWidth] = useState(900);
+  const [view, setView] = useState<View | null>(null);
+  const [scrollTop, setScrollTop] = useState(0);
+  const [hover, setHover] = useState<{ bar: Bar; x: number; y: number } | null>(null);
+  const [picked, setPicked] = useState<Attempt | null>(null);
+  const drag = useRef<{ x: number; moved: boolean } | null>(null);
+
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const measure = () => setWidth(Math.max(el.clientWidth - LABEL_PX, 200));
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, [history.data]);
+
+  // A new history (or width) fits the whole of it.
+  useEffect(() => {
+    if (l.bars.length) setView(fit(l, width));
+  }, [l, width]);
+
+  // The wheel zooms: a listener of our own, since React's is passive and cannot keep the page from scrolling.
+  useEffect(() => {
+    const el = box.current?.querySelector<HTMLElement>("[data-chart]");
+    if (!el) return;
+    const onWheel = (e: WheelEvent) => {
+      if (e.shiftKey) return;
+      e.preventDefault();
+      const x = e.clientX - el.getBoundingClientRect().left;
+      setView((v) => (v ? zoom(v, Math.exp(e.deltaY * 0.002), x, l) : v));
+    };
+    el.addEventListener("wheel", onWheel, { passive: false });
+    return () => el.removeEventListener("wheel", onWheel);
+  });
+
+  if (history.error) return <ErrorBox error={history.error} />;
+  if (history.isLoading) return <p className="muted">Reading the attempt history…</p>;
+  if (l.bars.length === 0) return <Empty>No attempt recorded in this session yet.</Empty>;
+  const v = view ?? fit(l, width);
+  const shown = visibleBars(l, v, scrollTop, VIEWPORT_PX);
+  const axis = ticks(v);
+  const start = l.start;
+  return (
+    <div ref={box} className="timeline">
+      <div className="toolbar">
+        <span className="muted" data-testid="timeline-count">
+          {l.bars.length} attempts in {l.rows.length} rows{history.data?.truncated ? ` (the first ${MAX_ATTEMPTS})` : ""}, {formatDuration(l.end - l.start)} from{" "}
+          {formatTime(l.start)}
+        </span>
+        <button type="button" onClick={() => setView(fit(l, width))}>
+          Fit
+        </button>
+        <span className="legend">
+          {(["completed", "failed", "aborted", "lapsed", "superseded", "cleared"] as const).map((o) => (
+            <span key={o} className={`swatch bar-${o}`}>
+              {o}
+            </span>
+          ))}
+        </span>
+      </div>
+      <div className="timeline-axis" style={{ marginLeft: LABEL_PX, height: AXIS_PX }}>
+        <svg width={width} height={AXIS_PX}>
+          {axis.map((t) => (
+            <g key={t} transform={`translate(${toX(v, t)},0)`}>
+              <line y1={AXIS_PX - 6} y2={AXIS_PX} className="tick" />
+              <text y={12} className="tick-label">
+                {t < start ? "−" : "+"}
+                {formatDuration(Math.abs(t - start))}
+              </text>
+            </g>
+          ))}
+        </svg>
+      </div>
+      <div className="timeline-scroll" style={{ maxHeight: VIEWPORT_PX }} onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)}>
+        <div className="timeline-body" style={{ height: l.height }}>
+          <div className="timeline-labels" style={{ width: LABEL_PX }}>
+            {l.rows.map((r) => (
+              <div key={r.label} className="timeline-label" style={{ top: r.top, height: r.tracks * 14 }} title={r.label}>
+                {r.label}
+              </div>
+            ))}
+          </div>
+          <svg
+            data-chart
+            data-testid="causality-waterfall"
+            width={width}
+            height={l.height}
+            style={{ marginLeft: LABEL_PX }}
+            className="timeline-chart"
+            onMouseDown={(e) => (drag.current = { x: e.clientX, moved: false })}
+            onMouseMove={(e) => {
+              const d = drag.current;
+              if (!d) return;
+              const dx = e.clientX - d.x;
+              if (Math.abs(dx) < 3 && !d.moved) return;
+              d.moved = true;
+              d.x = e.clientX;
+              setView((cur) => (cur ? pan(cur, dx) : cur));
+            }}
+            onMouseUp={() => setTimeout(() => (drag.current = null))}
+            onMouseLeave={() => {
+              drag.current = null;
+              setHover(null);
+            }}
+          >
+            {axis.map((t) => (
+              <line key={t} x1={toX(v, t)} x2={toX(v, t)} y1={0} y2={l.height} className="grid" />
+            ))}
+            {shown.map((bar) => {
+              const r = barRect(v, bar, l.rows);
+              const a = bar.attempt;
+              return (
+                <g key={`${a.consumer}/${a.lane ?? ""}/${a.index}/${a.attempt}`}>
+                  <rect
+                    x={r.x}
+                    y={r.y}
+                    width={r.w}
+                    height={r.h}
+                    rx={2}
+                    className={`bar bar-${a.outcome}${picked === a ? " picked" : ""}`}
+                    data-testid="attempt-bar"
+                    data-outcome={a.outcome}
+                    data-consumer={a.consumer}
+                    data-index={a.index}
+                    onMouseEnter={(e) => setHover({ bar, x: e.clientX, y: e.clientY })}
+                    onMouseLeave={() => setHover(null)}
+                    onClick={() => {
+                      if (!drag.current?.moved) setPicked(a);
+                    }}
+                  />
+                  {a.appended.length > 0 && <line x1={r.x + r.w} x2={r.x + r.w} y1={r.y - 2} y2={r.y + r.h + 2} className="appended-tick" />}
+                </g>
+              );
+            })}
+          </svg>
+        </div>
+      </div>
+      {hover && (
+        <div className="timeline-tip" style={{ left: Math.min(hover.x + 12, window.innerWidth - 440), top: hover.y + 12 }} role="tooltip">
+          <b>
+            {hover.bar.attempt.consumer}
+            {hover.bar.attempt.lane ? ` [${hover.bar.attempt.lane}]` : ""} @{hover.bar.attempt.index} #{hover.bar.attempt.attempt}
+          </b>
+          <div>
+            {hover.bar.attempt.outcome}, {duration(hover.bar.attempt)}
+            {hover.bar.attempt.appended.length ? `, appended ${hover.bar.attempt.appended.length}` : ""}
+          </div>
+          {hover.bar.attempt.error && <div className="error-text">{hover.bar.attempt.error.split("\n")[0].slice(0, 120)}</div>}
+        </div>
+      )}
+      {picked && <AttemptDetail contract={contract} session={session} attempt={picked} />}
+    </div>
+  );
+}
