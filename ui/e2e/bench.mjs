@@ -1,16 +1,18 @@
 // The Studio's UI figures in Chromium against `a2 serve` (printed, never asserted):
-//   node e2e/bench.mjs <url printed by `a2 serve`> <contract> <long session id>
+//   node e2e/bench.mjs <url printed by `a2 serve`> <contract> <long session id> [<long history session id>]
 // - first_session_list_ms: from navigation start to the first rendered row
 //   of the sessions list (target ≤ 1500), median of 5 cold page loads;
 // - scrolling the long session's virtualised events: long tasks (> 50 ms,
 //   the browser's definition) and the longest, frame times (target: no long
-//   task over 100 ms).
+//   task over 100 ms);
+// - with a long history session: the timeline's first paint (first bar
+//   drawn, target ≤ 1000) and the whole history read and laid out, median of 3.
 import { chromium } from "playwright-core";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const [url, contract, session] = process.argv.slice(2);
+const [url, contract, session, history] = process.argv.slice(2);
 if (!url || !contract || !session) {
   console.error("usage: node e2e/bench.mjs <url> <contract> <long session id>");
   process.exit(2);
@@ -80,4 +82,25 @@ console.log(
     `max_long_task_ms=${Math.max(0, ...figures.longTasks).toFixed(0)} frame_p50_ms=${quantile(figures.frames, 0.5).toFixed(1)} ` +
     `frame_p95_ms=${quantile(figures.frames, 0.95).toFixed(1)} frame_max_ms=${Math.max(0, ...figures.frames).toFixed(0)}`,
 );
+
+if (history) {
+  const paints = [];
+  const wholes = [];
+  let count = "";
+  for (let i = 0; i < 3; i++) {
+    const tab = await context.newPage();
+    await tab.goto(`${base}#/session/${encodeURIComponent(contract)}/${encodeURIComponent(history)}/timeline`);
+    await tab.locator("[data-testid=attempt-bar]").first().waitFor();
+    paints.push(await tab.evaluate(() => performance.now()));
+    await tab.waitForFunction(() => !/reading/.test(document.querySelector("[data-testid=timeline-count]")?.textContent ?? "reading"), null, { timeout: 300_000 });
+    wholes.push(await tab.evaluate(() => performance.now()));
+    count = (await tab.getByTestId("timeline-count").textContent()) ?? "";
+    await tab.close();
+  }
+  const attempts = count.match(/^(\d+) attempts/)?.[1] ?? "?";
+  console.log(
+    `bench studio-web timeline attempts=${attempts} first_paint_ms p50=${quantile(paints, 0.5).toFixed(0)} max=${Math.max(...paints).toFixed(0)} ` +
+      `whole_history_ms p50=${quantile(wholes, 0.5).toFixed(0)}`,
+  );
+}
 await context.close();

@@ -23,6 +23,7 @@ export const commands = {
 	deadLetterList: (request: DeadLetterQuery) => typedError<DeadLetterPage, ApiError>(__TAURI_INVOKE("dead_letter_list", { request })),
 	deadLetterGroups: (request: DeadLetterGroupQuery) => typedError<DeadLetterGroup[], ApiError>(__TAURI_INVOKE("dead_letter_groups", { request })),
 	attemptList: (request: AttemptQuery) => typedError<AttemptPage, ApiError>(__TAURI_INVOKE("attempt_list", { request })),
+	attemptRates: (request: ThroughputQuery) => typedError<AttemptRate[], ApiError>(__TAURI_INVOKE("attempt_rates", { request })),
 	snapshotList: (request: SessionRef) => typedError<SnapshotView[], ApiError>(__TAURI_INVOKE("snapshot_list", { request })),
 	auditList: (request: AuditQuery) => typedError<AuditView[], ApiError>(__TAURI_INVOKE("audit_list", { request })),
 	deadLetterRedrive: (request: RedriveOne) => typedError<Redriven, ApiError>(__TAURI_INVOKE("dead_letter_redrive", { request })),
@@ -118,6 +119,17 @@ export type AttemptQuery = {
 	after: AttemptKey | null,
 	oldest_first: boolean,
 	limit: number,
+};
+
+/**  One consumer's attempts that ended in one bucket. */
+export type AttemptRate = {
+	contract: string,
+	consumer: string,
+	/**  The bucket's start (a multiple of its length). */
+	bucket_start: number,
+	completed: number,
+	/**  Failed, aborted and lapsed attempts. */
+	failed: number,
 };
 
 export type AuditQuery = {
@@ -373,6 +385,8 @@ export type DemoSeed = {
 	bulk: boolean,
 	/**  Also one session `long-00000` of this many unhandled events. */
 	long_session: number,
+	/**  Also one session `history-00000` whose charger ran this many attempts. */
+	long_history: number,
 };
 
 export type DemoSeeded = {
@@ -700,6 +714,12 @@ export type SnapshotView = {
 };
 
 export type StoreKind = "memory" | "sqlite" | "postgres";
+
+/**  Throughput per consumer: completions and failures per minute over the last `minutes`. */
+export type ThroughputQuery = {
+	contract: string | null,
+	minutes: number,
+};
 
 /**  The connection's TLS: off, encrypted without checking the server, or verified. */
 export type TlsView = "off" | "encrypted" | "verified";

@@ -21,7 +21,7 @@ export const keys = {
     ["dead-letters", contract, session, consumer, cause] as const,
   deadLetterGroups: (contract: string | null) => ["dead-letter-groups", contract] as const,
   attempts: (contract: string, session: string, consumer: string, index: number) => ["attempts", contract, session, consumer, index] as const,
-  timeline: (contract: string, session: string) => ["timeline", contract, session] as const,
+  throughput: () => ["throughput"] as const,
 };
 
 /** Keys a store change can make stale: all but the connection, the saved profiles and how a URL would open. */

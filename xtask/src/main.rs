@@ -124,12 +124,13 @@ fn studio_bench() -> Result<(), String> {
     run(build)?;
     let root = setup::workspace();
     let a2 = root.join("target/release/a2");
-    let dir = root.join("target/a2-bench-studio");
+    // Named for what it holds: a store seeded before the history session existed is seeded anew.
+    let dir = root.join("target/a2-bench-studio-2");
     let store = format!("sqlite:{}", dir.join("long.sqlite").display());
     if !dir.join("long.sqlite").exists() {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut seed = Command::new(&a2);
-        seed.args(["--store", &store, "demo", "--sessions", "200", "--long-session", "1000000"]);
+        seed.args(["--store", &store, "demo", "--sessions", "200", "--long-session", "1000000", "--long-history", "100000"]);
         run(seed)?;
     }
     let mut serve = Command::new(&a2)
@@ -141,7 +142,7 @@ fn studio_bench() -> Result<(), String> {
     let url = serve_url(&mut serve);
     let result = url.and_then(|url| {
         let mut browser = Command::new("node");
-        browser.args(["e2e/bench.mjs", &url, "shop", "long-00000"]).current_dir(root.join("ui"));
+        browser.args(["e2e/bench.mjs", &url, "shop", "long-00000", "history-00000"]).current_dir(root.join("ui"));
         run(browser)
     });
     // The server's peak resident memory over the scroll (target: under 300 MB).

@@ -158,6 +158,14 @@ pub(crate) enum Command {
         #[arg(long)]
         after: Option<String>,
     },
+    /// Each consumer's completions and failures per minute, from the attempt history.
+    Throughput {
+        #[arg(long)]
+        contract: Option<String>,
+        /// How far back, in minutes.
+        #[arg(long, default_value_t = 60)]
+        minutes: u32,
+    },
     /// A session's whole attempt history, oldest first: what the Studio's timeline draws.
     Timeline(Target),
     /// A session's reducer snapshots.
@@ -282,6 +290,9 @@ pub(crate) enum Command {
         /// Also one session `long-00000` of this many unhandled events (the Studio's scroll test).
         #[arg(long, default_value_t = 0)]
         long_session: u64,
+        /// Also one session `history-00000` whose charger ran this many attempts (the timeline's scale test).
+        #[arg(long, default_value_t = 0)]
+        long_history: u64,
     },
     /// Let a Postgres role read this store and nothing more (create the role first:
     /// `CREATE ROLE a2_reader LOGIN PASSWORD '…'`); attach read-only with it in production.

@@ -17,7 +17,7 @@ use a2_studio_api::{
     ConsumeRequest, ConsumerOverview, ConsumerTarget, CopyRequest, DeadLetterGroupQuery, DeadLetterQuery,
     DeadLetterRef, DemoSeed, EventFilterRequest, EventListRequest, HeadKey, ImportRequest, JobProgress, JobRef, Limits,
     NoArgs, PauseQuery, PauseRequest, ReaderGrant, RedriveAction, RedriveAllRequest, RedriveOne, SearchHit,
-    SearchRequest, SessionListRequest, SessionRef, SessionSort, Studio,
+    SearchRequest, SessionListRequest, SessionRef, SessionSort, Studio, ThroughputQuery,
 };
 use args::{Action, Cli, Command, ConsumeKind, GroupBy, IndexKind, Sort};
 use clap::Parser;
@@ -197,6 +197,9 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             let query = AttemptQuery { contract, session, consumer, index, after, oldest_first: false, limit };
             out.attempts(&studio.attempt_list(query).await?);
         }
+        Command::Throughput { contract, minutes } => {
+            out.throughput(&studio.attempt_rates(ThroughputQuery { contract, minutes }).await?);
+        }
         Command::Timeline(target) => {
             let SessionRef { contract, session } = target.into();
             let mut attempts = Vec::new();
@@ -346,8 +349,8 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
         // Served by `serve` before any connection is made here.
         Command::Serve { .. } => return Err(ApiError::invalid("serve runs on its own")),
         Command::Init => out.value(&json!(info), &format!("{} is an A2 store", info.url)),
-        Command::Demo { sessions, seed, fail_rate, bulk, long_session } => {
-            let done = studio.demo_seed(DemoSeed { sessions, seed, fail_rate, bulk, long_session }).await?;
+        Command::Demo { sessions, seed, fail_rate, bulk, long_session, long_history } => {
+            let done = studio.demo_seed(DemoSeed { sessions, seed, fail_rate, bulk, long_session, long_history }).await?;
             out.value(&json!(done), &format!("seeded {} sessions, {} events", done.sessions, done.events));
         }
     }
@@ -483,6 +486,7 @@ mod parity {
         "dead_letter_list",
         "dead_letter_groups",
         "attempt_list",
+        "attempt_rates",
         "snapshot_list",
         "audit_list",
         "dead_letter_redrive",

@@ -1,7 +1,7 @@
 //! Tables for people, one JSON document for scripts.
 
 use a2_studio_api::{
-    Attempt, AttemptPage, AuditView, ConnectionInfo, ConsumerTotal, DeadLetterGroup, DeadLetterPage, EventView,
+    Attempt, AttemptPage, AttemptRate, AuditView, ConnectionInfo, ConsumerTotal, DeadLetterGroup, DeadLetterPage, EventView,
     HeadView, PausedConsumer, SearchHit, SessionPage, SessionSummary, SnapshotView, TlsView,
 };
 use serde::Serialize;
@@ -255,6 +255,25 @@ impl Out {
         if let Some(next) = &page.next {
             println!("next page: --after '{}'", serde_json::to_string(next).unwrap_or_default());
         }
+    }
+
+    pub fn throughput(&self, rates: &[AttemptRate]) {
+        if self.emit(&rates) {
+            return;
+        }
+        let rows = rates
+            .iter()
+            .map(|r| {
+                vec![
+                    r.contract.clone(),
+                    r.consumer.clone(),
+                    r.bucket_start.to_string(),
+                    r.completed.to_string(),
+                    r.failed.to_string(),
+                ]
+            })
+            .collect();
+        table(&["contract", "consumer", "minute_start", "completed", "failed"], rows);
     }
 
     pub fn timeline(&self, attempts: &[Attempt]) {

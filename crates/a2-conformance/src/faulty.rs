@@ -157,6 +157,9 @@ impl Store for Faulty {
     async fn attempt_prune(&self, params: AttemptPrune) -> Result<AttemptPruned, StoreError> {
         self.inner.attempt_prune(params).await
     }
+    async fn attempt_rates(&self, params: AttemptRates) -> Result<Vec<AttemptRate>, StoreError> {
+        self.inner.attempt_rates(params).await
+    }
     async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError> {
         self.inner.dead_letter_groups(params).await
     }

@@ -153,6 +153,21 @@ pub async fn attempt_history_records_every_outcome(factory: &dyn StoreFactory) {
     assert_eq!(history.len(), 10);
     assert!(history.iter().all(|a| a.outcome == AttemptOutcome::Failed));
     assert_eq!(history.iter().map(|a| a.attempt).collect::<Vec<_>>(), (1..=10).rev().collect::<Vec<_>>());
+
+    // Throughput: completions and failures (failed, aborted, lapsed) per consumer and bucket.
+    let rates = store.attempt_rates(AttemptRates { contract: Some(CONTRACT.into()), since: 0, bucket_ms: 60_000 }).await;
+    let rates = rates.expect("rates");
+    let sum = |consumer: &str, pick: fn(&AttemptRate) -> u64| -> u64 {
+        rates.iter().filter(|r| r.consumer == consumer).map(pick).sum()
+    };
+    assert_eq!((sum("c", |r| r.completed), sum("c", |r| r.failed)), (1, 12), "{rates:?}");
+    assert_eq!((sum("t", |r| r.completed), sum("t", |r| r.failed)), (1, 0));
+    assert!(rates.iter().all(|r| r.bucket_start % 60_000 == 0 && r.contract == CONTRACT));
+    assert!(rates.windows(2).all(|w| w[0].bucket_start <= w[1].bucket_start), "oldest bucket first");
+    let recent = AttemptRates { contract: None, since: clock.now_ms() + 1, bucket_ms: 60_000 };
+    assert!(store.attempt_rates(recent).await.expect("rates").is_empty());
+    let elsewhere = AttemptRates { contract: Some("elsewhere".into()), since: 0, bucket_ms: 60_000 };
+    assert!(store.attempt_rates(elsewhere).await.expect("rates").is_empty());
 }
 
 /// Fail a head `n` times, redriving it whenever it dies.

@@ -166,6 +166,44 @@ pub async fn seed_long_session(store: Arc<dyn Store>, id: &str, events: u64) -> 
     Ok(appended)
 }
 
+/// One session whose charger has run `attempts` times (each order placed,
+/// charged once, in claims of 500): the timeline's test at scale. Written
+/// through the store, not the engine, so no other consumer runs and the
+/// history holds exactly these attempts.
+pub async fn seed_long_history(store: Arc<dyn Store>, id: &str, attempts: u64) -> Result<u64, OperatorError> {
+    const BATCH: u64 = 500;
+    let key = a2_store::session_key(CONTRACT, id);
+    let charger = a2_store::StoreConsumer::targeted("charger");
+    let mut done = 0;
+    while done < attempts {
+        let events = (done..(done + BATCH).min(attempts))
+            .map(|n| a2_store::NewEvent {
+                id: format!("{id}-{n}"),
+                event_type: "order.placed".into(),
+                payload: json!({ "customer": "customer-0", "amount": 10 + n % 90 }),
+                cause: None,
+                targets: vec![a2_store::Target { consumer: "charger".into(), lane: None }],
+            })
+            .collect();
+        let append = a2_store::EventAppend { session: key.clone(), events, consumers: Vec::new() };
+        store.event_append(append).await?;
+        let claim = a2_store::HeadClaim {
+            session: key.clone(),
+            holder: format!("history-seed-{done}"),
+            ttl_ms: 30_000,
+            consumers: vec![charger.clone()],
+            through: None,
+            exclude: Vec::new(),
+            max_failures: 10,
+            limit: u32::try_from(BATCH).unwrap_or(u32::MAX),
+        };
+        let claimed = store.head_claim(claim).await?;
+        let heads = claimed.heads.into_iter().map(|h| a2_store::HeldHead { head: h.head, attempt: h.attempt }).collect();
+        done += store.head_complete_many(a2_store::HeadCompleteMany { session: key.clone(), heads }).await?.len() as u64;
+    }
+    Ok(done)
+}
+
 /// Sessions `writer`, `writer + writers`, … of the demo.
 async fn seed_part(
     store: Arc<dyn Store>,
@@ -240,6 +278,12 @@ impl Operator {
     pub async fn demo_seed_long_session(&self, id: &str, events: u64) -> Result<u64, OperatorError> {
         self.writable("demo.seed")?;
         seed_long_session(self.attached.store.clone(), id, events).await
+    }
+
+    /// One demo session with `attempts` completed charger attempts (the timeline's test at scale).
+    pub async fn demo_seed_long_history(&self, id: &str, attempts: u64) -> Result<u64, OperatorError> {
+        self.writable("demo.seed")?;
+        seed_long_history(self.attached.store.clone(), id, attempts).await
     }
 
     /// Run the demo contract's consumers in this process when asked (`consume`).

@@ -36,7 +36,7 @@ pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redr
 /// name them through the operator and depend on no store crate.
 pub mod model {
     pub use a2_store::{
-        Access, Attempt, AttemptKey, AttemptOutcome, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter,
+        Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter,
         DeadLetterGroup, DeadLetterList, Event, EventMatch, HeadKey, HeadKind, HeadRef, Millis, PausedConsumer,
         RedriveAction, SessionSummary, TotalsSnapshot,
     };
@@ -342,6 +342,15 @@ impl Operator {
         self.exists_if_empty(&items, &session).await?;
         let next = (items.len() == page_size(limit)).then(|| items.last().map(Attempt::key)).flatten();
         Ok(Page { items, next })
+    }
+
+    /// Each consumer's completions and failures per minute over the last `minutes`, from the attempt history.
+    pub async fn attempt_rates(&self, contract: Option<String>, minutes: u32) -> Result<Vec<AttemptRate>> {
+        if !(1..=24 * 60).contains(&minutes) {
+            return Err(OperatorError::invalid(format!("minutes must be between 1 and 1440, not {minutes}")));
+        }
+        let since = self.now() - i64::from(minutes) * 60_000;
+        Ok(self.store().attempt_rates(AttemptRates { contract, since, bucket_ms: 60_000 }).await?)
     }
 
     /// Dead letters grouped by consumer and cause, largest group first.

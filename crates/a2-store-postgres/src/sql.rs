@@ -268,6 +268,10 @@ pub(crate) static SQL: Statements = Statements {
              AND n.lane = a.lane AND n.idx = a.idx AND n.attempt >= a.attempt + $3) \
            AND NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = a.session AND h.consumer = a.consumer \
              AND h.lane = a.lane AND h.idx = a.idx AND h.failed_at IS NOT NULL)",
+    attempt_rates: "SELECT split_part(session, chr(31), 1) AS contract, consumer, (ended_at / $4) * $4 AS bucket, \
+           COUNT(*) FILTER (WHERE outcome = 0) AS completed, COUNT(*) FILTER (WHERE outcome IN (1, 2, 4)) AS failed \
+         FROM a2_attempts WHERE ended_at >= $3 AND session >= $1 AND session < $2 \
+         GROUP BY 1, 2, 3 ORDER BY 3, 1, 2",
     dead_letter_groups: "SELECT split_part(h.session, chr(31), 1) AS contract, h.consumer, \
            COALESCE(h.last_error_cause, '') AS cause, COUNT(*) AS n, MIN(h.failed_at) AS first_failed_at, \
            MAX(h.failed_at) AS last_failed_at, MAX(h.last_error) AS sample_error, MIN(h.session) AS sample_session \

@@ -65,6 +65,12 @@ fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<Expl
                 Arg::OptText(None),
             ],
         ),
+        read(
+            "throughput, the recent minutes",
+            sql.attempt_rates,
+            // The last hour of a long history is a narrow range of a2_attempts_by_time: here, from now.
+            vec![Arg::Text(lo.clone()), Arg::Text(hi.clone()), Arg::Int(now), Arg::Int(60_000)],
+        ),
         read("dead letters by cause", sql.dead_letter_groups, vec![Arg::Text(lo.clone()), Arg::Text(hi.clone())]),
         read(
             "attempts of a head",

@@ -151,6 +151,8 @@ pub struct Statements {
     pub attempts_oldest_first: &'static str,
     /// (first key, last key, keep): drop attempts with `keep` newer ones of their head, unless the head is dead
     pub attempts_prune: &'static str,
+    /// (lo, hi, since, bucket ms) → contract, consumer, bucket, completed, failed: oldest bucket first
+    pub attempt_rates: &'static str,
     /// (lo, hi) → contract, consumer, cause, n, first_failed_at, last_failed_at, sample_error, sample_session
     pub dead_letter_groups: &'static str,
     /// (lo, hi, after, scan) → session: a page of a contract's session keys

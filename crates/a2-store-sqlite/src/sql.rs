@@ -232,6 +232,15 @@ pub(crate) static SQL: Statements = Statements {
              AND n.lane = a.lane AND n.idx = a.idx AND n.attempt >= a.attempt + ?3) \
            AND NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = a.session AND h.consumer = a.consumer \
              AND h.lane = a.lane AND h.idx = a.idx AND h.failed_at IS NOT NULL)",
+    attempt_rates: concat!(
+        "SELECT ",
+        contract_of!("session"),
+        " AS contract, consumer, (ended_at / ?4) * ?4 AS bucket, \
+           SUM(CASE WHEN outcome = 0 THEN 1 ELSE 0 END) AS completed, \
+           SUM(CASE WHEN outcome IN (1, 2, 4) THEN 1 ELSE 0 END) AS failed \
+         FROM a2_attempts WHERE ended_at >= ?3 AND session >= ?1 AND session < ?2 \
+         GROUP BY 1, 2, 3 ORDER BY 3, 1, 2"
+    ),
     dead_letter_groups: concat!(
         "SELECT ",
         contract_of!("h.session"),

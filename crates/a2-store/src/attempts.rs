@@ -87,10 +87,6 @@ pub struct Attempt {
 }
 
 impl Attempt {
-    pub fn head(&self) -> HeadRef {
-        HeadRef { consumer: self.consumer.clone(), lane: self.lane.clone(), index: self.index }
-    }
-
     /// The keyset position of this attempt in a session's history.
     pub fn key(&self) -> AttemptKey {
         AttemptKey {
@@ -209,6 +205,35 @@ pub fn largest_first(mut groups: Vec<DeadLetterGroup>) -> Vec<DeadLetterGroup> {
             .then_with(|| (&a.contract, &a.consumer, &a.cause).cmp(&(&b.contract, &b.consumer, &b.cause)))
     });
     groups
+}
+
+/// Completions and failures per time bucket, from the attempt history:
+/// each consumer's throughput (of one contract, or all) since `since`.
+#[derive(Debug, Clone)]
+pub struct AttemptRates {
+    pub contract: Option<String>,
+    pub since: Millis,
+    pub bucket_ms: i64,
+}
+
+/// One consumer's attempts that ended in one bucket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AttemptRate {
+    pub contract: String,
+    pub consumer: String,
+    /// The bucket's start (a multiple of its length).
+    pub bucket_start: Millis,
+    pub completed: u64,
+    /// Failed, aborted and lapsed attempts.
+    pub failed: u64,
+}
+
+impl AttemptOutcome {
+    /// Whether the attempt counts as a failure in throughput figures.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Failed | Self::Aborted | Self::Lapsed)
+    }
 }
 
 /// The cause of an error, for grouping: its first line with numbers, UUIDs

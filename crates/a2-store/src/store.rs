@@ -150,6 +150,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// its newest `keep`, a dead-lettered head all of its own.
     async fn attempt_prune(&self, params: AttemptPrune) -> Result<AttemptPruned, StoreError>;
 
+    /// Completed and failed attempts per consumer and time bucket since a time, oldest bucket first.
+    async fn attempt_rates(&self, params: AttemptRates) -> Result<Vec<AttemptRate>, StoreError>;
+
     /// Dead letters grouped by contract, consumer and cause, largest group first.
     async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError>;
 

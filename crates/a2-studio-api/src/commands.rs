@@ -405,6 +405,11 @@ impl Studio {
         Ok(self.operator()?.dead_letter_groups(request.contract.filter(|c| !c.is_empty())).await?)
     }
 
+    pub async fn attempt_rates(&self, request: ThroughputQuery) -> Result<Vec<a2_operator::model::AttemptRate>, ApiError> {
+        let contract = request.contract.filter(|c| !c.is_empty());
+        Ok(self.operator()?.attempt_rates(contract, request.minutes).await?)
+    }
+
     pub async fn attempt_list(&self, request: AttemptQuery) -> Result<AttemptPage, ApiError> {
         let query = a2_operator::AttemptQuery {
             session: a2_operator::SessionRef::new(request.contract, request.session),
@@ -620,6 +625,9 @@ impl Studio {
         let mut events = operator.demo_seed(options).await?;
         if request.long_session > 0 {
             events += operator.demo_seed_long_session("long-00000", request.long_session).await?;
+        }
+        if request.long_history > 0 {
+            events += operator.demo_seed_long_history("history-00000", request.long_history).await?;
         }
         self.bump();
         Ok(DemoSeeded { sessions: request.sessions, events })

@@ -15,7 +15,7 @@ mod types;
 pub mod web;
 
 pub use a2_operator::model::{
-    Access, Attempt, AttemptKey, AttemptOutcome, Cause, Cleared, ConsumerTotal, DeadLetter, DeadLetterGroup, HeadKey,
+    Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, Cause, Cleared, ConsumerTotal, DeadLetter, DeadLetterGroup, HeadKey,
     HeadKind, HeadRef, RedriveAction, SessionSummary, TotalsSnapshot,
 };
 pub use a2_operator::{ConsumeMode, Consumed, HeadView, JobProgress, Redriven, StoreKind};
@@ -50,6 +50,7 @@ macro_rules! studio_commands {
             dead_letter_list(DeadLetterQuery) -> DeadLetterPage;
             dead_letter_groups(DeadLetterGroupQuery) -> Vec<DeadLetterGroup>;
             attempt_list(AttemptQuery) -> AttemptPage;
+            attempt_rates(ThroughputQuery) -> Vec<AttemptRate>;
             snapshot_list(SessionRef) -> Vec<SnapshotView>;
             audit_list(AuditQuery) -> Vec<AuditView>;
             dead_letter_redrive(RedriveOne) -> Redriven;

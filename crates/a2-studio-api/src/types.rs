@@ -312,6 +312,14 @@ pub struct AttemptPage {
     pub next: Option<AttemptKey>,
 }
 
+/// Throughput per consumer: completions and failures per minute over the last `minutes`.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct ThroughputQuery {
+    pub contract: Option<String>,
+    pub minutes: u32,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
 #[serde(deny_unknown_fields)]
 pub struct DeadLetterGroupQuery {
@@ -548,6 +556,8 @@ pub struct DemoSeed {
     pub bulk: bool,
     /// Also one session `long-00000` of this many unhandled events.
     pub long_session: u64,
+    /// Also one session `history-00000` whose charger ran this many attempts.
+    pub long_history: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]

@@ -1,5 +1,6 @@
 // Overview: contracts, consumers with total lag, lagging sessions and dead
-// letters, and each consumer's lag over time, sampled while the app is open.
+// letters, each consumer's lag over time (sampled while the app is open), and
+// its completions and failures per minute over the last hour.
 import { useEffect, useState } from "react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { commands, type PausedConsumer, type TotalsSnapshot } from "../bindings";
@@ -185,10 +186,69 @@ export function Overview() {
           }}
         />
       )}
-      <section className="card">
-        <h2>Lag over time</h2>
-        <LagChart />
-      </section>
+      <div className="charts">
+        <section className="card">
+          <h2>Lag over time</h2>
+          <LagChart />
+        </section>
+        <section className="card">
+          <h2>Throughput, the last hour</h2>
+          <Throughput />
+        </section>
+      </div>
     </div>
+  );
+}
+
+/** Each consumer's completions and failures per minute over the last hour, from the attempt history. */
+function Throughput() {
+  const rates = useQuery({ queryKey: keys.throughput(), queryFn: () => unwrap(commands.attemptRates({ contract: null, minutes: 60 })) });
+  if (rates.error) return <ErrorBox error={rates.error} />;
+  const data = rates.data ?? [];
+  if (data.length === 0) return <Empty>No attempt ended in the last hour.</Empty>;
+  const consumers = [...new Set(data.map((r) => `${r.contract}/${r.consumer}`))].sort();
+  const now = Math.max(...data.map((r) => r.bucket_start));
+  const W = 300;
+  const H = 44;
+  const minutes = 60;
+  const x = (at: number) => W - ((now - at) / 60_000 + 1) * (W / minutes);
+  return (
+    <table data-testid="throughput">
+      <thead>
+        <tr>
+          <th>Consumer</th>
+          <th className="num">Completed</th>
+          <th className="num">Failed</th>
+          <th>Per minute (completed above, failed below)</th>
+        </tr>
+      </thead>
+      <tbody>
+        {consumers.map((name) => {
+          const series = data.filter((r) => `${r.contract}/${r.consumer}` === name);
+          const top = Math.max(1, ...series.map((r) => Math.max(r.completed, r.failed)));
+          const completed = series.reduce((n, r) => n + r.completed, 0);
+          const failed = series.reduce((n, r) => n + r.failed, 0);
+          return (
+            <tr key={name} data-testid="throughput-row" data-consumer={name} data-completed={completed} data-failed={failed}>
+              <td>{name}</td>
+              <td className="num">{formatCount(completed)}</td>
+              <td className={failed ? "num bad" : "num muted"}>{formatCount(failed)}</td>
+              <td>
+                <svg width={W} height={H} role="img" aria-label={`${name}: completions and failures per minute`}>
+                  <line x1={0} x2={W} y1={H / 2} y2={H / 2} className="axis" />
+                  {series.map((r) => (
+                    <g key={r.bucket_start}>
+                      <title>{`${new Date(r.bucket_start).toLocaleTimeString()}: ${r.completed} completed, ${r.failed} failed`}</title>
+                      <rect x={x(r.bucket_start)} width={W / minutes - 1} y={H / 2 - (r.completed / top) * (H / 2 - 2)} height={(r.completed / top) * (H / 2 - 2)} className="bar-completed" />
+                      <rect x={x(r.bucket_start)} width={W / minutes - 1} y={H / 2} height={(r.failed / top) * (H / 2 - 2)} className="bar-failed" />
+                    </g>
+                  ))}
+                </svg>
+              </td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
   );
 }

@@ -3,13 +3,11 @@
 // appended events. The wheel zooms about the pointer, a drag pans, hovering
 // tells the attempt, a click opens it. Only the bars in view are drawn.
 import { useEffect, useMemo, useRef, useState } from "react";
-import { useQuery } from "@tanstack/react-query";
 import { commands, type Attempt, type AttemptKey, type AttemptPage } from "../bindings";
 import { unwrap } from "../api";
 import { formatTime } from "../format";
 import { barRect, fit, formatDuration, layout, pan, ticks, toX, visibleBars, zoom, type Bar, type View } from "../timeline";
 import { ErrorBox, Empty } from "../ui";
-import { keys } from "../keys";
 import { AttemptDetail, duration } from "./Attempts";
 
 const LABEL_PX = 190;
@@ -19,21 +17,48 @@ const PAGE = 500;
 /** A session's history is read whole up to this many attempts (200 calls). */
 const MAX_ATTEMPTS = 100_000;
 
-async function wholeHistory(contract: string, session: string): Promise<{ attempts: Attempt[]; truncated: boolean }> {
-  const attempts: Attempt[] = [];
-  let after: AttemptKey | null = null;
-  for (;;) {
-    const page: AttemptPage = await unwrap(commands.attemptList({ contract, session, consumer: null, index: null, after, oldest_first: true, limit: PAGE }));
-    attempts.push(...page.items);
-    if (!page.next) return { attempts, truncated: false };
-    if (attempts.length >= MAX_ATTEMPTS) return { attempts, truncated: true };
-    after = page.next;
-  }
+type History = { attempts: Attempt[]; done: boolean; truncated: boolean; error: unknown };
+
+/**
+ * A session's whole attempt history, oldest first, a page of 500 a call; the
+ * chart paints from the first page and fills in as pages arrive (every 20
+ * pages, so a long history is laid out a few times, not hundreds).
+ */
+function useHistory(contract: string, session: string, generation: number): History {
+  const [history, setHistory] = useState<History>({ attempts: [], done: false, truncated: false, error: null });
+  useEffect(() => {
+    let cancelled = false;
+    setHistory({ attempts: [], done: false, truncated: false, error: null });
+    void (async () => {
+      const attempts: Attempt[] = [];
+      let after: AttemptKey | null = null;
+      try {
+        for (let pages = 1; ; pages++) {
+          const page: AttemptPage = await unwrap(commands.attemptList({ contract, session, consumer: null, index: null, after, oldest_first: true, limit: PAGE }));
+          if (cancelled) return;
+          attempts.push(...page.items);
+          const done = !page.next || attempts.length >= MAX_ATTEMPTS;
+          if (pages === 1 || done || pages % 20 === 0) setHistory({ attempts: [...attempts], done, truncated: done && page.next !== null, error: null });
+          if (done) return;
+          after = page.next;
+        }
+      } catch (error) {
+        if (!cancelled) setHistory({ attempts: [...attempts], done: true, truncated: false, error });
+      }
+    })();
+    return () => {
+      cancelled = true;
+    };
+  }, [contract, session, generation]);
+  return history;
 }
 
 export function Timeline({ contract, session }: { contract: string; session: string }) {
-  const history = useQuery({ queryKey: keys.timeline(contract, session), queryFn: () => wholeHistory(contract, session) });
-  const l = useMemo(() => layout(history.data?.attempts ?? []), [history.data]);
+  const [generation, setGeneration] = useState(0);
+  const history = useHistory(contract, session, generation);
+  const l = useMemo(() => layout(history.attempts), [history.attempts]);
+  // Once the reader zooms or pans, arriving pages no longer refit the chart.
+  const touched = useRef(false);
   const box = useRef<HTMLDivElement>(null);
   const [width, setWidth] = useState(900);
   const [view, setView] = useState<View | null>(null);
@@ -50,11 +75,11 @@ export function Timeline({ contract, session }: { contract: string; session: str
     const observer = new ResizeObserver(measure);
     observer.observe(el);
     return () => observer.disconnect();
-  }, [history.data]);
+  }, [l.bars.length > 0]);
 
-  // A new history (or width) fits the whole of it.
+  // A new history (or width) fits the whole of it, until the reader moves the view.
   useEffect(() => {
-    if (l.bars.length) setView(fit(l, width));
+    if (l.bars.length && !touched.current) setView(fit(l, width));
   }, [l, width]);
 
   // The wheel zooms: a listener of our own, since React's is passive and cannot keep the page from scrolling.
@@ -64,6 +89,7 @@ export function Timeline({ contract, session }: { contract: string; session: str
     const onWheel = (e: WheelEvent) => {
       if (e.shiftKey) return;
       e.preventDefault();
+      touched.current = true;
       const x = e.clientX - el.getBoundingClientRect().left;
       setView((v) => (v ? zoom(v, Math.exp(e.deltaY * 0.002), x, l) : v));
     };
@@ -71,8 +97,8 @@ export function Timeline({ contract, session }: { contract: string; session: str
     return () => el.removeEventListener("wheel", onWheel);
   });
 
-  if (history.error) return <ErrorBox error={history.error} />;
-  if (history.isLoading) return <p className="muted">Reading the attempt history…</p>;
+  if (history.error && l.bars.length === 0) return <ErrorBox error={history.error} />;
+  if (!history.done && l.bars.length === 0) return <p className="muted">Reading the attempt history…</p>;
   if (l.bars.length === 0) return <Empty>No attempt recorded in this session yet.</Empty>;
   const v = view ?? fit(l, width);
   const shown = visibleBars(l, v, scrollTop, VIEWPORT_PX);
@@ -82,11 +108,20 @@ export function Timeline({ contract, session }: { contract: string; session: str
     <div ref={box} className="timeline">
       <div className="toolbar">
         <span className="muted" data-testid="timeline-count">
-          {l.bars.length} attempts in {l.rows.length} rows{history.data?.truncated ? ` (the first ${MAX_ATTEMPTS})` : ""}, {formatDuration(l.end - l.start)} from{" "}
-          {formatTime(l.start)}
+          {l.bars.length} attempts{history.done ? "" : " so far (reading…)"} in {l.rows.length} rows
+          {history.truncated ? ` (the first ${MAX_ATTEMPTS})` : ""}, {formatDuration(l.end - l.start)} from {formatTime(l.start)}
         </span>
-        <button type="button" onClick={() => setView(fit(l, width))}>
+        <button
+          type="button"
+          onClick={() => {
+            touched.current = false;
+            setView(fit(l, width));
+          }}
+        >
           Fit
+        </button>
+        <button type="button" disabled={!history.done} onClick={() => setGeneration((g) => g + 1)} title="Read the history again">
+          Reload
         </button>
         <span className="legend">
           {(["completed", "failed", "aborted", "lapsed", "superseded", "cleared"] as const).map((o) => (
@@ -132,6 +167,7 @@ export function Timeline({ contract, session }: { contract: string; session: str
               const dx = e.clientX - d.x;
               if (Math.abs(dx) < 3 && !d.moved) return;
               d.moved = true;
+              touched.current = true;
               d.x = e.clientX;
               setView((cur) => (cur ? pan(cur, dx) : cur));
             }}
@@ -186,6 +222,7 @@ export function Timeline({ contract, session }: { contract: string; session: str
           {hover.bar.attempt.error && <div className="error-text">{hover.bar.attempt.error.split("\n")[0].slice(0, 120)}</div>}
         </div>
       )}
+      <ErrorBox error={history.error} />
       {picked && <AttemptDetail contract={contract} session={session} attempt={picked} />}
     </div>
   );

@@ -714,6 +714,32 @@ impl Store for MemoryStore {
         Ok(AttemptPruned { pruned, next })
     }
 
+    async fn attempt_rates(&self, params: AttemptRates) -> Result<Vec<AttemptRate>, StoreError> {
+        let bucket_ms = params.bucket_ms.max(1);
+        let sessions = self.lock();
+        let mut rates: BTreeMap<(String, String, Millis), AttemptRate> = BTreeMap::new();
+        for (key, row) in sessions.iter() {
+            let contract = crate::split_session_key(key).0;
+            if params.contract.as_ref().is_some_and(|c| c != contract) {
+                continue;
+            }
+            for attempt in row.attempts.values().filter(|a| a.ended_at >= params.since) {
+                let bucket_start = attempt.ended_at.div_euclid(bucket_ms) * bucket_ms;
+                let id = (contract.to_owned(), attempt.consumer.clone(), bucket_start);
+                let rate = rates.entry(id).or_insert_with(|| AttemptRate {
+                    contract: contract.to_owned(),
+                    consumer: attempt.consumer.clone(),
+                    bucket_start,
+                    completed: 0,
+                    failed: 0,
+                });
+                rate.completed += u64::from(attempt.outcome == AttemptOutcome::Completed);
+                rate.failed += u64::from(attempt.outcome.is_failure());
+            }
+        }
+        Ok(rates.into_values().collect())
+    }
+
     async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError> {
         let sessions = self.lock();
         let mut groups: BTreeMap<(String, String, String), DeadLetterGroup> = BTreeMap::new();
