@@ -78,9 +78,12 @@ export type Attempt = {
 	appended: string[],
 };
 
-/**  Keyset position in a session's attempt history: `(ended_at, consumer, lane, index, attempt)`. */
+/**
+ *  Keyset position in a session's attempt history, which is kept in head
+ *  order: `(consumer, lane, index, attempt)`, the table's own key, so the
+ *  history needs no index of its own besides it.
+ */
 export type AttemptKey = {
-	ended_at: number,
 	consumer: string,
 	lane: string | null,
 	index: number,

@@ -130,7 +130,17 @@ fn studio_bench() -> Result<(), String> {
     if !dir.join("long.sqlite").exists() {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut seed = Command::new(&a2);
-        seed.args(["--store", &store, "demo", "--sessions", "200", "--long-session", "1000000", "--long-history", "100000"]);
+        seed.args([
+            "--store",
+            &store,
+            "demo",
+            "--sessions",
+            "200",
+            "--long-session",
+            "1000000",
+            "--long-history",
+            "100000",
+        ]);
         run(seed)?;
     }
     let mut serve = Command::new(&a2)

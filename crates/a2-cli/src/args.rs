@@ -142,8 +142,8 @@ pub(crate) enum Command {
         #[arg(long)]
         after: Option<String>,
     },
-    /// A session's attempts, newest first: every run of every head, how it
-    /// ended, how long it took, what it threw and what it appended.
+    /// A session's attempts, head by head, each head's newest first: every run,
+    /// how it ended, how long it took, what it threw and what it appended.
     Attempts {
         #[command(flatten)]
         target: Target,
@@ -166,7 +166,7 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 60)]
         minutes: u32,
     },
-    /// A session's whole attempt history, oldest first: what the Studio's timeline draws.
+    /// A session's whole attempt history by start time: what the Studio's timeline draws.
     Timeline(Target),
     /// A session's reducer snapshots.
     Snapshots(Target),

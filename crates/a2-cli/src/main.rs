@@ -221,6 +221,8 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
                     None => break,
                 }
             }
+            // Kept in head order; a timeline reads by time.
+            attempts.sort_by_key(|a| (a.started_at.unwrap_or(a.ended_at), a.ended_at));
             out.timeline(&attempts);
         }
         Command::Snapshots(t) => out.snapshots(&studio.snapshot_list(t.into()).await?),
@@ -350,7 +352,8 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
         Command::Serve { .. } => return Err(ApiError::invalid("serve runs on its own")),
         Command::Init => out.value(&json!(info), &format!("{} is an A2 store", info.url)),
         Command::Demo { sessions, seed, fail_rate, bulk, long_session, long_history } => {
-            let done = studio.demo_seed(DemoSeed { sessions, seed, fail_rate, bulk, long_session, long_history }).await?;
+            let done =
+                studio.demo_seed(DemoSeed { sessions, seed, fail_rate, bulk, long_session, long_history }).await?;
             out.value(&json!(done), &format!("seeded {} sessions, {} events", done.sessions, done.events));
         }
     }

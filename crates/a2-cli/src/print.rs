@@ -1,8 +1,8 @@
 //! Tables for people, one JSON document for scripts.
 
 use a2_studio_api::{
-    Attempt, AttemptPage, AttemptRate, AuditView, ConnectionInfo, ConsumerTotal, DeadLetterGroup, DeadLetterPage, EventView,
-    HeadView, PausedConsumer, SearchHit, SessionPage, SessionSummary, SnapshotView, TlsView,
+    Attempt, AttemptPage, AttemptRate, AuditView, ConnectionInfo, ConsumerTotal, DeadLetterGroup, DeadLetterPage,
+    EventView, HeadView, PausedConsumer, SearchHit, SessionPage, SessionSummary, SnapshotView, TlsView,
 };
 use serde::Serialize;
 use serde_json::Value;

@@ -217,7 +217,11 @@ async fn reads_actions_and_exit_codes(kind: &str) {
     let (code, out, _) = a2(path, &["--json", "throughput", "--contract", "shop"]);
     assert_eq!(code, 0);
     let rates = json_of(&out);
-    assert_eq!((&rates[0]["consumer"], &rates[0]["completed"], &rates[0]["failed"]), (&json!("charger"), &json!(0), &json!(1)), "{rates}");
+    assert_eq!(
+        (&rates[0]["consumer"], &rates[0]["completed"], &rates[0]["failed"]),
+        (&json!("charger"), &json!(0), &json!(1)),
+        "{rates}"
+    );
     let (code, _, err) = a2(path, &["throughput", "--minutes", "0"]);
     assert_eq!(code, 2, "minutes out of range is bad input: {err}");
     let (code, _, err) = a2(path, &["attempts", "--contract", "shop", "--session", "nobody"]);

@@ -162,7 +162,7 @@ async fn run_and_settle(
     // Run in its own task so a panic is a failed attempt, not a lost drain.
     let mut task = AbortOnDrop(tokio::spawn((consumer.def.run)(ctx)));
     let result = match (&mut task.0).await {
-        Ok(result) => result.map_err(|e| e.to_string()),
+        Ok(result) => result.map_err(|e| error_with_sources(&*e)),
         Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name())),
     };
     let aborted = run_token.is_cancelled();
@@ -183,6 +183,19 @@ async fn run_and_settle(
         },
         Err(message) => fail(inner, claimed, message, aborted).await,
     }
+}
+
+/// What a run threw, with every error in its source chain on a line of its
+/// own: the attempt history keeps it whole, dead letters group on its first line.
+fn error_with_sources(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str("\ncaused by: ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// Give ids and causes to what a run returned, validated like any append.
@@ -303,5 +316,35 @@ async fn fail(inner: &Arc<Inner>, claimed: &ClaimedHead, error: String, aborted:
             HeadOutcome::Superseded
         }
         Err(error) => HeadOutcome::StoreFailed(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_with_sources;
+
+    #[derive(Debug)]
+    struct Wrapped(&'static str, Option<Box<Wrapped>>);
+
+    impl std::fmt::Display for Wrapped {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Wrapped {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+        }
+    }
+
+    #[test]
+    fn a_run_error_keeps_its_source_chain() {
+        let error = Wrapped(
+            "charge failed",
+            Some(Box::new(Wrapped("gateway said no", Some(Box::new(Wrapped("timeout", None)))))),
+        );
+        assert_eq!(error_with_sources(&error), "charge failed\ncaused by: gateway said no\ncaused by: timeout");
+        assert_eq!(error_with_sources(&Wrapped("plain", None)), "plain");
     }
 }

@@ -198,8 +198,10 @@ pub async fn seed_long_history(store: Arc<dyn Store>, id: &str, attempts: u64) -
             limit: u32::try_from(BATCH).unwrap_or(u32::MAX),
         };
         let claimed = store.head_claim(claim).await?;
-        let heads = claimed.heads.into_iter().map(|h| a2_store::HeldHead { head: h.head, attempt: h.attempt }).collect();
-        done += store.head_complete_many(a2_store::HeadCompleteMany { session: key.clone(), heads }).await?.len() as u64;
+        let heads =
+            claimed.heads.into_iter().map(|h| a2_store::HeldHead { head: h.head, attempt: h.attempt }).collect();
+        done +=
+            store.head_complete_many(a2_store::HeadCompleteMany { session: key.clone(), heads }).await?.len() as u64;
     }
     Ok(done)
 }

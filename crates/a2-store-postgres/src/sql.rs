@@ -28,13 +28,6 @@ macro_rules! runnable {
     };
 }
 
-/// The heads a batch names, fenced by attempt: `(c, l, i, a)` from `$2..$5`.
-macro_rules! fenced_heads {
-    () => {
-        "UNNEST($2::text[], $3::text[], $4::bigint[], $5::int[]) AS u(c, l, i, a)"
-    };
-}
-
 pub(crate) static SQL: Statements = Statements {
     session_page: summary!("WHERE s.session >= $1 AND s.session < $2 AND s.session > $3 ORDER BY s.session LIMIT $4"),
     sessions_by_activity: summary!(
@@ -179,21 +172,28 @@ pub(crate) static SQL: Statements = Statements {
            AND h.failed_at IS NULL AND h.lease_holder = $2 \
          RETURNING h.consumer, h.lane, h.idx",
     ),
-    cursors_complete: Each::Lists(concat!(
-        "UPDATE a2_heads h SET idx = h.idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
-           failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL FROM ",
-        fenced_heads!(),
-        " WHERE h.session = $1 AND h.kind = 0 AND h.consumer = u.c AND h.lane = u.l AND h.idx = u.i \
-           AND h.attempt_count = u.a AND h.failed_at IS NULL \
-         RETURNING u.c AS consumer, u.l AS lane, u.i AS idx"
-    )),
-    event_heads_complete: Each::Lists(concat!(
-        "DELETE FROM a2_heads h USING ",
-        fenced_heads!(),
-        " WHERE h.session = $1 AND h.kind <> 0 AND h.consumer = u.c AND h.lane = u.l AND h.idx = u.i \
-           AND h.attempt_count = u.a AND h.failed_at IS NULL \
-         RETURNING h.consumer, h.lane, h.idx"
-    )),
+    // One statement for the batch: the current attempts (locked), recorded as completed, then the
+    // cursors among them moved on and the per-event heads deleted.
+    heads_complete: &[Each::Lists(
+        "WITH cur AS (SELECT h.consumer, h.lane, h.idx, h.kind, h.attempt_count, h.lease_holder, h.attempt_started_at \
+           FROM a2_heads h JOIN UNNEST($3::text[], $4::text[], $5::bigint[], $6::int[]) AS u(c, l, i, a) \
+             ON h.consumer = u.c AND h.lane = u.l AND h.idx = u.i \
+           WHERE h.session = $1 AND h.attempt_count = u.a AND h.failed_at IS NULL FOR UPDATE OF h), \
+         recorded AS (INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, \
+             outcome) \
+           SELECT $1, consumer, lane, idx, attempt_count, lease_holder, attempt_started_at, $2, 0 FROM cur \
+           ON CONFLICT DO NOTHING), \
+         moved AS (UPDATE a2_heads h SET idx = h.idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
+             failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL FROM cur \
+           WHERE cur.kind = 0 AND h.session = $1 AND h.consumer = cur.consumer AND h.lane = cur.lane \
+             AND h.idx = cur.idx \
+           RETURNING cur.consumer, cur.lane, cur.idx), \
+         gone AS (DELETE FROM a2_heads h USING cur \
+           WHERE cur.kind <> 0 AND h.session = $1 AND h.consumer = cur.consumer AND h.lane = cur.lane \
+             AND h.idx = cur.idx \
+           RETURNING cur.consumer, cur.lane, cur.idx) \
+         SELECT consumer, lane, idx FROM moved UNION ALL SELECT consumer, lane, idx FROM gone",
+    )],
     dead_letter_lock: "SELECT h.* FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
          WHERE h.session = $1 AND h.consumer = $2 AND h.idx = $3 AND h.failed_at IS NOT NULL LIMIT 1 FOR UPDATE OF h",
     cursor_get: "SELECT h.*, EXISTS (SELECT 1 FROM a2_consumer_pauses z WHERE z.contract = split_part($1, chr(31), 1) \
@@ -243,26 +243,17 @@ pub(crate) static SQL: Statements = Statements {
            ended_at = excluded.ended_at, error = COALESCE(excluded.error, a.error) \
          WHERE a.outcome = 2 AND excluded.outcome = 3",
     ),
-    attempts_settled: Each::Lists(
-        "INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome) \
-         SELECT h.session, h.consumer, h.lane, h.idx, h.attempt_count, h.lease_holder, h.attempt_started_at, $2, 0 \
-         FROM a2_heads h JOIN UNNEST($3::text[], $4::text[], $5::bigint[], $6::int[]) AS u(c, l, i, a) \
-           ON h.consumer = u.c AND h.lane = u.l AND h.idx = u.i \
-         WHERE h.session = $1 AND h.attempt_count = u.a AND h.failed_at IS NULL \
-         FOR UPDATE OF h \
-         ON CONFLICT DO NOTHING",
-    ),
     attempts_cleared: "INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, \
            outcome) \
          SELECT session, consumer, lane, idx, attempt_count, lease_holder, attempt_started_at, $3, 5 FROM a2_heads \
          WHERE session = $1 AND idx <= $2 AND lease_holder IS NOT NULL AND lease_expires_at > $3 AND failed_at IS NULL \
          ON CONFLICT DO NOTHING",
     attempts_newest_first: "SELECT * FROM a2_attempts WHERE session = $1 AND ($2::text IS NULL OR consumer = $2) \
-           AND ($3::bigint IS NULL OR idx = $3) AND (ended_at, consumer, lane, idx, attempt) < ($4, $5, $6, $7, $8) \
-         ORDER BY ended_at DESC, consumer DESC, lane DESC, idx DESC, attempt DESC LIMIT $9",
+           AND ($3::bigint IS NULL OR idx = $3) AND (consumer, lane, idx, attempt) < ($4, $5, $6, $7) \
+         ORDER BY consumer DESC, lane DESC, idx DESC, attempt DESC LIMIT $8",
     attempts_oldest_first: "SELECT * FROM a2_attempts WHERE session = $1 AND ($2::text IS NULL OR consumer = $2) \
-           AND ($3::bigint IS NULL OR idx = $3) AND (ended_at, consumer, lane, idx, attempt) > ($4, $5, $6, $7, $8) \
-         ORDER BY ended_at, consumer, lane, idx, attempt LIMIT $9",
+           AND ($3::bigint IS NULL OR idx = $3) AND (consumer, lane, idx, attempt) > ($4, $5, $6, $7) \
+         ORDER BY consumer, lane, idx, attempt LIMIT $8",
     attempts_prune: "DELETE FROM a2_attempts a WHERE a.session >= $1 AND a.session <= $2 \
            AND EXISTS (SELECT 1 FROM a2_attempts n WHERE n.session = a.session AND n.consumer = a.consumer \
              AND n.lane = a.lane AND n.idx = a.idx AND n.attempt >= a.attempt + $3) \

@@ -89,10 +89,11 @@ pub struct Statements {
     pub claim_candidates: &'static str,
     /// (key, holder, expires) then per head (consumer, lane, idx, attempt) → consumer, lane, idx kept
     pub heads_renew: Each,
-    /// (key) then per head (consumer, lane, idx, attempt) → consumer, lane, idx settled
-    pub cursors_complete: Each,
-    /// (key) then per head (consumer, lane, idx, attempt) → consumer, lane, idx settled
-    pub event_heads_complete: Each,
+    /// (key, now) then per head (consumer, lane, idx, attempt), run in order: each head still running
+    /// that attempt has it recorded as completed (0) and is settled (a cursor moves on, a per-event head
+    /// goes); the rows they return, `consumer, lane, idx`, are the heads settled. One statement where
+    /// the database can write several tables in one (Postgres), else one a step.
+    pub heads_complete: &'static [Each],
     /// (key, consumer, idx) → the dead head; locked where rows lock
     pub dead_letter_lock: &'static str,
     /// (key, consumer) → the cursor, and whether its consumer is paused (`paused`)
@@ -140,14 +141,11 @@ pub struct Statements {
     /// (key) then per attempt (consumer, lane, idx, attempt, holder, started at, ended at, outcome, error,
     /// appended): a new record, or a lapse (2) replaced by the same attempt's late outcome (superseded, 3)
     pub attempts_put: Each,
-    /// (key, now) then per head (consumer, lane, idx, attempt): a completed attempt (0) for each head
-    /// still running that attempt, from its row (locked where rows lock); run before the heads settle
-    pub attempts_settled: Each,
     /// (key, boundary, now): the attempts running at or below a clear's boundary end as cleared (5)
     pub attempts_cleared: &'static str,
-    /// (key, consumer?, idx?, after ended_at, consumer, lane, idx, attempt, limit) → attempts
+    /// (key, consumer?, idx?, after consumer, lane, idx, attempt, limit) → attempts in head order, descending
     pub attempts_newest_first: &'static str,
-    /// (key, consumer?, idx?, after ended_at, consumer, lane, idx, attempt, limit) → attempts
+    /// (key, consumer?, idx?, after consumer, lane, idx, attempt, limit) → attempts in head order, ascending
     pub attempts_oldest_first: &'static str,
     /// (first key, last key, keep): drop attempts with `keep` newer ones of their head, unless the head is dead
     pub attempts_prune: &'static str,

@@ -161,15 +161,15 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         }
         Ok(CompleteOutcome::Completed { session_head, appended })
     }
-    /// Cursors move on and per-event heads go, each fenced by its attempt.
+    /// Cursors move on and per-event heads go, each fenced by its attempt, with its attempt recorded.
     async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
-        let leading = [Arg::text(&params.session)];
+        let leading = [Arg::text(&params.session), Arg::Int(self.now())];
         let rows: Vec<Vec<Arg>> = params.heads.iter().map(fenced).collect();
         let mut tx = self.backend.begin().await?;
-        let attempts = [Arg::text(&params.session), Arg::Int(self.now())];
-        run_each(tx.as_mut(), &self.sql().attempts_settled, &attempts, &rows).await?;
-        let mut settled = run_each(tx.as_mut(), &self.sql().cursors_complete, &leading, &rows).await?;
-        settled.extend(run_each(tx.as_mut(), &self.sql().event_heads_complete, &leading, &rows).await?);
+        let mut settled = Vec::new();
+        for step in self.sql().heads_complete {
+            settled.extend(run_each(tx.as_mut(), step, &leading, &rows).await?);
+        }
         tx.commit().await?;
         settled.iter().map(head_ref).collect()
     }
@@ -528,22 +528,22 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     async fn attempt_list(&self, params: AttemptList) -> Result<Vec<Attempt>, StoreError> {
         let sql = if params.oldest_first { self.sql().attempts_oldest_first } else { self.sql().attempts_newest_first };
         // The first page starts beyond every real position, in the list's direction.
-        let after = params.after.unwrap_or(AttemptKey {
-            ended_at: if params.oldest_first { Millis::MIN } else { Millis::MAX },
-            consumer: String::new(),
-            lane: None,
-            index: 0,
-            attempt: 0,
-        });
+        let (consumer, lane, index, attempt) = match params.after {
+            Some(after) => {
+                let lane = codec::lane_column(after.lane.as_deref()).to_owned();
+                (after.consumer, lane, to_i64(after.index), i64::from(after.attempt))
+            }
+            None if params.oldest_first => (String::new(), String::new(), -1, -1),
+            None => ("\u{10FFFF}".to_owned(), String::new(), 0, 0),
+        };
         let args = vec![
             Arg::text(&params.session),
             Arg::OptText(params.consumer),
             Arg::OptInt(params.index.map(to_i64)),
-            Arg::Int(after.ended_at),
-            Arg::Text(after.consumer),
-            Arg::text(codec::lane_column(after.lane.as_deref())),
-            Arg::Int(to_i64(after.index)),
-            Arg::Int(i64::from(after.attempt)),
+            Arg::Text(consumer),
+            Arg::Text(lane),
+            Arg::Int(index),
+            Arg::Int(attempt),
             page(params.limit),
         ];
         let rows = self.backend.read().await?.fetch(sql, args).await?;

@@ -1,8 +1,8 @@
 -- Attempt history: every run of a head (outcome codes: 0 completed, 1 failed,
 -- 2 lapsed, 3 superseded, 4 aborted, 5 cleared), written in the transaction of
--- the outcome it records. A head's attempts are a primary-key range; a
--- session's, by when they ended, are a range of a2_attempts_by_end; the last
--- hour's (throughput), a range of a2_attempts_by_time.
+-- the outcome it records. A head's attempts, a session's (kept in head order;
+-- the timeline lays it out by time itself) and a contract's for throughput (a
+-- dev store's size: no time index to keep) are ranges of the primary key.
 ALTER TABLE a2_heads ADD COLUMN attempt_started_at INTEGER;
 -- The last error with its numbers, ids and UUIDs masked: dead letters group on it.
 ALTER TABLE a2_heads ADD COLUMN last_error_cause TEXT;
@@ -22,5 +22,3 @@ CREATE TABLE a2_attempts (
     PRIMARY KEY (session, consumer, lane, idx, attempt)
 ) WITHOUT ROWID;
 
-CREATE INDEX a2_attempts_by_end ON a2_attempts (session, ended_at, consumer, lane, idx, attempt);
-CREATE INDEX a2_attempts_by_time ON a2_attempts (ended_at);

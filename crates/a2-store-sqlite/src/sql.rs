@@ -164,13 +164,26 @@ pub(crate) static SQL: Statements = Statements {
     ),
     heads_renew: Each::PerRow("UPDATE a2_heads SET lease_expires_at = ?3 WHERE session = ?1 AND consumer = ?4 AND lane = ?5 AND idx = ?6 \
              AND attempt_count = ?7 AND failed_at IS NULL AND lease_holder = ?2 RETURNING consumer, lane, idx"),
-    cursors_complete: Each::PerRow("UPDATE a2_heads SET idx = idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
+    heads_complete: &[
+        // The attempt is read from the head row before the head settles.
+        Each::PerRow(
+            "INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome) \
+             SELECT session, consumer, lane, idx, attempt_count, lease_holder, attempt_started_at, ?2, 0 FROM a2_heads \
+             WHERE session = ?1 AND consumer = ?3 AND lane = ?4 AND idx = ?5 AND attempt_count = ?6 AND failed_at IS NULL \
+             ON CONFLICT DO NOTHING",
+        ),
+        Each::PerRow(
+            "UPDATE a2_heads SET idx = idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
              failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
-             WHERE session = ?1 AND kind = 0 AND consumer = ?2 AND lane = ?3 AND idx = ?4 \
-               AND attempt_count = ?5 AND failed_at IS NULL \
-             RETURNING consumer, lane, idx - 1 AS idx"),
-    event_heads_complete: Each::PerRow("DELETE FROM a2_heads WHERE session = ?1 AND kind <> 0 AND consumer = ?2 AND lane = ?3 AND idx = ?4 \
-               AND attempt_count = ?5 AND failed_at IS NULL RETURNING consumer, lane, idx"),
+             WHERE session = ?1 AND kind = 0 AND consumer = ?3 AND lane = ?4 AND idx = ?5 \
+               AND attempt_count = ?6 AND failed_at IS NULL \
+             RETURNING consumer, lane, idx - 1 AS idx",
+        ),
+        Each::PerRow(
+            "DELETE FROM a2_heads WHERE session = ?1 AND kind <> 0 AND consumer = ?3 AND lane = ?4 AND idx = ?5 \
+               AND attempt_count = ?6 AND failed_at IS NULL RETURNING consumer, lane, idx",
+        ),
+    ],
     dead_letter_lock: "SELECT h.* FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
          WHERE h.session = ?1 AND h.consumer = ?2 AND h.idx = ?3 AND h.failed_at IS NOT NULL LIMIT 1",
     cursor_get: "SELECT h.*, EXISTS (SELECT 1 FROM a2_consumer_pauses z WHERE z.contract = substr(?1, 1, instr(?1, char(31)) - 1) \
@@ -210,23 +223,17 @@ pub(crate) static SQL: Statements = Statements {
            ended_at = excluded.ended_at, error = COALESCE(excluded.error, a.error) \
          WHERE a.outcome = 2 AND excluded.outcome = 3",
     ),
-    attempts_settled: Each::PerRow(
-        "INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome) \
-         SELECT session, consumer, lane, idx, attempt_count, lease_holder, attempt_started_at, ?2, 0 FROM a2_heads \
-         WHERE session = ?1 AND consumer = ?3 AND lane = ?4 AND idx = ?5 AND attempt_count = ?6 AND failed_at IS NULL \
-         ON CONFLICT DO NOTHING",
-    ),
     attempts_cleared: "INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, \
            outcome) \
          SELECT session, consumer, lane, idx, attempt_count, lease_holder, attempt_started_at, ?3, 5 FROM a2_heads \
          WHERE session = ?1 AND idx <= ?2 AND lease_holder IS NOT NULL AND lease_expires_at > ?3 AND failed_at IS NULL \
          ON CONFLICT DO NOTHING",
     attempts_newest_first: "SELECT * FROM a2_attempts WHERE session = ?1 AND (?2 IS NULL OR consumer = ?2) \
-           AND (?3 IS NULL OR idx = ?3) AND (ended_at, consumer, lane, idx, attempt) < (?4, ?5, ?6, ?7, ?8) \
-         ORDER BY ended_at DESC, consumer DESC, lane DESC, idx DESC, attempt DESC LIMIT ?9",
+           AND (?3 IS NULL OR idx = ?3) AND (consumer, lane, idx, attempt) < (?4, ?5, ?6, ?7) \
+         ORDER BY consumer DESC, lane DESC, idx DESC, attempt DESC LIMIT ?8",
     attempts_oldest_first: "SELECT * FROM a2_attempts WHERE session = ?1 AND (?2 IS NULL OR consumer = ?2) \
-           AND (?3 IS NULL OR idx = ?3) AND (ended_at, consumer, lane, idx, attempt) > (?4, ?5, ?6, ?7, ?8) \
-         ORDER BY ended_at, consumer, lane, idx, attempt LIMIT ?9",
+           AND (?3 IS NULL OR idx = ?3) AND (consumer, lane, idx, attempt) > (?4, ?5, ?6, ?7) \
+         ORDER BY consumer, lane, idx, attempt LIMIT ?8",
     attempts_prune: "DELETE FROM a2_attempts AS a WHERE a.session >= ?1 AND a.session <= ?2 \
            AND EXISTS (SELECT 1 FROM a2_attempts n WHERE n.session = a.session AND n.consumer = a.consumer \
              AND n.lane = a.lane AND n.idx = a.idx AND n.attempt >= a.attempt + ?3) \

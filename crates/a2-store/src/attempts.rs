@@ -90,7 +90,6 @@ impl Attempt {
     /// The keyset position of this attempt in a session's history.
     pub fn key(&self) -> AttemptKey {
         AttemptKey {
-            ended_at: self.ended_at,
             consumer: self.consumer.clone(),
             lane: self.lane.clone(),
             index: self.index,
@@ -131,19 +130,21 @@ impl Attempt {
     }
 }
 
-/// Keyset position in a session's attempt history: `(ended_at, consumer, lane, index, attempt)`.
+/// Keyset position in a session's attempt history, which is kept in head
+/// order: `(consumer, lane, index, attempt)`, the table's own key, so the
+/// history needs no index of its own besides it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct AttemptKey {
-    pub ended_at: Millis,
     pub consumer: String,
     pub lane: Option<String>,
     pub index: u64,
     pub attempt: u32,
 }
 
-/// A session's attempts, by when they ended: newest first (a head's list)
-/// or oldest first (the timeline), keyset paged.
+/// A session's attempts in head order (consumer, lane, index) and, within a
+/// head, by attempt number: descending gives a head's newest attempt first,
+/// ascending is how the timeline reads a whole history. Keyset paged.
 #[derive(Debug, Clone, Default)]
 pub struct AttemptList {
     /// A storage key.

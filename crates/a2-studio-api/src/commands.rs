@@ -405,7 +405,10 @@ impl Studio {
         Ok(self.operator()?.dead_letter_groups(request.contract.filter(|c| !c.is_empty())).await?)
     }
 
-    pub async fn attempt_rates(&self, request: ThroughputQuery) -> Result<Vec<a2_operator::model::AttemptRate>, ApiError> {
+    pub async fn attempt_rates(
+        &self,
+        request: ThroughputQuery,
+    ) -> Result<Vec<a2_operator::model::AttemptRate>, ApiError> {
         let contract = request.contract.filter(|c| !c.is_empty());
         Ok(self.operator()?.attempt_rates(contract, request.minutes).await?)
     }

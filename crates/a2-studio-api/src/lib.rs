@@ -15,8 +15,8 @@ mod types;
 pub mod web;
 
 pub use a2_operator::model::{
-    Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, Cause, Cleared, ConsumerTotal, DeadLetter, DeadLetterGroup, HeadKey,
-    HeadKind, HeadRef, RedriveAction, SessionSummary, TotalsSnapshot,
+    Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, Cause, Cleared, ConsumerTotal, DeadLetter,
+    DeadLetterGroup, HeadKey, HeadKind, HeadRef, RedriveAction, SessionSummary, TotalsSnapshot,
 };
 pub use a2_operator::{ConsumeMode, Consumed, HeadView, JobProgress, Redriven, StoreKind};
 pub use commands::{Limits, Studio};

@@ -63,7 +63,10 @@ async fn every_postgres_attach_opens_read_only_unless_asked_and_writing_names_th
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(active > 0, "a DBA sees the Studio by name in pg_stat_activity");
-    studio.demo_seed(DemoSeed { sessions: 2, seed: 1, fail_rate: 0.0, bulk: true, long_session: 0, long_history: 0 }).await.ok();
+    studio
+        .demo_seed(DemoSeed { sessions: 2, seed: 1, fail_rate: 0.0, bulk: true, long_session: 0, long_history: 0 })
+        .await
+        .ok();
     let clear = ClearRequest { contract: "shop".into(), session: "order-00001".into(), if_last_index: None };
     studio.session_clear(clear).await.unwrap_or_else(|e| panic!("{e}"));
     let audit = studio.audit_list(AuditQuery { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));

@@ -208,8 +208,8 @@ function Throughput() {
   if (data.length === 0) return <Empty>No attempt ended in the last hour.</Empty>;
   const consumers = [...new Set(data.map((r) => `${r.contract}/${r.consumer}`))].sort();
   const now = Math.max(...data.map((r) => r.bucket_start));
-  const W = 300;
-  const H = 44;
+  const W = 180;
+  const H = 36;
   const minutes = 60;
   const x = (at: number) => W - ((now - at) / 60_000 + 1) * (W / minutes);
   return (
@@ -219,7 +219,7 @@ function Throughput() {
           <th>Consumer</th>
           <th className="num">Completed</th>
           <th className="num">Failed</th>
-          <th>Per minute (completed above, failed below)</th>
+          <th title="Completed above the line, failed below, a bar a minute">Per minute</th>
         </tr>
       </thead>
       <tbody>

@@ -717,7 +717,8 @@ impl Store for MemoryStore {
     async fn attempt_rates(&self, params: AttemptRates) -> Result<Vec<AttemptRate>, StoreError> {
         let bucket_ms = params.bucket_ms.max(1);
         let sessions = self.lock();
-        let mut rates: BTreeMap<(String, String, Millis), AttemptRate> = BTreeMap::new();
+        // Keyed oldest bucket first, then by name: the order every store answers in.
+        let mut rates: BTreeMap<(Millis, String, String), AttemptRate> = BTreeMap::new();
         for (key, row) in sessions.iter() {
             let contract = crate::split_session_key(key).0;
             if params.contract.as_ref().is_some_and(|c| c != contract) {
@@ -725,7 +726,7 @@ impl Store for MemoryStore {
             }
             for attempt in row.attempts.values().filter(|a| a.ended_at >= params.since) {
                 let bucket_start = attempt.ended_at.div_euclid(bucket_ms) * bucket_ms;
-                let id = (contract.to_owned(), attempt.consumer.clone(), bucket_start);
+                let id = (bucket_start, contract.to_owned(), attempt.consumer.clone());
                 let rate = rates.entry(id).or_insert_with(|| AttemptRate {
                     contract: contract.to_owned(),
                     consumer: attempt.consumer.clone(),
