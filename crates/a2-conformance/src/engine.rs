@@ -646,7 +646,8 @@ pub async fn engine_abort_on_cancels_a_running_attempt(factory: &dyn StoreFactor
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server(pace, open(factory).await, vec![watcher]);
+    let store = open(factory).await;
+    let server = server(pace, store.clone(), vec![watcher]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("the attempt runs", || started.load(Ordering::SeqCst) == 1).await;
@@ -657,6 +658,19 @@ pub async fn engine_abort_on_cancels_a_running_attempt(factory: &dyn StoreFactor
     let returned: Vec<_> = history.iter().filter(|e| e.event_type == "tock").collect();
     assert_eq!(returned.len(), 2, "a run returning a batch appends all of it: {history:#?}");
     assert!(returned.iter().all(|e| e.cause.as_ref().is_some_and(|c| c.consumer == "watcher" && c.index == 1)));
+    // Its attempt is in the history: completed, with the ids of what it appended.
+    let list = a2_store::AttemptList {
+        session: a2_store::session_key("shop", "s"),
+        consumer: Some("watcher".into()),
+        index: Some(1),
+        limit: 10,
+        ..Default::default()
+    };
+    let attempts = store.attempt_list(list).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(attempts.len(), 1, "{attempts:?}");
+    assert_eq!(attempts[0].outcome, a2_store::AttemptOutcome::Completed);
+    let ids: Vec<&str> = returned.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(attempts[0].appended, ids, "the attempt names what it appended");
 }
 
 /// A run longer than the lease keeps it by heartbeat: no second attempt.
