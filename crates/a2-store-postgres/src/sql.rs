@@ -263,11 +263,14 @@ pub(crate) static SQL: Statements = Statements {
            COUNT(*) FILTER (WHERE outcome = 0) AS completed, COUNT(*) FILTER (WHERE outcome IN (1, 2, 4)) AS failed \
          FROM a2_attempts WHERE ended_at >= $3 AND session >= $1 AND session < $2 \
          GROUP BY 1, 2, 3 ORDER BY 3, 1, 2",
-    dead_letter_groups: "SELECT split_part(h.session, chr(31), 1) AS contract, h.consumer, \
-           COALESCE(h.last_error_cause, '') AS cause, COUNT(*) AS n, MIN(h.failed_at) AS first_failed_at, \
-           MAX(h.failed_at) AS last_failed_at, MAX(h.last_error) AS sample_error, MIN(h.session) AS sample_session \
-         FROM a2_heads h WHERE h.failed_at IS NOT NULL AND h.session >= $1 AND h.session < $2 \
-         GROUP BY 1, 2, 3 ORDER BY n DESC, 1, 2, 3",
+    // One pass over the dead-letter index: each group's figures, and its first dead letter as the sample.
+    dead_letter_groups: "SELECT * FROM (SELECT contract, consumer, cause, session, lane, idx, \
+           COUNT(*) OVER g AS n, MIN(failed_at) OVER g AS first_failed_at, MAX(failed_at) OVER g AS last_failed_at, \
+           MAX(last_error) OVER g AS sample_error, ROW_NUMBER() OVER (g ORDER BY session, lane, idx) AS nth \
+         FROM (SELECT split_part(h.session, chr(31), 1) AS contract, h.consumer, COALESCE(h.last_error_cause, '') AS cause, \
+             h.session, h.lane, h.idx, h.failed_at, h.last_error \
+           FROM a2_heads h WHERE h.failed_at IS NOT NULL AND h.session >= $1 AND h.session < $2) d \
+         WINDOW g AS (PARTITION BY contract, consumer, cause)) w WHERE nth = 1 ORDER BY n DESC, contract, consumer, cause",
     payload_binding: PayloadBinding::Document,
     search_sessions: "SELECT session FROM a2_sessions WHERE session >= $1 AND session < $2 AND session > $3 \
          ORDER BY session LIMIT $4",

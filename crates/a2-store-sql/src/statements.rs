@@ -151,7 +151,8 @@ pub struct Statements {
     pub attempts_prune: &'static str,
     /// (lo, hi, since, bucket ms) → contract, consumer, bucket, completed, failed: oldest bucket first
     pub attempt_rates: &'static str,
-    /// (lo, hi) → contract, consumer, cause, n, first_failed_at, last_failed_at, sample_error, sample_session
+    /// (lo, hi) → contract, consumer, cause, n, first_failed_at, last_failed_at, sample_error, and the
+    /// group's first dead letter as `session, lane, idx`; largest group first
     pub dead_letter_groups: &'static str,
     /// (lo, hi, after, scan) → session: a page of a contract's session keys
     pub search_sessions: &'static str,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use a2_store::codec::to_i64;
-use a2_store::rules::{self, check_batch, claim_head, cursor_state, untaken_cursor, HeadState};
+use a2_store::rules::{self, check_batch, claim_head, cursor_state, untaken_cursor};
 use a2_store::*;
 
 use crate::each::run_each;
@@ -141,8 +141,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let mut tx = self.backend.begin().await?;
         let locked = self.lock_head(tx.as_mut(), key, &params.head).await?;
         let Some((kind, state)) = locked.filter(|(_, state)| state.is_current(params.attempt)) else {
-            let late =
-                Attempt::ended(&params.head, &HeadState::default(), params.attempt, now, AttemptOutcome::Superseded);
+            let late = Attempt::superseded(&params.head, params.attempt, now);
             self.attempts_put(tx.as_mut(), key, &[late]).await?;
             tx.commit().await?;
             return Ok(CompleteOutcome::Superseded);
@@ -180,8 +179,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let locked = self.lock_head(tx.as_mut(), key, &params.head).await?;
         let ran = if params.aborted { AttemptOutcome::Aborted } else { AttemptOutcome::Failed };
         let Some((_, mut state)) = locked.filter(|(_, state)| state.is_current(params.attempt)) else {
-            let mut late =
-                Attempt::ended(&params.head, &HeadState::default(), params.attempt, now, AttemptOutcome::Superseded);
+            let mut late = Attempt::superseded(&params.head, params.attempt, now);
             late.error = Some(params.error);
             self.attempts_put(tx.as_mut(), key, &[late]).await?;
             tx.commit().await?;
@@ -584,38 +582,28 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
     async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError> {
         let (lo, hi) = contract_range(params.contract.as_deref());
-        let mut conn = self.backend.read().await?;
-        let rows = conn.fetch(self.sql().dead_letter_groups, vec![Arg::Text(lo), Arg::Text(hi)]).await?;
-        let mut groups = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let (consumer, cause) = (row.text("consumer")?, row.text("cause")?);
-            // The group's first dead letter in its first session: one keyed read per group.
-            let sample_session = row.text("sample_session")?;
-            let args = vec![
-                Arg::Text(String::new()),
-                Arg::text("\u{10FFFF}"),
-                Arg::text(&sample_session),
-                Arg::text(&consumer),
-                Arg::Text(String::new()),
-                Arg::Text(String::new()),
-                Arg::Text(String::new()),
-                Arg::Int(0),
-                Arg::Int(1),
-                Arg::text(&cause),
-            ];
-            let sample = conn.fetch_one(self.sql().dead_letters, args).await?;
-            groups.push(DeadLetterGroup {
-                contract: row.text("contract")?,
-                consumer,
-                cause,
-                count: row.u64("n")?,
-                first_failed_at: row.int("first_failed_at")?,
-                last_failed_at: row.int("last_failed_at")?,
-                sample_error: row.opt_text("sample_error")?.unwrap_or_default(),
-                sample: dead_letter(&sample)?.key(),
-            });
-        }
-        Ok(largest_first(groups))
+        let rows =
+            self.backend.read().await?.fetch(self.sql().dead_letter_groups, vec![Arg::Text(lo), Arg::Text(hi)]).await?;
+        rows.iter()
+            .map(|row| {
+                let consumer = row.text("consumer")?;
+                Ok(DeadLetterGroup {
+                    contract: row.text("contract")?,
+                    cause: row.text("cause")?,
+                    count: row.u64("n")?,
+                    first_failed_at: row.int("first_failed_at")?,
+                    last_failed_at: row.int("last_failed_at")?,
+                    sample_error: row.opt_text("sample_error")?.unwrap_or_default(),
+                    sample: HeadKey {
+                        session: row.text("session")?,
+                        consumer: consumer.clone(),
+                        lane: codec::lane_from_column(row.text("lane")?),
+                        index: row.u64("idx")?,
+                    },
+                    consumer,
+                })
+            })
+            .collect()
     }
     async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {
         let mut tx = self.backend.begin().await?;

@@ -54,6 +54,11 @@ impl AttemptOutcome {
             .ok_or_else(|| StoreError::Schema { message: format!("attempt outcome code {code} is not known") })
     }
 
+    /// Whether the attempt counts as a failure in throughput figures.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Failed | Self::Aborted | Self::Lapsed)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Completed => "completed",
@@ -112,6 +117,12 @@ impl Attempt {
             error: None,
             appended: Vec::new(),
         }
+    }
+
+    /// A late outcome of an attempt a newer one (or an operator) had taken
+    /// over: what the store knows of it is kept by [`Self::replaced_by`].
+    pub fn superseded(head: &HeadRef, attempt: u32, now: Millis) -> Self {
+        Self::ended(head, &HeadState::default(), attempt, now, AttemptOutcome::Superseded)
     }
 
     /// The attempt a claim is about to take over, if its lease lapsed with no outcome.
@@ -228,13 +239,6 @@ pub struct AttemptRate {
     pub completed: u64,
     /// Failed, aborted and lapsed attempts.
     pub failed: u64,
-}
-
-impl AttemptOutcome {
-    /// Whether the attempt counts as a failure in throughput figures.
-    pub fn is_failure(self) -> bool {
-        matches!(self, Self::Failed | Self::Aborted | Self::Lapsed)
-    }
 }
 
 /// The cause of an error, for grouping: its first line with numbers, UUIDs

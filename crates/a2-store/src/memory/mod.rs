@@ -171,11 +171,6 @@ fn letter_cause(letter: &DeadLetter) -> String {
     crate::error_cause(letter.last_error.as_deref().unwrap_or_default())
 }
 
-/// A late outcome of an attempt a newer one (or an operator) had taken over.
-fn row_superseded(head: &HeadRef, attempt: u32, now: Millis) -> Attempt {
-    Attempt::ended(head, &HeadState::default(), attempt, now, AttemptOutcome::Superseded)
-}
-
 fn slot_state(slot: HeadSlot<'_>) -> &mut HeadState {
     match slot {
         HeadSlot::Cursor(cursor) => &mut cursor.state,
@@ -253,7 +248,7 @@ impl Store for MemoryStore {
             return Ok(CompleteOutcome::Superseded);
         };
         if row.fenced(&params.head, params.attempt).is_none() {
-            row.record_attempt(row_superseded(&params.head, params.attempt, now));
+            row.record_attempt(Attempt::superseded(&params.head, params.attempt, now));
             return Ok(CompleteOutcome::Superseded);
         }
         let mut attempt = row.attempt_ended(&params.head, params.attempt, now, AttemptOutcome::Completed);
