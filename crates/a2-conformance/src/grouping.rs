@@ -116,3 +116,66 @@ pub async fn a_failing_append_does_not_fail_its_batch(factory: &dyn StoreFactory
         assert_eq!(summary.head, 4, "ok-{writer}: all four rounds landed");
     }
 }
+
+/// Completions from many sessions at once, some of them stale: a store that
+/// settles them together (one transaction, one statement) still answers
+/// each request with its own heads, fenced by its own attempts.
+pub async fn concurrent_completions_are_each_fenced(factory: &dyn StoreFactory) {
+    let (store, _) = open(factory).await;
+    let consumers = vec![log("c"), StoreConsumer::targeted("par")];
+    let sessions: Vec<String> = (0..12).map(|s| format!("s{s}")).collect();
+    let mut requests = Vec::new();
+    for session in &sessions {
+        store.cursor_wake(CursorWake { session: key(session), consumer: log("c") }).await.expect("wake");
+        let events = (1..=3).map(|i| targeted(&format!("{session}-e{i}"), "tick", &[("par", None)])).collect();
+        append(&*store, session, events, &consumers).await;
+        let held = claim(&*store, session, "a", &consumers).await.heads;
+        let current = |consumer: &str, index: u64| {
+            let attempt = held
+                .iter()
+                .find(|h| h.head.consumer == consumer && h.head.index == index)
+                .map(|h| h.attempt)
+                .expect("claimed");
+            HeldHead { head: HeadRef::new(consumer, (consumer == "c").then_some("main"), index), attempt }
+        };
+        let stale = HeldHead { attempt: current("par", 2).attempt + 7, ..current("par", 2) };
+        let missing = HeldHead { head: HeadRef::new("par", None, 9), attempt: 1 };
+        // (what is asked, what must settle)
+        requests.push((session.clone(), vec![current("c", 1), stale], vec![current("c", 1).head]));
+        requests.push((
+            session.clone(),
+            vec![current("par", 1), current("par", 3)],
+            vec![current("par", 1).head, current("par", 3).head],
+        ));
+        requests.push((session.clone(), vec![missing], vec![]));
+    }
+    let mut tasks = Vec::new();
+    for (session, heads, want) in requests {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let settled =
+                store.head_complete_many(HeadCompleteMany { session: key(&session), heads }).await.expect("complete");
+            (session, settled, want)
+        }));
+    }
+    for task in tasks {
+        let (session, settled, want) = task.await.expect("completer task");
+        assert_eq!(settled, want, "session {session}: its own current heads settle, and only those");
+    }
+    for session in &sessions {
+        let heads = store.head_list(&key(session)).await.expect("heads");
+        let rows: Vec<(String, u64)> = heads.iter().map(|h| (h.consumer.clone(), h.next_index)).collect();
+        assert_eq!(rows, vec![("c".into(), 2), ("par".into(), 2)], "session {session}: the stale head still runs");
+        let list = AttemptList {
+            session: key(session),
+            consumer: None,
+            index: None,
+            after: None,
+            oldest_first: true,
+            limit: 100,
+        };
+        let recorded = store.attempt_list(list).await.expect("attempts");
+        assert_eq!(recorded.len(), 3, "session {session}: one completed attempt a settled head: {recorded:?}");
+        assert!(recorded.iter().all(|a| a.outcome == AttemptOutcome::Completed && a.holder.as_deref() == Some("a")));
+    }
+}

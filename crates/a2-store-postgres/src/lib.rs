@@ -30,6 +30,9 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// Append flushes in flight at once (each one statement and one commit).
 const APPEND_FLUSHES: usize = 2;
 
+/// Completion flushes in flight at once (each one statement and one commit).
+const COMPLETE_FLUSHES: usize = 2;
+
 /// The channel appends notify on; the payload is the session key.
 pub const NOTIFY_CHANNEL: &str = "a2_events";
 
@@ -186,7 +189,9 @@ impl Postgres {
         if !store.server.replica {
             store.listen();
         }
-        Ok(SqlStore::new(store, &sql::SQL, clock))
+        let read_write = store.access == Access::ReadWrite;
+        let store = SqlStore::new(store, &sql::SQL, clock);
+        Ok(if read_write { store.grouping_completions(COMPLETE_FLUSHES) } else { store })
     }
 
     pub fn is_read_only(&self) -> bool {

@@ -174,25 +174,28 @@ pub(crate) static SQL: Statements = Statements {
     ),
     // One statement for the batch: the current attempts (locked), recorded as completed, then the
     // cursors among them moved on and the per-event heads deleted.
+    // No lock step: a per-event head's DELETE returns the attempt it ends; a cursor's UPDATE reads it
+    // from the row as the statement's snapshot saw it (the fence, rechecked on the row it
+    // updates, guarantees the same attempt, whose holder and start never change).
     heads_complete: &[Each::Lists(
-        "WITH cur AS (SELECT h.consumer, h.lane, h.idx, h.kind, h.attempt_count, h.lease_holder, h.attempt_started_at \
-           FROM a2_heads h JOIN UNNEST($3::text[], $4::text[], $5::bigint[], $6::int[]) AS u(c, l, i, a) \
-             ON h.consumer = u.c AND h.lane = u.l AND h.idx = u.i \
-           WHERE h.session = $1 AND h.attempt_count = u.a AND h.failed_at IS NULL FOR UPDATE OF h), \
+        "WITH u AS (SELECT * FROM UNNEST($2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[]) \
+             AS u(s, c, l, i, a)), \
+         gone AS (DELETE FROM a2_heads h USING u \
+           WHERE h.session = u.s AND h.consumer = u.c AND h.lane = u.l AND h.idx = u.i AND h.kind <> 0 \
+             AND h.attempt_count = u.a AND h.failed_at IS NULL \
+           RETURNING h.session, h.consumer, h.lane, h.idx, h.attempt_count, h.lease_holder, h.attempt_started_at), \
+         moved AS (UPDATE a2_heads h SET idx = h.idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
+             failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
+           FROM u JOIN a2_heads o ON o.session = u.s AND o.consumer = u.c AND o.lane = u.l AND o.idx = u.i \
+           WHERE o.kind = 0 AND h.session = o.session AND h.consumer = o.consumer AND h.lane = o.lane \
+             AND h.idx = o.idx AND h.attempt_count = u.a AND h.failed_at IS NULL \
+           RETURNING h.session, h.consumer, h.lane, o.idx, o.attempt_count, o.lease_holder, o.attempt_started_at), \
+         done AS (SELECT * FROM gone UNION ALL SELECT * FROM moved), \
          recorded AS (INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, \
              outcome) \
-           SELECT $1, consumer, lane, idx, attempt_count, lease_holder, attempt_started_at, $2, 0 FROM cur \
-           ON CONFLICT DO NOTHING), \
-         moved AS (UPDATE a2_heads h SET idx = h.idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
-             failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL FROM cur \
-           WHERE cur.kind = 0 AND h.session = $1 AND h.consumer = cur.consumer AND h.lane = cur.lane \
-             AND h.idx = cur.idx \
-           RETURNING cur.consumer, cur.lane, cur.idx), \
-         gone AS (DELETE FROM a2_heads h USING cur \
-           WHERE cur.kind <> 0 AND h.session = $1 AND h.consumer = cur.consumer AND h.lane = cur.lane \
-             AND h.idx = cur.idx \
-           RETURNING cur.consumer, cur.lane, cur.idx) \
-         SELECT consumer, lane, idx FROM moved UNION ALL SELECT consumer, lane, idx FROM gone",
+           SELECT session, consumer, lane, idx, attempt_count, lease_holder, attempt_started_at, $1, 0 FROM done \
+           ON CONFLICT DO NOTHING) \
+         SELECT session, consumer, lane, idx, attempt_count AS attempt FROM done",
     )],
     dead_letter_lock: "SELECT h.* FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
          WHERE h.session = $1 AND h.consumer = $2 AND h.idx = $3 AND h.failed_at IS NOT NULL LIMIT 1 FOR UPDATE OF h",

@@ -1,7 +1,9 @@
 //! Statements over many rows: one list-bound statement where the database
-//! has arrays, else one statement per row, from the same row values.
+//! has arrays, one statement over the rows as JSON where it has `json_each`,
+//! else one statement per row, from the same row values.
 
 use a2_store::StoreError;
+use serde_json::Value;
 
 use crate::conn::Conn;
 use crate::statements::Each;
@@ -53,6 +55,24 @@ fn each_args(each: &Each, leading: &[Arg], rows: &[Vec<Arg>]) -> Result<Vec<(&'s
     Ok(match *each {
         Each::Lists(sql) => vec![(sql, leading.iter().cloned().chain(transpose(rows)?).collect())],
         Each::PerRow(sql) => rows.iter().map(|row| (sql, leading.iter().chain(row).cloned().collect())).collect(),
+        Each::JsonRows(sql) => {
+            let rows = rows.iter().map(|row| row.iter().map(cell_json).collect()).collect::<Result<Vec<_>, _>>()?;
+            let rows = Value::Array(rows.into_iter().map(Value::Array).collect());
+            vec![(sql, leading.iter().cloned().chain([Arg::Text(rows.to_string())]).collect())]
+        }
+    })
+}
+
+/// One row value as JSON, for [`Each::JsonRows`].
+fn cell_json(arg: &Arg) -> Result<Value, StoreError> {
+    Ok(match arg {
+        Arg::Text(v) => Value::from(v.as_str()),
+        Arg::OptText(v) => v.as_deref().map_or(Value::Null, Value::from),
+        Arg::Int(v) => Value::from(*v),
+        Arg::OptInt(v) => v.map_or(Value::Null, Value::from),
+        Arg::Json(v) => v.clone(),
+        Arg::OptJson(v) => v.clone().unwrap_or(Value::Null),
+        list => return Err(StoreError::invalid(format!("a row value is a list ({list:?}), not one value"))),
     })
 }
 

@@ -1,15 +1,22 @@
-//! Group commit for a backend whose statements are cheap and whose commit is
-//! not (SQLite: in-process statements, one fsync a commit). Appends that
-//! arrive while a flush runs wait for the next one, which runs them all in
-//! one transaction, each under a savepoint: every append stays atomic with
+//! Group commit. Appends, for a backend whose statements are cheap and whose
+//! commit is not (SQLite: in-process statements, one fsync a commit): those
+//! that arrive while a flush runs wait for the next one, which runs them all
+//! in one transaction, each under a savepoint: every append stays atomic with
 //! its own outcome (one that fails rolls back to its savepoint alone), and
-//! one commit — one fsync — serves them all.
+//! one commit — one fsync — serves them all. Completions, on every SQL
+//! backend: the heads that returned nothing, from every session a process
+//! drains, settle in one transaction (one statement where the backend has
+//! arrays) instead of one commit a session.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, HashSet, VecDeque};
 
-use a2_store::{Appended, EventAppend, StoreError};
+use a2_store::{Appended, EventAppend, HeadCompleteMany, HeadRef, HeldHead, StoreError};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::each::run_each;
+use crate::rows::head_ref;
+use crate::steps::fenced;
+use crate::value::Arg;
 use crate::{SqlBackend, SqlStore};
 
 /// Appends a flush takes at most: enough to share one commit widely, few
@@ -139,5 +146,69 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
         }
         tx.commit().await?;
         Ok(outcomes)
+    }
+}
+
+/// Completions, grouped into shared transactions.
+pub(crate) type Completions = Batcher<HeadCompleteMany, Result<Vec<HeadRef>, StoreError>>;
+
+/// Start grouping `store`'s completions, `in_flight` flushes at once (the store given must not itself group them).
+pub(crate) fn start_completions<B: SqlBackend + Clone>(store: SqlStore<B>, in_flight: usize) -> Completions {
+    Batcher::start(MAX_BATCH, in_flight, move |batch| {
+        let store = store.clone();
+        async move { store.complete_flush(batch).await }
+    })
+}
+
+impl<B: SqlBackend> SqlStore<B> {
+    async fn complete_flush(&self, batch: Vec<HeadCompleteMany>) -> Vec<Result<Vec<HeadRef>, StoreError>> {
+        if batch.len() > 1 {
+            if let Ok(settled) = self.complete_together(&batch).await {
+                return settled.into_iter().map(Ok).collect();
+            }
+        }
+        // One request, or the shared transaction failed (a deadlock, a lost connection): each on its own.
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for params in &batch {
+            outcomes.push(self.complete_together(std::slice::from_ref(params)).await.map(|one| one.into_iter().next().unwrap_or_default()));
+        }
+        outcomes
+    }
+
+    /// Every head of `batch`, whatever its session, settled in one transaction
+    /// under its attempt fence; each request's settled heads, in its order.
+    pub(crate) async fn complete_together(
+        &self,
+        batch: &[HeadCompleteMany],
+    ) -> Result<Vec<Vec<HeadRef>>, StoreError> {
+        // In key order, so two transactions settling the same heads queue rather than deadlock.
+        let mut held: Vec<(&str, &HeldHead)> =
+            batch.iter().flat_map(|p| p.heads.iter().map(move |h| (p.session.as_str(), h))).collect();
+        held.sort_by(|a, b| (a.0, &a.1.head, a.1.attempt).cmp(&(b.0, &b.1.head, b.1.attempt)));
+        held.dedup();
+        if held.is_empty() {
+            return Ok(vec![Vec::new(); batch.len()]);
+        }
+        let rows: Vec<Vec<Arg>> =
+            held.iter().map(|(session, h)| std::iter::once(Arg::text(*session)).chain(fenced(h)).collect()).collect();
+        let leading = [Arg::Int(self.now())];
+        let mut tx = self.backend.begin().await?;
+        let mut returned = Vec::new();
+        for step in self.sql().heads_complete {
+            returned.extend(run_each(tx.as_mut(), step, &leading, &rows).await?);
+        }
+        tx.commit().await?;
+        let mut settled: HashMap<String, HashSet<HeldHead>> = HashMap::new();
+        for row in &returned {
+            let attempt = u32::try_from(row.int("attempt")?).unwrap_or(u32::MAX);
+            settled.entry(row.text("session")?).or_default().insert(HeldHead { head: head_ref(row)?, attempt });
+        }
+        Ok(batch
+            .iter()
+            .map(|p| {
+                let Some(done) = settled.get(&p.session) else { return Vec::new() };
+                p.heads.iter().filter(|h| done.contains(*h)).map(|h| h.head.clone()).collect()
+            })
+            .collect())
     }
 }

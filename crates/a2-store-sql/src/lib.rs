@@ -66,12 +66,14 @@ pub struct SqlStore<B> {
     clock: Arc<dyn Clock>,
     /// Appends waiting for a shared transaction ([`SqlStore::grouping`]).
     grouped: Option<group::Grouped>,
+    /// Completions waiting for a shared transaction ([`SqlStore::grouping_completions`]).
+    completions: Option<group::Completions>,
 }
 
 impl<B: SqlBackend> SqlStore<B> {
     /// A store running the backend's `sql` on its connections, stamping times from `clock`.
     pub fn new(backend: B, sql: &'static Statements, clock: Arc<dyn Clock>) -> Self {
-        Self { backend, sql, clock, grouped: None }
+        Self { backend, sql, clock, grouped: None, completions: None }
     }
 
     fn sql(&self) -> &'static Statements {
@@ -88,8 +90,16 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
     /// savepoint, with its own outcome) and one commit. For a backend whose
     /// commit, not its statements, is the cost (SQLite's fsync).
     pub fn grouping(self) -> Self {
-        let grouped = group::start(self.clone());
+        let grouped = group::start(Self { completions: None, ..self.clone() });
         Self { grouped: Some(grouped), ..self }
+    }
+
+    /// Completions from every session this process drains share one
+    /// transaction, `in_flight` at once: a drain of many sessions commits a
+    /// few times, not once a session.
+    pub fn grouping_completions(self, in_flight: usize) -> Self {
+        let completions = group::start_completions(Self { grouped: None, completions: None, ..self.clone() }, in_flight);
+        Self { completions: Some(completions), ..self }
     }
 }
 

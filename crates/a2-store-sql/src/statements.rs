@@ -3,12 +3,14 @@
 //! parameters in order; `?n`/`$n` numbering is the dialect's own.
 
 /// A statement over many rows, taking the leading parameters and then the
-/// row's columns: run once per row, or once with each column bound as a list
-/// (one round trip, for databases with arrays).
+/// row's columns: run once per row, once with each column bound as a list
+/// (one round trip, for databases with arrays), or once with every row in one
+/// JSON array of arrays (one call, for databases with `json_each` and no arrays).
 #[derive(Debug, Clone, Copy)]
 pub enum Each {
     PerRow(&'static str),
     Lists(&'static str),
+    JsonRows(&'static str),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -89,10 +91,11 @@ pub struct Statements {
     pub claim_candidates: &'static str,
     /// (key, holder, expires) then per head (consumer, lane, idx, attempt) → consumer, lane, idx kept
     pub heads_renew: Each,
-    /// (key, now) then per head (consumer, lane, idx, attempt), run in order: each head still running
-    /// that attempt has it recorded as completed (0) and is settled (a cursor moves on, a per-event head
-    /// goes); the rows they return, `consumer, lane, idx`, are the heads settled. One statement where
-    /// the database can write several tables in one (Postgres), else one a step.
+    /// (now) then per head (key, consumer, lane, idx, attempt), heads of any sessions, run in order:
+    /// each head still running that attempt has it recorded as completed (0) and is settled (a cursor
+    /// moves on, a per-event head goes); the rows they return, `session, consumer, lane, idx, attempt`,
+    /// are the heads settled. One statement where the database can write several tables in one (Postgres),
+    /// else one a step.
     pub heads_complete: &'static [Each],
     /// (key, consumer, idx) → the dead head; locked where rows lock
     pub dead_letter_lock: &'static str,

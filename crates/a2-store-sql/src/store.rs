@@ -162,15 +162,16 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
     /// Cursors move on and per-event heads go, each fenced by its attempt, with its attempt recorded.
     async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
-        let leading = [Arg::text(&params.session), Arg::Int(self.now())];
-        let rows: Vec<Vec<Arg>> = params.heads.iter().map(fenced).collect();
-        let mut tx = self.backend.begin().await?;
-        let mut settled = Vec::new();
-        for step in self.sql().heads_complete {
-            settled.extend(run_each(tx.as_mut(), step, &leading, &rows).await?);
+        if params.heads.is_empty() {
+            return Ok(Vec::new());
         }
-        tx.commit().await?;
-        settled.iter().map(head_ref).collect()
+        match &self.completions {
+            Some(completions) => completions
+                .submit(params)
+                .await
+                .unwrap_or_else(|| Err(StoreError::unavailable("the store's completion queue stopped"))),
+            None => Ok(self.complete_together(std::slice::from_ref(&params)).await?.into_iter().next().unwrap_or_default()),
+        }
     }
     async fn head_fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError> {
         let key = params.session.as_str();

@@ -121,8 +121,9 @@ impl Sqlite {
             .map_err(|e| open_error(&path, e))?;
         check_schema(&reader, &path).await?;
         let store = SqlStore::new(Self { path, writer, reader }, &sql::SQL, clock);
-        // One fsync a commit is SQLite's cost, not its statements: concurrent appends share a commit.
-        Ok(if access == Access::ReadWrite { store.grouping() } else { store })
+        // One fsync a commit is SQLite's cost, not its statements: concurrent appends share a
+        // commit, and so do completions (one writer connection: one flush at a time).
+        Ok(if access == Access::ReadWrite { store.grouping().grouping_completions(1) } else { store })
     }
 
     /// Open by URL: `sqlite:PATH` or `sqlite://PATH` (`?mode=ro` for read-only).

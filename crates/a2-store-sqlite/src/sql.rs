@@ -24,6 +24,15 @@ macro_rules! contract_of {
     };
 }
 
+/// The heads a batch names (`?2`, rows of key, consumer, lane, idx, attempt as JSON) joined to
+/// their rows by primary key: `u` is the request, `h` the head.
+macro_rules! current_heads {
+    () => {
+        "json_each(?2) AS u JOIN a2_heads h ON h.session = u.value ->> 0 AND h.consumer = u.value ->> 1 \
+         AND h.lane = u.value ->> 2 AND h.idx = u.value ->> 3"
+    };
+}
+
 /// Heads a claim may take: not dead, within `through`, a lane's lowest only.
 macro_rules! runnable {
     () => {
@@ -164,25 +173,34 @@ pub(crate) static SQL: Statements = Statements {
     ),
     heads_renew: Each::PerRow("UPDATE a2_heads SET lease_expires_at = ?3 WHERE session = ?1 AND consumer = ?4 AND lane = ?5 AND idx = ?6 \
              AND attempt_count = ?7 AND failed_at IS NULL AND lease_holder = ?2 RETURNING consumer, lane, idx"),
+    // Every step over the whole batch at once (the rows as JSON); the transaction holds SQLite's
+    // write lock, so the heads the first step finds current are the ones the others settle.
     heads_complete: &[
-        // The attempt is read from the head row before the head settles.
-        Each::PerRow(
+        Each::JsonRows(concat!(
+            "SELECT h.session, h.consumer, h.lane, h.idx, h.attempt_count AS attempt FROM ",
+            current_heads!(),
+            " WHERE h.attempt_count = u.value ->> 4 AND h.failed_at IS NULL",
+        )),
+        Each::JsonRows(concat!(
             "INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome) \
-             SELECT session, consumer, lane, idx, attempt_count, lease_holder, attempt_started_at, ?2, 0 FROM a2_heads \
-             WHERE session = ?1 AND consumer = ?3 AND lane = ?4 AND idx = ?5 AND attempt_count = ?6 AND failed_at IS NULL \
-             ON CONFLICT DO NOTHING",
-        ),
-        Each::PerRow(
+             SELECT h.session, h.consumer, h.lane, h.idx, h.attempt_count, h.lease_holder, h.attempt_started_at, ?1, 0 \
+             FROM ",
+            current_heads!(),
+            " WHERE h.attempt_count = u.value ->> 4 AND h.failed_at IS NULL ON CONFLICT DO NOTHING",
+        )),
+        Each::JsonRows(concat!(
             "UPDATE a2_heads SET idx = idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
              failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
-             WHERE session = ?1 AND kind = 0 AND consumer = ?3 AND lane = ?4 AND idx = ?5 \
-               AND attempt_count = ?6 AND failed_at IS NULL \
-             RETURNING consumer, lane, idx - 1 AS idx",
-        ),
-        Each::PerRow(
-            "DELETE FROM a2_heads WHERE session = ?1 AND kind <> 0 AND consumer = ?3 AND lane = ?4 AND idx = ?5 \
-               AND attempt_count = ?6 AND failed_at IS NULL RETURNING consumer, lane, idx",
-        ),
+             WHERE (session, consumer, lane, idx) IN (SELECT h.session, h.consumer, h.lane, h.idx FROM ",
+            current_heads!(),
+            " WHERE h.kind = 0 AND h.attempt_count = u.value ->> 4 AND h.failed_at IS NULL)",
+        )),
+        Each::JsonRows(concat!(
+            "DELETE FROM a2_heads WHERE (session, consumer, lane, idx) IN (SELECT h.session, h.consumer, h.lane, h.idx \
+             FROM ",
+            current_heads!(),
+            " WHERE h.kind <> 0 AND h.attempt_count = u.value ->> 4 AND h.failed_at IS NULL)",
+        )),
     ],
     dead_letter_lock: "SELECT h.* FROM a2_heads h JOIN a2_events e ON e.session = h.session AND e.idx = h.idx \
          WHERE h.session = ?1 AND h.consumer = ?2 AND h.idx = ?3 AND h.failed_at IS NOT NULL LIMIT 1",

@@ -507,6 +507,15 @@ async fn run() -> Result<(), String> {
     let schema = format!("a2_bench_{}", std::process::id());
     let options = StoreOptions { schema: Some(schema.clone()), max_connections: Some(32), ..StoreOptions::default() };
     let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
+    if args.iter().any(|a| a == "--drain-only") {
+        // For profiling the drain: the Postgres drain alone, three times.
+        for _ in 0..3 {
+            let jobs = drain(pg.clone(), 200, 100).await;
+            println!("bench postgres drain sessions=200 events=100 jobs_per_s={:.0}", jobs?);
+        }
+        drop_schema(&url, &schema).await;
+        return Ok(());
+    }
     let raw = raw_inserts(&url, &schema).await?;
     let server =
         Server::builder(contract().map_err(|e| e.to_string())?, pg.clone()).build().map_err(|e| e.to_string())?;
