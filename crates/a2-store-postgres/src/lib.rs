@@ -92,6 +92,19 @@ pub struct Postgres {
     server: PgServer,
     /// Group commit: appends arriving while one flush runs share the next one's statement and commit.
     appends: Batcher<EventAppend, Result<Option<Appended>, StoreError>>,
+    /// The LISTEN task, stopped when the last clone of the store goes, so
+    /// its connection and the pools close with the store.
+    _listening: Option<Arc<Listening>>,
+}
+
+/// Aborts the LISTEN task when dropped.
+#[derive(Debug)]
+struct Listening(tokio::task::AbortHandle);
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The connection settings of a store opened with `options`: the schema's
@@ -184,11 +197,10 @@ impl Postgres {
                 async move { append::flush(&pool, batch, clock.now_ms()).await }
             })
         };
-        let store = Self { pool, reader, access: options.access, changes, announce, server, appends };
         // A standby cannot LISTEN (nor would a NOTIFY reach it): readers poll instead.
-        if !store.server.replica {
-            store.listen();
-        }
+        let listening = (!server.replica).then(|| Arc::new(listen(pool.clone(), changes.clone())));
+        let store =
+            Self { pool, reader, access: options.access, changes, announce, server, appends, _listening: listening };
         let read_write = store.access == Access::ReadWrite;
         let store = SqlStore::new(store, &sql::SQL, clock);
         Ok(if read_write { store.grouping_completions(COMPLETE_FLUSHES) } else { store })
@@ -201,34 +213,6 @@ impl Postgres {
     /// Sessions whose logs grew, from any process (LISTEN/NOTIFY).
     pub fn subscribe(&self) -> broadcast::Receiver<String> {
         self.changes.subscribe()
-    }
-
-    /// Forward `a2_events` notifications to subscribers until the pool closes.
-    fn listen(&self) {
-        let pool = self.pool.clone();
-        let changes = self.changes.clone();
-        tokio::spawn(async move {
-            loop {
-                if pool.is_closed() {
-                    return;
-                }
-                match sqlx::postgres::PgListener::connect_with(&pool).await {
-                    Ok(mut listener) => {
-                        if listener.listen(NOTIFY_CHANNEL).await.is_ok() {
-                            while let Ok(notification) = listener.recv().await {
-                                let keys: Vec<String> =
-                                    serde_json::from_str(notification.payload()).unwrap_or_default();
-                                for key in keys {
-                                    let _ = changes.send(key);
-                                }
-                            }
-                        }
-                    }
-                    Err(error) => tracing::debug!(%error, "LISTEN connection failed; retrying"),
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        });
     }
 
     /// Announce that a session's log grew, to every process listening.
@@ -351,6 +335,32 @@ impl SqlBackend for Postgres {
     fn changes(&self) -> Option<broadcast::Receiver<String>> {
         (!self.server.replica).then(|| self.subscribe())
     }
+}
+
+/// Forward `a2_events` notifications to subscribers until the store is dropped.
+fn listen(pool: PgPool, changes: broadcast::Sender<String>) -> Listening {
+    let task = tokio::spawn(async move {
+        loop {
+            if pool.is_closed() {
+                return;
+            }
+            match sqlx::postgres::PgListener::connect_with(&pool).await {
+                Ok(mut listener) => {
+                    if listener.listen(NOTIFY_CHANNEL).await.is_ok() {
+                        while let Ok(notification) = listener.recv().await {
+                            let keys: Vec<String> = serde_json::from_str(notification.payload()).unwrap_or_default();
+                            for key in keys {
+                                let _ = changes.send(key);
+                            }
+                        }
+                    }
+                }
+                Err(error) => tracing::debug!(%error, "LISTEN connection failed; retrying"),
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    Listening(task.abort_handle())
 }
 
 /// NOTIFY takes a lock that every notifying commit in the cluster queues

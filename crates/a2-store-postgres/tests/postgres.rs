@@ -241,3 +241,50 @@ async fn a_reader_role_grant_is_refused_read_only_and_checks_the_name() {
     let bad = writer.reader_role_grant("x; DROP TABLE a2_events").await.expect_err("not a role name");
     assert_eq!(bad.code(), "INVALID_INPUT");
 }
+
+/// A process that opens stores one after another (the bench's rounds, a
+/// Studio switching connections) must not keep each one's connections: the
+/// pools and the LISTEN connection close when the store is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_store_closes_its_connections() {
+    let name = format!("a2-drop-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    let options = PgOptions {
+        schema: Some(fresh_schema()),
+        access: Access::ReadWrite,
+        max_connections: 4,
+        application_name: name.clone(),
+        ..PgOptions::default()
+    };
+    let store = Postgres::connect(&url(), options, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
+    let event =
+        NewEvent { id: "e1".into(), event_type: "tick".into(), payload: json!({}), cause: None, targets: Vec::new() };
+    let append = EventAppend { session: session_key("live", "s"), events: vec![event], consumers: Vec::new() };
+    store.event_append(append).await.unwrap_or_else(|e| panic!("{e}"));
+    let admin = admin().await;
+    let open = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = $1")
+            .bind(&name)
+            .fetch_one(&admin)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let mut listening = false;
+    for _ in 0..50 {
+        if open().await >= 2 {
+            listening = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(listening, "the store holds a pool connection and its LISTEN connection while open");
+    drop(store);
+    let mut left = open().await;
+    for _ in 0..100 {
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = open().await;
+    }
+    assert_eq!(left, 0, "connections still open 10 s after the store was dropped");
+}

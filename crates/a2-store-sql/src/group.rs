@@ -170,17 +170,18 @@ impl<B: SqlBackend> SqlStore<B> {
         // One request, or the shared transaction failed (a deadlock, a lost connection): each on its own.
         let mut outcomes = Vec::with_capacity(batch.len());
         for params in &batch {
-            outcomes.push(self.complete_together(std::slice::from_ref(params)).await.map(|one| one.into_iter().next().unwrap_or_default()));
+            outcomes.push(
+                self.complete_together(std::slice::from_ref(params))
+                    .await
+                    .map(|one| one.into_iter().next().unwrap_or_default()),
+            );
         }
         outcomes
     }
 
     /// Every head of `batch`, whatever its session, settled in one transaction
     /// under its attempt fence; each request's settled heads, in its order.
-    pub(crate) async fn complete_together(
-        &self,
-        batch: &[HeadCompleteMany],
-    ) -> Result<Vec<Vec<HeadRef>>, StoreError> {
+    pub(crate) async fn complete_together(&self, batch: &[HeadCompleteMany]) -> Result<Vec<Vec<HeadRef>>, StoreError> {
         // In key order, so two transactions settling the same heads queue rather than deadlock.
         let mut held: Vec<(&str, &HeldHead)> =
             batch.iter().flat_map(|p| p.heads.iter().map(move |h| (p.session.as_str(), h))).collect();

@@ -98,7 +98,8 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
     /// transaction, `in_flight` at once: a drain of many sessions commits a
     /// few times, not once a session.
     pub fn grouping_completions(self, in_flight: usize) -> Self {
-        let completions = group::start_completions(Self { grouped: None, completions: None, ..self.clone() }, in_flight);
+        let completions =
+            group::start_completions(Self { grouped: None, completions: None, ..self.clone() }, in_flight);
         Self { completions: Some(completions), ..self }
     }
 }

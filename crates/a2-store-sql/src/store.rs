@@ -170,7 +170,9 @@ impl<B: SqlBackend> Store for SqlStore<B> {
                 .submit(params)
                 .await
                 .unwrap_or_else(|| Err(StoreError::unavailable("the store's completion queue stopped"))),
-            None => Ok(self.complete_together(std::slice::from_ref(&params)).await?.into_iter().next().unwrap_or_default()),
+            None => {
+                Ok(self.complete_together(std::slice::from_ref(&params)).await?.into_iter().next().unwrap_or_default())
+            }
         }
     }
     async fn head_fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError> {
