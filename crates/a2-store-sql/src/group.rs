@@ -1,9 +1,9 @@
 //! Group commit. Appends, for a backend whose statements are cheap and whose
 //! commit is not (SQLite: in-process statements, one fsync a commit): those
 //! that arrive while a flush runs wait for the next one, which runs them all
-//! in one transaction, each under a savepoint: every append stays atomic with
-//! its own outcome (one that fails rolls back to its savepoint alone), and
-//! one commit — one fsync — serves them all. Completions, on every SQL
+//! in one transaction and one commit — one fsync. Every append stays atomic
+//! with its own outcome: when one is refused the whole transaction rolls back
+//! and each append of it runs again alone. Completions, on every SQL
 //! backend: the heads that returned nothing, from every session a process
 //! drains, settle in one transaction (one statement where the backend has
 //! arrays) instead of one commit a session.
@@ -108,15 +108,16 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
     async fn flush(&self, batch: Vec<EventAppend>) -> Vec<Result<Appended, StoreError>> {
         if batch.len() > 1 {
             if let Ok(outcomes) = self.append_together(&batch).await {
-                for (params, outcome) in batch.iter().zip(&outcomes) {
-                    if outcome.as_ref().is_ok_and(|a| !a.duplicate) {
+                for (params, appended) in batch.iter().zip(&outcomes) {
+                    if !appended.duplicate {
                         self.backend.announce(&params.session);
                     }
                 }
-                return outcomes;
+                return outcomes.into_iter().map(Ok).collect();
             }
         }
-        // One append, or the shared transaction itself failed (begin or commit): each on its own.
+        // One append, or the shared transaction failed (an append of it was refused, or begin or
+        // commit failed): each on its own, so only a refused append fails, with its own error.
         let mut outcomes = Vec::with_capacity(batch.len());
         for params in batch {
             outcomes.push(self.append_alone(params).await);
@@ -124,25 +125,15 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
         outcomes
     }
 
-    /// Every append of `batch` in one transaction, each under a savepoint.
-    async fn append_together(&self, batch: &[EventAppend]) -> Result<Vec<Result<Appended, StoreError>>, StoreError> {
+    /// Every append of `batch` in one transaction. The first that fails
+    /// rolls the whole transaction back (refusals are rare; a savepoint an
+    /// append cost two statements each time).
+    async fn append_together(&self, batch: &[EventAppend]) -> Result<Vec<Appended>, StoreError> {
         let mut tx = self.backend.begin().await?;
         let mut outcomes = Vec::with_capacity(batch.len());
         for params in batch {
-            tx.execute("SAVEPOINT a2_append", Vec::new()).await?;
-            let appended = async {
-                let (events, duplicate) = self
-                    .append_in(tx.as_mut(), &params.session, params.events.clone(), &params.consumers, self.now())
-                    .await?;
-                let head = self.session_row(tx.as_mut(), &params.session).await?.map_or(0, |(h, _)| h);
-                Ok::<_, StoreError>(Appended { head, events, duplicate })
-            }
-            .await;
-            if appended.is_err() {
-                tx.execute("ROLLBACK TO SAVEPOINT a2_append", Vec::new()).await?;
-            }
-            tx.execute("RELEASE SAVEPOINT a2_append", Vec::new()).await?;
-            outcomes.push(appended);
+            let events = params.events.clone();
+            outcomes.push(self.append_in(tx.as_mut(), &params.session, events, &params.consumers, self.now()).await?);
         }
         tx.commit().await?;
         Ok(outcomes)

@@ -86,9 +86,10 @@ impl<B: SqlBackend> SqlStore<B> {
 }
 
 impl<B: SqlBackend + Clone> SqlStore<B> {
-    /// Group commit: concurrent appends share one transaction (each under a
-    /// savepoint, with its own outcome) and one commit. For a backend whose
-    /// commit, not its statements, is the cost (SQLite's fsync).
+    /// Group commit: concurrent appends share one transaction and one commit,
+    /// each with its own outcome (a refused one sends the batch back one by
+    /// one). For a backend whose commit, not its statements, is the cost
+    /// (SQLite's fsync).
     pub fn grouping(self) -> Self {
         let grouped = group::start(Self { completions: None, ..self.clone() });
         Self { grouped: Some(grouped), ..self }

@@ -87,7 +87,9 @@ impl<B: SqlBackend> SqlStore<B> {
     }
 
     /// Append a batch inside `conn`'s transaction: all ids present is an
-    /// idempotent no-op (`true`), a mix of present and new is refused.
+    /// idempotent no-op (`duplicate`), a mix of present and new is refused.
+    /// The head it returns is the session's after the append, read under the
+    /// session row's lock, so no second read of the row is needed.
     pub(crate) async fn append_in(
         &self,
         conn: &mut dyn Conn,
@@ -95,10 +97,11 @@ impl<B: SqlBackend> SqlStore<B> {
         events: Vec<NewEvent>,
         consumers: &[StoreConsumer],
         now: Millis,
-    ) -> Result<(Vec<Event>, bool), StoreError> {
+    ) -> Result<Appended, StoreError> {
         check_batch(key, &events)?;
         if events.is_empty() {
-            return Ok((Vec::new(), false));
+            let head = self.session_row(conn, key).await?.map_or(0, |(h, _)| h);
+            return Ok(Appended { head, events: Vec::new(), duplicate: false });
         }
         // Lock (creating if need be) the session row: appends to one session serialize here.
         let row = conn.fetch_one(self.sql().session_open, vec![Arg::text(key), Arg::Int(now)]).await?;
@@ -109,7 +112,7 @@ impl<B: SqlBackend> SqlStore<B> {
         let present_ids: Vec<&str> = present.iter().map(|e| e.id.as_str()).collect();
         if plan_batch(key, &events, &present_ids)? == BatchPlan::AllPresent {
             let stored = ids.iter().filter_map(|id| present.iter().find(|e| e.id == *id).cloned()).collect();
-            return Ok((stored, true));
+            return Ok(Appended { head, events: stored, duplicate: true });
         }
         self.ensure_cursors(conn, key, (head, clear), consumers).await?;
         let (mut event_rows, mut head_rows) = (Vec::with_capacity(events.len()), Vec::new());
@@ -146,7 +149,7 @@ impl<B: SqlBackend> SqlStore<B> {
         run_each(conn, &self.sql().event_heads_insert, &[Arg::text(key)], &head_rows).await?;
         let new_head = to_i64(head + stored.len() as u64);
         conn.execute(self.sql().session_advance, vec![Arg::Int(new_head), Arg::Int(now), Arg::text(key)]).await?;
-        Ok((stored, false))
+        Ok(Appended { head: head + stored.len() as u64, events: stored, duplicate: false })
     }
 
     /// Write back the states of many heads.

@@ -22,14 +22,13 @@ impl<B: SqlBackend> SqlStore<B> {
             return Ok(appended);
         }
         let mut tx = self.backend.begin().await?;
-        let (events, duplicate) =
+        let appended =
             self.append_in(tx.as_mut(), &params.session, params.events, &params.consumers, self.now()).await?;
-        let head = self.session_row(tx.as_mut(), &params.session).await?.map_or(0, |(h, _)| h);
         tx.commit().await?;
-        if !duplicate {
+        if !appended.duplicate {
             self.backend.announce(&params.session);
         }
-        Ok(Appended { head, events, duplicate })
+        Ok(appended)
     }
 }
 
@@ -147,12 +146,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             return Ok(CompleteOutcome::Superseded);
         };
         let mut attempt = Attempt::ended(&params.head, &state, params.attempt, now, AttemptOutcome::Completed);
-        let (appended, duplicate) = self.append_in(tx.as_mut(), key, params.events, &params.consumers, now).await?;
+        let Appended { head: session_head, events: appended, duplicate } =
+            self.append_in(tx.as_mut(), key, params.events, &params.consumers, now).await?;
         attempt.appended = appended.iter().map(|e| e.id.clone()).collect();
         self.attempts_put(tx.as_mut(), key, &[attempt]).await?;
         // No touch of the session row: completions of one session's heads must not queue on it.
         self.settle(tx.as_mut(), key, &params.head, kind).await?;
-        let session_head = self.session_row(tx.as_mut(), key).await?.map_or(0, |(h, _)| h);
         tx.commit().await?;
         let appended = if duplicate { Vec::new() } else { appended };
         if !appended.is_empty() {

@@ -513,6 +513,8 @@ async fn run() -> Result<(), String> {
             let jobs = drain(pg.clone(), 200, 100).await;
             println!("bench postgres drain sessions=200 events=100 jobs_per_s={:.0}", jobs?);
         }
+        let log = drain_shape(pg.clone(), 200, 20, Shape::Log, "log-only").await?;
+        println!("bench postgres drain shape=log sessions=200 events=20 jobs_per_s={log:.0}");
         drop_schema(&url, &schema).await;
         return Ok(());
     }
