@@ -236,6 +236,10 @@ struct Drain {
     lapsed_until: Option<Millis>,
     /// The last claim took as many heads as it could: more may be waiting.
     saturated: bool,
+    /// A head ended (or another holder took it) since the last claim, so the
+    /// drain looks once more before it finishes: work may have arrived, and
+    /// only a claim that takes nothing reports what the session waits for.
+    ended_since_claim: bool,
     settle: SettleQueue,
     _settler: AbortOnDrop<()>,
 }
@@ -267,6 +271,7 @@ impl Drain {
             claim_error: None,
             lapsed_until: None,
             saturated: false,
+            ended_since_claim: false,
             settle,
             _settler: settler,
         }
@@ -281,12 +286,11 @@ impl Drain {
             tokio::time::interval_at(tokio::time::Instant::now() + timings.claim_heartbeat, timings.claim_heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut claim_again = true;
-        let mut completed_since_claim = false;
         let mut last = Claimed::default();
         loop {
             if claim_again && self.claim_error.is_none() {
                 claim_again = false;
-                completed_since_claim = false;
+                self.ended_since_claim = false;
                 match self.claim().await {
                     Ok(claimed) => last = claimed,
                     Err(error) => {
@@ -300,7 +304,7 @@ impl Drain {
                     return Err(error);
                 }
                 // One more look before settling: work may have arrived since the last claim.
-                if completed_since_claim {
+                if self.ended_since_claim {
                     claim_again = true;
                     continue;
                 }
@@ -316,7 +320,7 @@ impl Drain {
                                 continue;
                             }
                             self.active.remove(&head);
-                            completed_since_claim = true;
+                            self.ended_since_claim = true;
                             claim_again |= self.record(head, outcome) || self.saturated;
                         }
                         Err(error) if error.is_cancelled() => {}
@@ -552,6 +556,8 @@ impl Drain {
             if self.active.get(&head).is_some_and(|a| a.completing.load(Ordering::SeqCst)) {
                 continue;
             }
+            // Another holder has it now: look again before finishing, to learn what the session waits for.
+            self.ended_since_claim = true;
             tracing::info!(
                 code = "SUPERSEDED_ATTEMPT",
                 "a newer attempt owns event {} for consumer '{}' in session '{}'",

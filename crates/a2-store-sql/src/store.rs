@@ -71,14 +71,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let names = Arg::texts(params.consumers.iter().map(|c| c.name.as_str()));
         let through = Arg::OptInt(params.through.map(to_i64));
         let limit = params.limit.max(1) as usize;
-        let waits_args = vec![Arg::text(key), names.clone(), through.clone(), Arg::Int(now), Arg::Int(to_i64(head))];
-        let waits = tx.fetch_one(self.sql().claim_waits, waits_args).await?;
-        let mut claimed = Claimed {
-            session_head: head,
-            busy_until: waits.opt_int("busy_until")?,
-            retry_at: waits.opt_int("retry_at")?,
-            ..Claimed::default()
-        };
+        let mut claimed = Claimed { session_head: head, ..Claimed::default() };
         // Where each statement reads its own snapshot (Postgres, READ
         // COMMITTED), a cursor the skip above saw held can be completed onto
         // an untaken event before the selection reads it: such a cursor is
@@ -118,6 +111,14 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             for consumer in params.consumers.iter().filter(|c| untaken.contains(&c.name)) {
                 self.skip_untaken(tx.as_mut(), key, head_now, consumer, now).await?;
             }
+        }
+        // What to wait for matters only to a claim that found nothing to run
+        // (a drain that took heads claims again after them): one read fewer a claim.
+        if claimed.heads.is_empty() {
+            let waits_args = vec![Arg::text(key), names, through, Arg::Int(now), Arg::Int(to_i64(head))];
+            let waits = tx.fetch_one(self.sql().claim_waits, waits_args).await?;
+            claimed.busy_until = waits.opt_int("busy_until")?;
+            claimed.retry_at = waits.opt_int("retry_at")?;
         }
         self.attempts_put(tx.as_mut(), key, &lapsed).await?;
         tx.commit().await?;

@@ -214,7 +214,9 @@ pub struct Claimed {
     pub heads: Vec<ClaimedHead>,
     /// Heads dead-lettered on takeover because their lapsed attempts used up the budget.
     pub exhausted: Vec<ClaimedHead>,
-    /// Earliest expiry of a live lease held by another holder.
+    /// Earliest expiry of a live lease held by another holder. Like
+    /// `retry_at`, reported when the claim took no heads; a claim that took
+    /// some may leave both `None` (its holder claims again after them).
     pub busy_until: Option<Millis>,
     /// Earliest time a head waiting out its backoff becomes runnable.
     pub retry_at: Option<Millis>,
