@@ -112,6 +112,26 @@ pub fn dead_letter(row: &Row) -> Result<DeadLetter, StoreError> {
     })
 }
 
+/// A group of dead letters by cause, with its first dead letter (`session, lane, idx`) as the sample.
+pub fn dead_letter_group(row: &Row) -> Result<DeadLetterGroup, StoreError> {
+    let consumer = row.text("consumer")?;
+    Ok(DeadLetterGroup {
+        contract: row.text("contract")?,
+        cause: row.text("cause")?,
+        count: row.u64("n")?,
+        first_failed_at: row.int("first_failed_at")?,
+        last_failed_at: row.int("last_failed_at")?,
+        sample_error: row.opt_text("sample_error")?.unwrap_or_default(),
+        sample: HeadKey {
+            session: row.text("session")?,
+            consumer: consumer.clone(),
+            lane: lane_from_column(row.text("lane")?),
+            index: row.u64("idx")?,
+        },
+        consumer,
+    })
+}
+
 pub fn consumer_total(row: &Row, lagging: &str) -> Result<ConsumerTotal, StoreError> {
     Ok(ConsumerTotal {
         contract: row.text("contract")?,

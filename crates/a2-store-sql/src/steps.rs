@@ -147,9 +147,10 @@ impl<B: SqlBackend> SqlStore<B> {
         }
         run_each(conn, &self.sql().events_insert, &[Arg::text(key), Arg::Int(now)], &event_rows).await?;
         run_each(conn, &self.sql().event_heads_insert, &[Arg::text(key)], &head_rows).await?;
-        let new_head = to_i64(head + stored.len() as u64);
-        conn.execute(self.sql().session_advance, vec![Arg::Int(new_head), Arg::Int(now), Arg::text(key)]).await?;
-        Ok(Appended { head: head + stored.len() as u64, events: stored, duplicate: false })
+        let new_head = head + stored.len() as u64;
+        conn.execute(self.sql().session_advance, vec![Arg::Int(to_i64(new_head)), Arg::Int(now), Arg::text(key)])
+            .await?;
+        Ok(Appended { head: new_head, events: stored, duplicate: false })
     }
 
     /// Write back the states of many heads.

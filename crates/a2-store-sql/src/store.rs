@@ -9,7 +9,10 @@ use a2_store::rules::{self, check_batch, claim_head, cursor_state, untaken_curso
 use a2_store::*;
 
 use crate::each::run_each;
-use crate::rows::{contract_range, dead_letter, event, head_ref, head_state, paused_consumer, snapshot_info, summary};
+use crate::rows::{
+    contract_range, dead_letter, dead_letter_group, event, head_ref, head_state, paused_consumer, snapshot_info,
+    summary,
+};
 use crate::steps::{fenced, keyed};
 use crate::value::Arg;
 use crate::{page, SqlBackend, SqlStore};
@@ -587,26 +590,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let (lo, hi) = contract_range(params.contract.as_deref());
         let rows =
             self.backend.read().await?.fetch(self.sql().dead_letter_groups, vec![Arg::Text(lo), Arg::Text(hi)]).await?;
-        rows.iter()
-            .map(|row| {
-                let consumer = row.text("consumer")?;
-                Ok(DeadLetterGroup {
-                    contract: row.text("contract")?,
-                    cause: row.text("cause")?,
-                    count: row.u64("n")?,
-                    first_failed_at: row.int("first_failed_at")?,
-                    last_failed_at: row.int("last_failed_at")?,
-                    sample_error: row.opt_text("sample_error")?.unwrap_or_default(),
-                    sample: HeadKey {
-                        session: row.text("session")?,
-                        consumer: consumer.clone(),
-                        lane: codec::lane_from_column(row.text("lane")?),
-                        index: row.u64("idx")?,
-                    },
-                    consumer,
-                })
-            })
-            .collect()
+        rows.iter().map(dead_letter_group).collect()
     }
     async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {
         let mut tx = self.backend.begin().await?;
