@@ -70,6 +70,92 @@ pub async fn concurrent_appends_are_each_atomic(factory: &dyn StoreFactory) {
     }
 }
 
+/// Appends to many sessions at once (new ones, and ones with a log and a
+/// clear boundary already) that share transactions and statements: payloads
+/// and causes come back exactly as given, a new log cursor starts after the
+/// session's head before its append (after the boundary when it backfills),
+/// and an idempotent re-append among them answers with the stored events.
+pub async fn grouped_appends_keep_payloads_and_cursors(factory: &dyn StoreFactory) {
+    let (store, _) = open(factory).await;
+    for s in 0..8 {
+        let old = format!("old-{s}");
+        append_n(&*store, &old, 2, &[]).await;
+        let clear = SessionClear { session: key(&old), if_last_index: Some(2), audit: None };
+        assert!(store.session_clear(clear).await.expect("clear").cleared);
+        append(&*store, &old, vec![event(&format!("{old}-third"), "tick")], &[]).await;
+        append(&*store, &format!("again-{s}"), vec![event(&format!("again-{s}-e"), "tick")], &[]).await;
+    }
+    let consumers = vec![StoreConsumer::log("late", "main"), StoreConsumer::log("audit", "main").backfilling()];
+    let payload = |s: usize| {
+        serde_json::json!({
+            "big": u64::MAX, "low": i64::MIN, "ratio": 0.1, "whole": 1.0, "text": format!("é \u{1F600} \"q\" \\ {s}"),
+            "list": [null, true, "x", {"deep": [1, 2.5]}], "none": null,
+        })
+    };
+    // Two waves: fresh appends alone (they share statements), then with re-appends among them (an id
+    // already present fails a shared statement, and each append of it runs again alone).
+    let mut tasks = Vec::new();
+    for wave in ["new", "again"] {
+        let mut wave_tasks = Vec::new();
+        for s in 0..8usize {
+            let sessions = if wave == "new" {
+                vec![format!("new-{s}"), format!("old-{s}")]
+            } else {
+                vec![format!("again-{s}"), format!("late-{s}")]
+            };
+            for session in sessions {
+                let (store, consumers) = (store.clone(), consumers.clone());
+                let events = if session.starts_with("again") {
+                    vec![event(&format!("{session}-e"), "tick")]
+                } else {
+                    let cause = Cause { consumer: "up".into(), lane: Some("l".into()), index: 7, attempt: 2 };
+                    vec![
+                        NewEvent { payload: payload(s), cause: Some(cause), ..event(&format!("{session}-a"), "tick") },
+                        NewEvent {
+                            payload: serde_json::json!("just a string"),
+                            ..event(&format!("{session}-b"), "tick")
+                        },
+                    ]
+                };
+                wave_tasks.push(tokio::spawn(async move {
+                    let sent = events.clone();
+                    let appended = store
+                        .event_append(EventAppend { session: key(&session), events, consumers })
+                        .await
+                        .unwrap_or_else(|e| panic!("{session}: {e}"));
+                    (session, sent, appended)
+                }));
+            }
+        }
+        for task in wave_tasks {
+            tasks.push(task.await.expect("appender task"));
+        }
+    }
+    for (session, sent, appended) in tasks {
+        let first = if session.starts_with("old") { 4 } else { 1 };
+        assert_eq!(appended.duplicate, session.starts_with("again"), "{session}: a re-append is a duplicate");
+        let listed = store
+            .event_list(EventList { session: key(&session), after: None, before: None, limit: 10, newest_first: false })
+            .await
+            .expect("list");
+        let listed: Vec<&Event> = listed.iter().filter(|e| e.index >= first).collect();
+        assert_eq!(listed.len(), sent.len(), "{session}: the appended events are stored");
+        for ((stored, sent), returned) in listed.iter().zip(&sent).zip(&appended.events) {
+            assert_eq!((stored.index, &stored.id), (returned.index, &returned.id), "{session}: as acknowledged");
+            assert_eq!(stored.payload, sent.payload, "{session}: the payload comes back exactly");
+            assert_eq!(stored.cause, sent.cause, "{session}: the cause comes back exactly");
+        }
+        if session.starts_with("again") {
+            continue;
+        }
+        let heads = store.head_list(&key(&session)).await.expect("heads");
+        let next = |consumer: &str| heads.iter().find(|h| h.consumer == consumer).map(|h| h.next_index);
+        let (late, audit) = if first == 1 { (1, 1) } else { (4, 3) };
+        assert_eq!(next("late"), Some(late), "{session}: a new cursor starts after the head before the append");
+        assert_eq!(next("audit"), Some(audit), "{session}: a backfilling cursor starts after the clear boundary");
+    }
+}
+
 /// While many good appends run, some fail on their own: a partial
 /// duplicate and an id repeated in one batch. Each fails alone, with its own
 /// error; every neighbour lands.

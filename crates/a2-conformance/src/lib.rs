@@ -61,6 +61,7 @@ macro_rules! conformance_suite {
                     gap_free_indexes_under_concurrent_appenders,
                     concurrent_appends_are_each_atomic,
                     a_failing_append_does_not_fail_its_batch,
+                    grouped_appends_keep_payloads_and_cursors,
                     concurrent_completions_are_each_fenced,
                     idempotent_reappend_by_id,
                     partial_duplicate_batch_is_refused_whole,

@@ -109,22 +109,25 @@ pub(crate) static SQL: Statements = Statements {
     events_by_ids: "SELECT id, idx, type, payload, created_at, cause FROM a2_events WHERE session = $1 AND id = ANY($2)",
     events_insert: Each::Lists(
         "INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
-         SELECT $1, i, d, t, p, $2, c FROM UNNEST($3::bigint[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[]) \
-           AS x(i, d, t, p, c)",
+         SELECT s, i, d, t, p, $1, c FROM UNNEST($2::text[], $3::bigint[], $4::text[], $5::text[], $6::jsonb[], \
+           $7::jsonb[]) AS x(s, i, d, t, p, c)",
     ),
     event_heads_insert: Each::Lists(
         "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
-         SELECT $1, c, l, i, k FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::smallint[]) AS t(c, l, i, k) \
+         SELECT s, c, l, i, k FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[], $5::smallint[]) \
+           AS t(s, c, l, i, k) \
          ON CONFLICT DO NOTHING",
     ),
     // The NOT EXISTS sees existing cursors in the snapshot, so the insert
     // never waits on a cursor another transaction is moving.
     cursors_ensure: Each::Lists(
         "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
-         SELECT $1, c, l, i, 0 FROM UNNEST($2::text[], $3::text[], $4::bigint[]) AS t(c, l, i) \
-         WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = $1 AND h.consumer = t.c AND h.kind = 0) \
+         SELECT s, c, l, i, 0 FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[]) AS t(s, c, l, i) \
+         WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = t.s AND h.consumer = t.c AND h.kind = 0) \
          ON CONFLICT DO NOTHING",
     ),
+    // Appends to many sessions are one statement of their own (`append::fast_append_many`).
+    sessions_open_many: None,
     session_advance: "UPDATE a2_sessions SET head = $1, updated_at = $2 WHERE session = $3",
     untaken_skip: "UPDATE a2_heads h SET idx = COALESCE((SELECT MIN(e.idx) FROM a2_events e WHERE e.session = h.session \
            AND e.idx >= h.idx AND e.type = ANY($3)), $4), \

@@ -63,15 +63,17 @@ fn each_args(each: &Each, leading: &[Arg], rows: &[Vec<Arg>]) -> Result<Vec<(&'s
     })
 }
 
-/// One row value as JSON, for [`Each::JsonRows`].
+/// One row value as JSON, for [`Each::JsonRows`]. A JSON value travels as
+/// its text (read with `->>`), so what is stored is serde_json's text to the
+/// byte, not the database's rendering of it (number forms, escapes).
 fn cell_json(arg: &Arg) -> Result<Value, StoreError> {
     Ok(match arg {
         Arg::Text(v) => Value::from(v.as_str()),
         Arg::OptText(v) => v.as_deref().map_or(Value::Null, Value::from),
         Arg::Int(v) => Value::from(*v),
         Arg::OptInt(v) => v.map_or(Value::Null, Value::from),
-        Arg::Json(v) => v.clone(),
-        Arg::OptJson(v) => v.clone().unwrap_or(Value::Null),
+        Arg::Json(v) => Value::String(v.to_string()),
+        Arg::OptJson(v) => v.as_ref().map_or(Value::Null, |v| Value::String(v.to_string())),
         list => return Err(StoreError::invalid(format!("a row value is a list ({list:?}), not one value"))),
     })
 }

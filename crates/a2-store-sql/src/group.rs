@@ -10,12 +10,13 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use a2_store::codec::to_i64;
 use a2_store::{Appended, EventAppend, HeadCompleteMany, HeadRef, HeldHead, StoreError};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::each::run_each;
 use crate::rows::head_ref;
-use crate::steps::fenced;
+use crate::steps::{fenced, AppendRows};
 use crate::value::Arg;
 use crate::{SqlBackend, SqlStore};
 
@@ -125,18 +126,48 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
         outcomes
     }
 
-    /// Every append of `batch` in one transaction. The first that fails
-    /// rolls the whole transaction back (refusals are rare; a savepoint an
-    /// append cost two statements each time).
+    /// Every append of `batch` in one transaction. The first append of each
+    /// session goes in with the others (one statement of each kind, where the
+    /// backend has `sessions_open_many`), the rest one by one after them. Any
+    /// failure — a refused append, an id already present (an idempotent
+    /// re-append included) — rolls the whole transaction back, and the caller
+    /// runs each append alone, which tells them apart (refusals are rare; a
+    /// savepoint an append cost two statements each time).
     async fn append_together(&self, batch: &[EventAppend]) -> Result<Vec<Appended>, StoreError> {
+        let now = self.now();
         let mut tx = self.backend.begin().await?;
-        let mut outcomes = Vec::with_capacity(batch.len());
-        for params in batch {
-            let events = params.events.clone();
-            outcomes.push(self.append_in(tx.as_mut(), &params.session, events, &params.consumers, self.now()).await?);
+        let mut outcomes: Vec<Option<Appended>> = vec![None; batch.len()];
+        if let Some(open_many) = &self.sql().sessions_open_many {
+            let mut seen = HashSet::new();
+            let firsts: Vec<usize> = (0..batch.len()).filter(|&i| seen.insert(batch[i].session.as_str())).collect();
+            let counts: Vec<Vec<Arg>> = firsts
+                .iter()
+                .map(|&i| vec![Arg::text(&batch[i].session), Arg::Int(to_i64(batch[i].events.len() as u64))])
+                .collect();
+            let mut heads = HashMap::with_capacity(firsts.len());
+            for row in run_each(tx.as_mut(), open_many, &[Arg::Int(now)], &counts).await? {
+                heads.insert(row.text("session")?, (row.u64("head")?, row.u64("clear_index")?));
+            }
+            let mut rows = AppendRows::default();
+            for &i in &firsts {
+                let params = &batch[i];
+                let Some(&(after, clear)) = heads.get(&params.session) else {
+                    return Err(StoreError::unavailable(format!("no head came back for session {}", params.session)));
+                };
+                let before = after.saturating_sub(params.events.len() as u64);
+                outcomes[i] =
+                    Some(rows.push(&params.session, (before, clear), params.events.clone(), &params.consumers, now)?);
+            }
+            rows.write(self, tx.as_mut(), now).await?;
+        }
+        for (params, outcome) in batch.iter().zip(outcomes.iter_mut()) {
+            if outcome.is_none() {
+                let events = params.events.clone();
+                *outcome = Some(self.append_in(tx.as_mut(), &params.session, events, &params.consumers, now).await?);
+            }
         }
         tx.commit().await?;
-        Ok(outcomes)
+        Ok(outcomes.into_iter().flatten().collect())
     }
 }
 

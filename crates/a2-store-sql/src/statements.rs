@@ -64,12 +64,17 @@ pub struct Statements {
     pub session_open: &'static str,
     /// (key, ids) → events
     pub events_by_ids: &'static str,
-    /// (key, now) then per event (idx, id, type, payload, cause)
+    /// (now) then per event (key, idx, id, type, payload, cause): the rows may span sessions
     pub events_insert: Each,
-    /// (key) then per head (consumer, lane, idx, kind)
+    /// per head (key, consumer, lane, idx, kind)
     pub event_heads_insert: Each,
-    /// (key) then per cursor (consumer, lane, idx)
+    /// per cursor (key, consumer, lane, idx): inserted where the session has no cursor for that consumer
     pub cursors_ensure: Each,
+    /// (now) then per session (key, events about to be appended) → session, head, clear_index: each
+    /// session created if new and its head moved past the events (read back under the row's lock), so
+    /// the appends of many sessions share one statement of each kind. `None`: the backend appends
+    /// many sessions its own way (Postgres, one statement a flush), or not at all.
+    pub sessions_open_many: Option<Each>,
     /// (new head, now, key)
     pub session_advance: &'static str,
     /// (key, consumer, types, head + 1, head, now)

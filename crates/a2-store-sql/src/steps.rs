@@ -48,18 +48,12 @@ impl<B: SqlBackend> SqlStore<B> {
         &self,
         conn: &mut dyn Conn,
         key: &str,
-        (head, clear): (u64, u64),
+        bounds: (u64, u64),
         consumers: &[StoreConsumer],
     ) -> Result<(), StoreError> {
-        let rows: Vec<Vec<Arg>> = consumers
-            .iter()
-            .filter_map(|c| c.log.as_ref().map(|log| (c, log)))
-            .map(|(c, log)| {
-                let next = if log.backfill { clear + 1 } else { head + 1 };
-                vec![Arg::text(&c.name), Arg::text(&log.lane), Arg::Int(to_i64(next))]
-            })
-            .collect();
-        run_each(conn, &self.sql().cursors_ensure, &[Arg::text(key)], &rows).await?;
+        let mut rows = AppendRows::default();
+        rows.cursors(key, bounds, consumers);
+        run_each(conn, &self.sql().cursors_ensure, &[], &rows.cursors).await?;
         Ok(())
     }
 
@@ -114,43 +108,12 @@ impl<B: SqlBackend> SqlStore<B> {
             let stored = ids.iter().filter_map(|id| present.iter().find(|e| e.id == *id).cloned()).collect();
             return Ok(Appended { head, events: stored, duplicate: true });
         }
-        self.ensure_cursors(conn, key, (head, clear), consumers).await?;
-        let (mut event_rows, mut head_rows) = (Vec::with_capacity(events.len()), Vec::new());
-        let mut stored = Vec::with_capacity(events.len());
-        for (offset, new) in events.into_iter().enumerate() {
-            let index = head + 1 + offset as u64;
-            for target in &new.targets {
-                head_rows.push(vec![
-                    Arg::text(&target.consumer),
-                    Arg::text(lane_column(target.lane.as_deref())),
-                    Arg::Int(to_i64(index)),
-                    Arg::Int(i64::from(kind_code(target_kind(target.lane.as_deref())))),
-                ]);
-            }
-            let cause = new.cause.as_ref().map(serde_json::to_value).transpose();
-            event_rows.push(vec![
-                Arg::Int(to_i64(index)),
-                Arg::text(&new.id),
-                Arg::text(&new.event_type),
-                Arg::Json(new.payload.clone()),
-                Arg::OptJson(cause.map_err(|e| StoreError::invalid(format!("cause: {e}")))?),
-            ]);
-            stored.push(Event {
-                id: new.id,
-                event_type: new.event_type,
-                payload: new.payload,
-                index,
-                session: key.to_owned(),
-                created_at: now,
-                cause: new.cause,
-            });
-        }
-        run_each(conn, &self.sql().events_insert, &[Arg::text(key), Arg::Int(now)], &event_rows).await?;
-        run_each(conn, &self.sql().event_heads_insert, &[Arg::text(key)], &head_rows).await?;
-        let new_head = head + stored.len() as u64;
-        conn.execute(self.sql().session_advance, vec![Arg::Int(to_i64(new_head)), Arg::Int(now), Arg::text(key)])
+        let mut rows = AppendRows::default();
+        let appended = rows.push(key, (head, clear), events, consumers, now)?;
+        rows.write(self, conn, now).await?;
+        conn.execute(self.sql().session_advance, vec![Arg::Int(to_i64(appended.head)), Arg::Int(now), Arg::text(key)])
             .await?;
-        Ok(Appended { head: new_head, events: stored, duplicate: false })
+        Ok(appended)
     }
 
     /// Write back the states of many heads.
@@ -303,5 +266,90 @@ impl<B: SqlBackend> SqlStore<B> {
             Arg::OptText(entry.db_user.clone()),
         ];
         conn.fetch_one(self.sql().audit_insert, args).await?.u64("id")
+    }
+}
+
+/// The rows appends write (events, their heads, new log cursors), each naming
+/// its session, so one statement of each kind serves the appends of many sessions.
+#[derive(Default)]
+pub(crate) struct AppendRows {
+    events: Vec<Vec<Arg>>,
+    heads: Vec<Vec<Arg>>,
+    cursors: Vec<Vec<Arg>>,
+}
+
+impl AppendRows {
+    /// The rows of `events` appended to `key` after its head (`bounds` is the
+    /// session's (head, clear index) before the append); the append as stored.
+    pub(crate) fn push(
+        &mut self,
+        key: &str,
+        bounds: (u64, u64),
+        events: Vec<NewEvent>,
+        consumers: &[StoreConsumer],
+        now: Millis,
+    ) -> Result<Appended, StoreError> {
+        self.cursors(key, bounds, consumers);
+        let head = bounds.0;
+        let mut stored = Vec::with_capacity(events.len());
+        for (offset, new) in events.into_iter().enumerate() {
+            let index = head + 1 + offset as u64;
+            for target in &new.targets {
+                self.heads.push(vec![
+                    Arg::text(key),
+                    Arg::text(&target.consumer),
+                    Arg::text(lane_column(target.lane.as_deref())),
+                    Arg::Int(to_i64(index)),
+                    Arg::Int(i64::from(kind_code(target_kind(target.lane.as_deref())))),
+                ]);
+            }
+            let cause = new.cause.as_ref().map(serde_json::to_value).transpose();
+            self.events.push(vec![
+                Arg::text(key),
+                Arg::Int(to_i64(index)),
+                Arg::text(&new.id),
+                Arg::text(&new.event_type),
+                Arg::Json(new.payload.clone()),
+                Arg::OptJson(cause.map_err(|e| StoreError::invalid(format!("cause: {e}")))?),
+            ]);
+            stored.push(Event {
+                id: new.id,
+                event_type: new.event_type,
+                payload: new.payload,
+                index,
+                session: key.to_owned(),
+                created_at: now,
+                cause: new.cause,
+            });
+        }
+        Ok(Appended { head: head + stored.len() as u64, events: stored, duplicate: false })
+    }
+
+    /// A cursor for each log consumer of `key`, where it has none: after the
+    /// head, or after the clear boundary when backfilling.
+    fn cursors(&mut self, key: &str, (head, clear): (u64, u64), consumers: &[StoreConsumer]) {
+        for (consumer, log) in consumers.iter().filter_map(|c| c.log.as_ref().map(|log| (c, log))) {
+            let next = if log.backfill { clear + 1 } else { head + 1 };
+            self.cursors.push(vec![
+                Arg::text(key),
+                Arg::text(&consumer.name),
+                Arg::text(&log.lane),
+                Arg::Int(to_i64(next)),
+            ]);
+        }
+    }
+
+    /// Write the rows: one statement of each kind (or one a row, as the backend runs them).
+    pub(crate) async fn write<B: SqlBackend>(
+        self,
+        store: &SqlStore<B>,
+        conn: &mut dyn Conn,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let sql = store.sql();
+        run_each(conn, &sql.events_insert, &[Arg::Int(now)], &self.events).await?;
+        run_each(conn, &sql.event_heads_insert, &[], &self.heads).await?;
+        run_each(conn, &sql.cursors_ensure, &[], &self.cursors).await?;
+        Ok(())
     }
 }

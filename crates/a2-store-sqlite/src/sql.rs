@@ -128,13 +128,30 @@ pub(crate) static SQL: Statements = Statements {
          ON CONFLICT (session) DO UPDATE SET session = excluded.session RETURNING head, clear_index",
     events_by_ids: "SELECT id, idx, type, payload, created_at, cause FROM a2_events \
          WHERE session = ?1 AND id IN (SELECT value FROM json_each(?2))",
-    events_insert: Each::PerRow("INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
-             VALUES (?1, ?3, ?4, ?5, ?6, ?2, ?7)"),
-    event_heads_insert: Each::PerRow("INSERT INTO a2_heads (session, consumer, lane, idx, kind) VALUES (?1, ?2, ?3, ?4, ?5) \
-             ON CONFLICT DO NOTHING"),
-    cursors_ensure: Each::PerRow("INSERT INTO a2_heads (session, consumer, lane, idx, kind) SELECT ?1, ?2, ?3, ?4, 0 \
-             WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = ?1 AND h.consumer = ?2 AND h.kind = 0) \
-             ON CONFLICT DO NOTHING"),
+    events_insert: Each::JsonRows(
+        "INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
+         SELECT u.value ->> 0, u.value ->> 1, u.value ->> 2, u.value ->> 3, u.value ->> 4, ?1, u.value ->> 5 \
+         FROM json_each(?2) AS u",
+    ),
+    event_heads_insert: Each::JsonRows(
+        "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
+         SELECT u.value ->> 0, u.value ->> 1, u.value ->> 2, u.value ->> 3, u.value ->> 4 FROM json_each(?1) AS u \
+         WHERE true ON CONFLICT DO NOTHING",
+    ),
+    cursors_ensure: Each::JsonRows(
+        "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
+         SELECT u.value ->> 0, u.value ->> 1, u.value ->> 2, u.value ->> 3, 0 FROM json_each(?1) AS u \
+         WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = u.value ->> 0 AND h.consumer = u.value ->> 1 \
+           AND h.kind = 0) \
+         ON CONFLICT DO NOTHING",
+    ),
+    // `WHERE true`: an upsert's SELECT needs a WHERE, or its ON reads as a join's.
+    sessions_open_many: Some(Each::JsonRows(
+        "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) \
+         SELECT u.value ->> 0, u.value ->> 1, 0, ?1, ?1 FROM json_each(?2) AS u WHERE true \
+         ON CONFLICT (session) DO UPDATE SET head = head + excluded.head, updated_at = ?1 \
+         RETURNING session, head, clear_index",
+    )),
     session_advance: "UPDATE a2_sessions SET head = ?1, updated_at = ?2 WHERE session = ?3",
     untaken_skip: "UPDATE a2_heads SET idx = COALESCE((SELECT MIN(e.idx) FROM a2_events e \
            WHERE e.session = a2_heads.session AND e.idx >= a2_heads.idx AND e.type IN (SELECT value FROM json_each(?3))), ?4), \
