@@ -13,6 +13,13 @@ if (!["graphile-worker", "pg-boss"].includes(peer) || !connectionString || !/^[a
 const BATCH = 1000;
 const pool = new pg.Pool({ connectionString, max: 2 });
 
+/** Planner statistics for the peer's tables, as a production database has them (autovacuum
+ * analyzes within a minute of a load); ours get the same before their drain (`a2-bench`). */
+async function analyze() {
+  const { rows } = await pool.query("SELECT tablename FROM pg_tables WHERE schemaname = $1", [schema]);
+  for (const { tablename } of rows) await pool.query(`ANALYZE ${schema}."${tablename}"`);
+}
+
 /** Poll `sql` (one count) until `done(count)`, every 10 ms; the seconds it took from `start`. Gives up after 2 minutes. */
 async function until(sql, done, start) {
   for (;;) {
@@ -34,6 +41,7 @@ async function graphileWorker() {
     await utils.addJobs(batch);
   }
   await utils.release();
+  await analyze();
   const start = performance.now();
   const runner = await run({
     connectionString,
@@ -59,6 +67,7 @@ async function pgBoss() {
     const batch = Array.from({ length: Math.min(BATCH, jobs - added) }, (_, i) => ({ name: "noop", data: { n: added + i } }));
     await boss.insert(batch);
   }
+  await analyze();
   const start = performance.now();
   for (let i = 0; i < 4; i++) {
     await boss.work("noop", { batchSize: 1000, pollingIntervalSeconds: 0.5 }, async () => {});

@@ -414,3 +414,34 @@ pub async fn consumer_totals_are_kept_until_refreshed(factory: &dyn StoreFactory
     assert!(fresh.computed_at > kept.computed_at);
     assert_ne!(store.consumer_totals_snapshot(Some(CONTRACT)).await.expect("kept"), Some(kept));
 }
+
+/// Consumer totals summed a chunk of sessions at a time (a store so large
+/// that one statement would outlast a reader's timeout) equal the whole
+/// computed at once: `chunked` and `whole` are two stores over one database,
+/// the first aggregating two sessions a statement.
+pub async fn consumer_totals_in_chunks_match_the_whole(whole: Arc<dyn Store>, chunked: Arc<dyn Store>) {
+    let consumers = [log("c"), StoreConsumer::targeted("par")];
+    for contract in [CONTRACT, "other"] {
+        for s in 0..7 {
+            let session = session_key(contract, &format!("s{s}"));
+            whole.cursor_wake(CursorWake { session: session.clone(), consumer: log("c") }).await.expect("wake");
+            let events =
+                (0..=s % 3).map(|n| targeted(&format!("{contract}-{s}-{n}"), "tick", &[("par", None)])).collect();
+            let params = EventAppend { session: session.clone(), events, consumers: consumers.to_vec() };
+            whole.event_append(params).await.expect("append");
+            if s % 2 == 0 {
+                // Half the sessions drained: no lag there.
+                let claim = HeadClaim { session: session.clone(), ..claim_params("x", "h", &consumers) };
+                let held = whole.head_claim(claim).await.expect("claim").heads;
+                let heads = held.into_iter().map(|h| HeldHead { head: h.head, attempt: h.attempt }).collect();
+                whole.head_complete_many(HeadCompleteMany { session, heads }).await.expect("complete");
+            }
+        }
+    }
+    for contract in [Some(CONTRACT), Some("other"), None] {
+        let want = whole.consumer_totals(contract).await.expect("whole");
+        assert!(!want.is_empty() && want.iter().any(|t| t.total_lag > 0), "{contract:?}: something to sum");
+        assert_eq!(chunked.consumer_totals(contract).await.expect("chunked"), want, "{contract:?}");
+    }
+    assert_eq!(chunked.consumer_totals_refresh().await.expect("refresh").totals.len(), 4);
+}

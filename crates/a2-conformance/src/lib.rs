@@ -26,6 +26,7 @@ mod semantics;
 pub mod store;
 mod support;
 
+pub use inspection::consumer_totals_in_chunks_match_the_whole;
 pub use tokio;
 
 /// Opens a fresh, empty store of one backend, stamping time with `clock`.

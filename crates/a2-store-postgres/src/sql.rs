@@ -287,6 +287,7 @@ pub(crate) static SQL: Statements = Statements {
            AND ($3::jsonb IS NULL OR e.payload @> $3) AND ($4::text IS NULL OR e.type = $4) \
            AND ($5::text IS NULL OR e.id = $5)) m WHERE nth = 1 ORDER BY session",
     session_count: "SELECT COUNT(*) AS n FROM a2_sessions WHERE session >= $1 AND session < $2",
+    session_nth: "SELECT session FROM a2_sessions WHERE session >= $1 AND session < $2 ORDER BY session OFFSET $3 LIMIT 1",
     filter_chunk: "SELECT COUNT(*) AS looked, MAX(idx) AS last FROM (SELECT e.idx FROM a2_events e \
            JOIN a2_sessions s ON s.session = e.session WHERE e.session = $1 AND e.idx > GREATEST($2, s.clear_index) \
            ORDER BY e.idx LIMIT $3) x",

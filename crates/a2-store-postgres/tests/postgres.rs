@@ -288,3 +288,12 @@ async fn dropping_a_store_closes_its_connections() {
     }
     assert_eq!(left, 0, "connections still open 10 s after the store was dropped");
 }
+
+/// Totals read a chunk of sessions a statement sum to what one statement reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_totals_in_chunks_match_the_whole() {
+    let schema = fresh_schema();
+    let whole = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    let chunked = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).totals_chunk(2);
+    a2_conformance::consumer_totals_in_chunks_match_the_whole(Arc::new(whole), Arc::new(chunked)).await;
+}

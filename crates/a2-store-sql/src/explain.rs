@@ -127,7 +127,8 @@ fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<Expl
             // A chunk is a narrow key range on a big store: here, one session's.
             vec![key(), key(), payload(), Arg::text("work"), Arg::OptText(None)],
         ),
-        read("session count", sql.session_count, vec![Arg::Text(lo), Arg::Text(hi)]),
+        read("session count", sql.session_count, vec![Arg::Text(lo.clone()), Arg::Text(hi.clone())]),
+        read("a chunk's end", sql.session_nth, vec![Arg::Text(lo), Arg::Text(hi), Arg::Int(1000)]),
         read("filter: a chunk of a session", sql.filter_chunk, vec![key(), Arg::Int(0), Arg::Int(1_000)]),
         read(
             "filter: matches in the chunk",

@@ -169,6 +169,8 @@ pub struct Statements {
     pub search_matches: &'static str,
     /// (lo, hi) → n: sessions in the key range
     pub session_count: &'static str,
+    /// (lo, hi, n) → session: the key `n` sessions past `lo` in [lo, hi), if there is one (a chunk's end)
+    pub session_nth: &'static str,
     /// (key, after, scan) → looked, last: how many events a chunk looks at, and the last index
     pub filter_chunk: &'static str,
     /// (key, after, last, payload, type, id) → the matching events of the chunk

@@ -488,11 +488,36 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let rows = self.backend.read().await?.fetch(self.sql().dead_letters, args).await?;
         rows.iter().map(dead_letter).collect()
     }
+    /// A chunk of sessions a statement (by key range), summed: every chunk
+    /// stays inside the reader's statement timeout however large the store.
     async fn consumer_totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>, StoreError> {
-        let (lo, hi) = contract_range(contract);
-        let rows =
-            self.backend.read().await?.fetch(self.sql().consumer_totals, vec![Arg::Text(lo), Arg::Text(hi)]).await?;
-        rows.iter().map(|r| crate::rows::consumer_total(r, "lagging")).collect()
+        let (mut lo, hi) = contract_range(contract);
+        let mut conn = self.backend.read().await?;
+        let mut summed: std::collections::BTreeMap<(String, String), ConsumerTotal> = Default::default();
+        loop {
+            let nth = vec![Arg::Text(lo.clone()), Arg::Text(hi.clone()), Arg::Int(i64::from(self.totals_chunk))];
+            let end = conn.fetch_optional(self.sql().session_nth, nth).await?.map(|r| r.text("session")).transpose()?;
+            let upto = end.clone().unwrap_or_else(|| hi.clone());
+            let rows = conn.fetch(self.sql().consumer_totals, vec![Arg::Text(lo), Arg::Text(upto)]).await?;
+            for row in &rows {
+                let total = crate::rows::consumer_total(row, "lagging")?;
+                let sum = summed.entry((total.contract.clone(), total.consumer.clone())).or_insert(ConsumerTotal {
+                    sessions: 0,
+                    lagging_sessions: 0,
+                    total_lag: 0,
+                    dead_letters: 0,
+                    ..total.clone()
+                });
+                sum.sessions += total.sessions;
+                sum.lagging_sessions += total.lagging_sessions;
+                sum.total_lag += total.total_lag;
+                sum.dead_letters += total.dead_letters;
+            }
+            match end {
+                Some(end) => lo = end,
+                None => return Ok(summed.into_values().collect()),
+            }
+        }
     }
     async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError> {
         let totals = self.consumer_totals(None).await?;

@@ -306,6 +306,7 @@ pub(crate) static SQL: Statements = Statements {
              WHERE json_extract(e.payload, json_extract(c.value, '$[0]')) IS NOT json_extract(c.value, '$[1]'))) AND (?4 IS NULL OR e.type = ?4) \
            AND (?5 IS NULL OR e.id = ?5)) m WHERE nth = 1 ORDER BY session",
     session_count: "SELECT COUNT(*) AS n FROM a2_sessions WHERE session >= ?1 AND session < ?2",
+    session_nth: "SELECT session FROM a2_sessions WHERE session >= ?1 AND session < ?2 ORDER BY session LIMIT 1 OFFSET ?3",
     filter_chunk: "SELECT COUNT(*) AS looked, MAX(idx) AS last FROM (SELECT e.idx FROM a2_events e \
            JOIN a2_sessions s ON s.session = e.session WHERE e.session = ?1 AND e.idx > MAX(?2, s.clear_index) \
            ORDER BY e.idx LIMIT ?3) x",

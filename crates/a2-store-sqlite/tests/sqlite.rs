@@ -129,3 +129,12 @@ async fn urls_name_the_file_and_the_mode() {
         assert_eq!(error.code(), "INVALID_INPUT", "{bad}: {error}");
     }
 }
+
+/// Totals read a chunk of sessions a statement sum to what one statement reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_totals_in_chunks_match_the_whole() {
+    let path = fresh_path();
+    let whole = open(&path, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    let chunked = whole.clone().totals_chunk(2);
+    a2_conformance::consumer_totals_in_chunks_match_the_whole(Arc::new(whole), Arc::new(chunked)).await;
+}

@@ -154,8 +154,33 @@ enum Shape {
     Log,
 }
 
-async fn drain(store: Arc<dyn Store>, sessions: usize, events: usize) -> Result<f64, String> {
-    drain_shape(store, sessions, events, Shape::Jobs, "drain").await
+async fn drain(
+    store: Arc<dyn Store>,
+    sessions: usize,
+    events: usize,
+    analyze: Option<(&str, &str)>,
+) -> Result<f64, String> {
+    drain_shape(store, sessions, events, Shape::Jobs, "drain", analyze).await
+}
+
+/// Planner statistics for every table of `schema`, as a production store has
+/// them (autovacuum analyzes a table within a minute of a load). A schema
+/// filled a second ago has none, and then the planner may look a head up by
+/// `a2_heads_by_consumer` (consumer, session) rather than its primary key,
+/// reading every head of the session at each lookup: the drain measured 27 %
+/// slower so. The peers' tables get the same (`bench/peers/run.mjs`).
+async fn analyze_schema(url: &str, schema: &str) -> Result<(), String> {
+    let pool = sqlx::PgPool::connect(url).await.map_err(|e| e.to_string())?;
+    let tables: Vec<String> = sqlx::query_scalar("SELECT tablename::text FROM pg_tables WHERE schemaname = $1")
+        .bind(schema)
+        .fetch_all(&pool)
+        .await
+        .map_err(|e| e.to_string())?;
+    for table in tables {
+        sqlx::query(&format!("ANALYZE {schema}.\"{table}\"")).execute(&pool).await.map_err(|e| e.to_string())?;
+    }
+    pool.close().await;
+    Ok(())
 }
 
 /// `sessions` × `events` appended, then drained by one server; the rate is
@@ -167,6 +192,7 @@ async fn drain_shape(
     events: usize,
     shape: Shape,
     prefix: &str,
+    analyze: Option<(&str, &str)>,
 ) -> Result<f64, String> {
     let done = Arc::new(AtomicU64::new(0));
     let (consumer, contract) = match shape {
@@ -198,6 +224,9 @@ async fn drain_shape(
             .append(batch)
             .await
             .map_err(|e| e.to_string())?;
+    }
+    if let Some((url, schema)) = analyze {
+        analyze_schema(url, schema).await?;
     }
     let server = Server::builder(contract, store.clone())
         .consumer(consumer)
@@ -347,19 +376,32 @@ async fn seed_reads(
         }
         pool.close().await;
     }
-    // Writers keep consumer totals; the reads are a read-only Studio's.
+    refresh_totals(name, &store).await
+}
+
+/// Writers keep consumer totals (the reads are a read-only Studio's): what a
+/// background server's refresh of the whole store costs, printed.
+async fn refresh_totals(name: &str, store: &Arc<dyn Store>) -> Result<(), String> {
+    let started = Instant::now();
     store.consumer_totals_refresh().await.map_err(|e| e.to_string())?;
+    println!("bench {name} consumer_totals_refresh ms={:.0}", started.elapsed().as_secs_f64() * 1000.0);
     Ok(())
 }
 
-/// The Studio's reads through the operator API, on 100k sessions / 1M events.
+/// The Studio's reads through the operator API, on 100k sessions / 1M events
+/// (seeded here, unless `seeded`: a store an earlier run left).
 async fn reads(
     name: &str,
     store: Arc<dyn Store>,
     sessions: usize,
     analyze: Option<(&str, &str)>,
+    seeded: bool,
 ) -> Result<(), String> {
-    seed_reads(name, store.clone(), sessions, analyze).await?;
+    if seeded {
+        refresh_totals(name, &store).await?;
+    } else {
+        seed_reads(name, store.clone(), sessions, analyze).await?;
+    }
     let attached = a2_operator::Attached::new(store, a2_operator::StoreKind::Memory, a2_operator::Mode::ReadOnly);
     measure_reads(name, a2_operator::Operator::new(attached, a2_operator::Actor::current()), sessions).await
 }
@@ -510,10 +552,10 @@ async fn run() -> Result<(), String> {
     if args.iter().any(|a| a == "--drain-only") {
         // For profiling the drain: the Postgres drain alone, three times.
         for _ in 0..3 {
-            let jobs = drain(pg.clone(), 200, 100).await;
+            let jobs = drain(pg.clone(), 200, 100, Some((&url, &schema))).await;
             println!("bench postgres drain sessions=200 events=100 jobs_per_s={:.0}", jobs?);
         }
-        let log = drain_shape(pg.clone(), 200, 20, Shape::Log, "log-only").await?;
+        let log = drain_shape(pg.clone(), 200, 20, Shape::Log, "log-only", Some((&url, &schema))).await?;
         println!("bench postgres drain shape=log sessions=200 events=20 jobs_per_s={log:.0}");
         drop_schema(&url, &schema).await;
         return Ok(());
@@ -528,7 +570,7 @@ async fn run() -> Result<(), String> {
     );
     let direct = store_appends(pg.clone()).await?;
     println!("bench postgres store_append writers={WRITERS} events_per_s={direct:.0} ratio={:.2}", direct / raw);
-    let jobs = drain(pg, 200, 100).await?;
+    let jobs = drain(pg, 200, 100, Some((&url, &schema))).await?;
     println!("bench postgres drain sessions=200 events=100 jobs_per_s={jobs:.0}");
     let dir = std::env::temp_dir().join(format!("a2-bench-{}", std::process::id()));
     let sqlite: Arc<dyn Store> =
@@ -538,7 +580,7 @@ async fn run() -> Result<(), String> {
     let server =
         Server::builder(contract().map_err(|e| e.to_string())?, sqlite.clone()).build().map_err(|e| e.to_string())?;
     println!("bench sqlite append writers={WRITERS} events_per_s={:.0}", appends(&server).await?);
-    println!("bench sqlite drain sessions=50 events=100 jobs_per_s={:.0}", drain(sqlite, 50, 100).await?);
+    println!("bench sqlite drain sessions=50 events=100 jobs_per_s={:.0}", drain(sqlite, 50, 100, None).await?);
     if args.iter().any(|a| a == "--reads") {
         // `--reads-scale N`: N × 100,000 sessions (N × 1M events) on Postgres; printed, not asserted.
         let scale: usize = args
@@ -549,13 +591,14 @@ async fn run() -> Result<(), String> {
             .transpose()?
             .unwrap_or(1);
         let sessions = 100_000 * scale.max(1);
-        let options = StoreOptions {
-            schema: Some(format!("{schema}_reads")),
-            max_connections: Some(16),
-            ..StoreOptions::default()
-        };
+        // `--reads-schema NAME`: measure a store an earlier run seeded and kept (10M events take
+        // ~37 minutes to seed here); a run that fails after seeding keeps its `…_reads` schema.
+        let kept = args.iter().position(|a| a == "--reads-schema").and_then(|i| args.get(i + 1)).cloned();
+        let reads_schema = kept.clone().unwrap_or_else(|| format!("{schema}_reads"));
+        let options =
+            StoreOptions { schema: Some(reads_schema.clone()), max_connections: Some(16), ..StoreOptions::default() };
         let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
-        reads("postgres", pg, sessions, Some((&url, &format!("{schema}_reads")))).await?;
+        reads("postgres", pg, sessions, Some((&url, &reads_schema)), kept.is_some()).await?;
     }
     if args.iter().any(|a| a == "--replica") {
         replica_reads(100_000).await?;
@@ -566,7 +609,7 @@ async fn run() -> Result<(), String> {
             open_with(&format!("sqlite:{}", dir.join("reads.sqlite").display()), StoreOptions::default())
                 .await
                 .map_err(|e| e.to_string())?;
-        reads("sqlite", sqlite, sessions, None).await?;
+        reads("sqlite", sqlite, sessions, None, false).await?;
     }
     let _ = std::fs::remove_dir_all(dir);
     drop_schema(&url, &schema).await;

@@ -56,8 +56,8 @@ async fn ours(url: &str, schema: &str) -> Result<[f64; 4], String> {
     let server =
         Server::builder(contract().map_err(|e| e.to_string())?, store.clone()).build().map_err(|e| e.to_string())?;
     let appended = appends(&server).await?;
-    let jobs = drain_shape(store.clone(), 200, JOBS / 200, Shape::Jobs, "peers-jobs").await?;
-    let log = drain_shape(store, 200, JOBS / 200, Shape::Log, "peers-log").await?;
+    let jobs = drain_shape(store.clone(), 200, JOBS / 200, Shape::Jobs, "peers-jobs", Some((url, schema))).await?;
+    let log = drain_shape(store, 200, JOBS / 200, Shape::Log, "peers-log", Some((url, schema))).await?;
     Ok([appended, raw, jobs, log])
 }
 
