@@ -57,12 +57,14 @@ pub(crate) static SQL: Statements = Statements {
          ORDER BY h.session, h.consumer, h.lane, h.idx LIMIT $9",
     // Cursors from the covering partial index `a2_cursors` joined to their
     // sessions, plus pending per-event heads from `a2_pending_heads`: two
-    // index-only passes instead of a scan of every head.
+    // index-only passes instead of a scan of every head. The range is stated
+    // on both sides of the join: a generic plan (the statement is run a chunk
+    // at a time) otherwise hashed every session of the store for each chunk.
     consumer_totals: "WITH per AS ( \
            SELECT h.session, h.consumer, GREATEST(s.head - h.idx + 1, 0) AS lag, \
              CASE WHEN h.failed_at IS NULL THEN 0 ELSE 1 END AS dead \
            FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
-           WHERE h.kind = 0 AND h.session >= $1 AND h.session < $2 \
+           WHERE h.kind = 0 AND h.session >= $1 AND h.session < $2 AND s.session >= $1 AND s.session < $2 \
            UNION ALL \
            SELECT p.session, p.consumer, COUNT(*) AS lag, COUNT(*) FILTER (WHERE p.failed_at IS NOT NULL) AS dead \
            FROM a2_heads p WHERE p.kind <> 0 AND p.session >= $1 AND p.session < $2 GROUP BY p.session, p.consumer), \

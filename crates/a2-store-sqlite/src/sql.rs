@@ -162,10 +162,17 @@ pub(crate) static SQL: Statements = Statements {
            AND NOT EXISTS (SELECT 1 FROM a2_events e WHERE e.session = a2_heads.session AND e.idx = a2_heads.idx \
              AND e.type IN (SELECT value FROM json_each(?3)))",
     head_lock: "SELECT * FROM a2_heads WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4",
-    head_states_put: Each::PerRow("UPDATE a2_heads SET attempt_count = ?5, failure_count = ?6, last_error = ?7, failed_at = ?8, \
-             lease_holder = ?9, lease_expires_at = ?10, next_attempt_at = ?11, attempt_started_at = ?12, \
-             last_error_cause = ?13 \
-             WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4"),
+    // The rows as a materialized subquery (`LIMIT -1`), so the plan walks them and finds each head by
+    // its key; over `json_each` itself the planner scanned the session's heads once a row.
+    head_states_put: Each::JsonRows(
+        "UPDATE a2_heads SET attempt_count = v.a, failure_count = v.f, last_error = v.e, failed_at = v.fa, \
+           lease_holder = v.lh, lease_expires_at = v.le, next_attempt_at = v.na, attempt_started_at = v.sa, \
+           last_error_cause = v.ec \
+         FROM (SELECT u.value ->> 0 AS c, u.value ->> 1 AS l, u.value ->> 2 AS i, u.value ->> 3 AS a, \
+             u.value ->> 4 AS f, u.value ->> 5 AS e, u.value ->> 6 AS fa, u.value ->> 7 AS lh, u.value ->> 8 AS le, \
+             u.value ->> 9 AS na, u.value ->> 10 AS sa, u.value ->> 11 AS ec FROM json_each(?2) AS u LIMIT -1) AS v \
+         WHERE a2_heads.session = ?1 AND a2_heads.consumer = v.c AND a2_heads.lane = v.l AND a2_heads.idx = v.i",
+    ),
     cursor_settle: "UPDATE a2_heads SET idx = idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
          failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
          WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4",
@@ -188,8 +195,14 @@ pub(crate) static SQL: Statements = Statements {
            AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= ?4) \
          ORDER BY h.idx, h.consumer, h.lane LIMIT ?5"
     ),
-    heads_renew: Each::PerRow("UPDATE a2_heads SET lease_expires_at = ?3 WHERE session = ?1 AND consumer = ?4 AND lane = ?5 AND idx = ?6 \
-             AND attempt_count = ?7 AND failed_at IS NULL AND lease_holder = ?2 RETURNING consumer, lane, idx"),
+    heads_renew: Each::JsonRows(
+        "UPDATE a2_heads SET lease_expires_at = ?3 \
+         FROM (SELECT u.value ->> 0 AS c, u.value ->> 1 AS l, u.value ->> 2 AS i, u.value ->> 3 AS a \
+           FROM json_each(?4) AS u LIMIT -1) AS v \
+         WHERE a2_heads.session = ?1 AND a2_heads.consumer = v.c AND a2_heads.lane = v.l AND a2_heads.idx = v.i \
+           AND a2_heads.attempt_count = v.a AND a2_heads.failed_at IS NULL AND a2_heads.lease_holder = ?2 \
+         RETURNING consumer, lane, idx",
+    ),
     // Every step over the whole batch at once (the rows as JSON); the transaction holds SQLite's
     // write lock, so the heads the first step finds current are the ones the others settle.
     heads_complete: &[
