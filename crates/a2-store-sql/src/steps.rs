@@ -52,7 +52,7 @@ impl<B: SqlBackend> SqlStore<B> {
         consumers: &[StoreConsumer],
     ) -> Result<(), StoreError> {
         let mut rows = AppendRows::default();
-        rows.cursors(key, bounds, consumers);
+        rows.push_cursors(key, bounds, consumers);
         run_each(conn, &self.sql().cursors_ensure, &[], &rows.cursors).await?;
         Ok(())
     }
@@ -289,7 +289,7 @@ impl AppendRows {
         consumers: &[StoreConsumer],
         now: Millis,
     ) -> Result<Appended, StoreError> {
-        self.cursors(key, bounds, consumers);
+        self.push_cursors(key, bounds, consumers);
         let head = bounds.0;
         let mut stored = Vec::with_capacity(events.len());
         for (offset, new) in events.into_iter().enumerate() {
@@ -327,7 +327,7 @@ impl AppendRows {
 
     /// A cursor for each log consumer of `key`, where it has none: after the
     /// head, or after the clear boundary when backfilling.
-    fn cursors(&mut self, key: &str, (head, clear): (u64, u64), consumers: &[StoreConsumer]) {
+    fn push_cursors(&mut self, key: &str, (head, clear): (u64, u64), consumers: &[StoreConsumer]) {
         for (consumer, log) in consumers.iter().filter_map(|c| c.log.as_ref().map(|log| (c, log))) {
             let next = if log.backfill { clear + 1 } else { head + 1 };
             self.cursors.push(vec![

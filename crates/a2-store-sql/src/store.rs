@@ -497,21 +497,18 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         loop {
             let nth = vec![Arg::Text(lo.clone()), Arg::Text(hi.clone()), Arg::Int(i64::from(self.totals_chunk))];
             let end = conn.fetch_optional(self.sql().session_nth, nth).await?.map(|r| r.text("session")).transpose()?;
-            let upto = end.clone().unwrap_or_else(|| hi.clone());
-            let rows = conn.fetch(self.sql().consumer_totals, vec![Arg::Text(lo), Arg::Text(upto)]).await?;
-            for row in &rows {
+            let range = vec![Arg::Text(lo), Arg::text(end.as_deref().unwrap_or(&hi))];
+            for row in &conn.fetch(self.sql().consumer_totals, range).await? {
                 let total = crate::rows::consumer_total(row, "lagging")?;
-                let sum = summed.entry((total.contract.clone(), total.consumer.clone())).or_insert(ConsumerTotal {
-                    sessions: 0,
-                    lagging_sessions: 0,
-                    total_lag: 0,
-                    dead_letters: 0,
-                    ..total.clone()
-                });
-                sum.sessions += total.sessions;
-                sum.lagging_sessions += total.lagging_sessions;
-                sum.total_lag += total.total_lag;
-                sum.dead_letters += total.dead_letters;
+                summed
+                    .entry((total.contract.clone(), total.consumer.clone()))
+                    .and_modify(|sum| {
+                        sum.sessions += total.sessions;
+                        sum.lagging_sessions += total.lagging_sessions;
+                        sum.total_lag += total.total_lag;
+                        sum.dead_letters += total.dead_letters;
+                    })
+                    .or_insert(total);
             }
             match end {
                 Some(end) => lo = end,

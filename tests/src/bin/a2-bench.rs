@@ -169,7 +169,9 @@ async fn drain(
 /// `a2_heads_by_consumer` (consumer, session) rather than its primary key,
 /// reading every head of the session at each lookup: the drain measured 27 %
 /// slower so. The peers' tables get the same (`bench/peers/run.mjs`).
-async fn analyze_schema(url: &str, schema: &str) -> Result<(), String> {
+/// `vacuum` also sets the visibility map, as a long-lived store has it (index-only scans).
+async fn analyze_schema(url: &str, schema: &str, vacuum: bool) -> Result<(), String> {
+    let command = if vacuum { "VACUUM ANALYZE" } else { "ANALYZE" };
     let pool = sqlx::PgPool::connect(url).await.map_err(|e| e.to_string())?;
     let tables: Vec<String> = sqlx::query_scalar("SELECT tablename::text FROM pg_tables WHERE schemaname = $1")
         .bind(schema)
@@ -177,7 +179,8 @@ async fn analyze_schema(url: &str, schema: &str) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     for table in tables {
-        sqlx::query(&format!("ANALYZE {schema}.\"{table}\"")).execute(&pool).await.map_err(|e| e.to_string())?;
+        let sql = format!("{command} {schema}.\"{table}\"");
+        sqlx::query(&sql).execute(&pool).await.map_err(|e| e.to_string())?;
     }
     pool.close().await;
     Ok(())
@@ -226,7 +229,7 @@ async fn drain_shape(
             .map_err(|e| e.to_string())?;
     }
     if let Some((url, schema)) = analyze {
-        analyze_schema(url, schema).await?;
+        analyze_schema(url, schema, false).await?;
     }
     let server = Server::builder(contract, store.clone())
         .consumer(consumer)
@@ -370,11 +373,7 @@ async fn seed_reads(
     eprintln!("a2-bench: seeded {name} with {} events in {:?}", events + lively, started.elapsed());
     // A production database has planner statistics (autovacuum keeps them); a fresh load has none yet.
     if let Some((url, schema)) = analyze {
-        let pool = sqlx::PgPool::connect(url).await.map_err(|e| e.to_string())?;
-        for table in ["a2_sessions", "a2_events", "a2_heads", "a2_snapshots"] {
-            sqlx::query(&format!("VACUUM ANALYZE {schema}.{table}")).execute(&pool).await.map_err(|e| e.to_string())?;
-        }
-        pool.close().await;
+        analyze_schema(url, schema, true).await?;
     }
     refresh_totals(name, &store).await
 }
