@@ -81,6 +81,7 @@ macro_rules! conformance_suite {
                     log_consumer_skips_types_it_does_not_take,
                     lane_function_heads_run_one_at_a_time_in_order,
                     concurrent_heads_are_claimed_together,
+                    one_claim_takes_fresh_and_lapsed_heads_and_skips_excluded,
                     claim_through_bounds_the_heads,
                     complete_appends_returned_events_atomically,
                     complete_many_settles_current_attempts_only,

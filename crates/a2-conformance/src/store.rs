@@ -507,6 +507,56 @@ pub async fn concurrent_heads_are_claimed_together(factory: &dyn StoreFactory) {
     assert_eq!(store.head_claim(limited).await.expect("claim").heads.len(), 2, "the limit caps a batch");
 }
 
+/// One claim over every kind of candidate at once: fresh per-event heads, a
+/// lapsed one (taken over, its lapse recorded), one the holder gave up
+/// (excluded), a lane's next head, and a log cursor on an event its consumer
+/// does not take (skipped, never run). A backend that leases the simple
+/// candidates in one statement must agree with the shared rules on the rest.
+pub async fn one_claim_takes_fresh_and_lapsed_heads_and_skips_excluded(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    let ledger = StoreConsumer::log("c", "main").with_types(&["pay"]);
+    let consumers = vec![ledger.clone(), StoreConsumer::targeted("par"), StoreConsumer::targeted("lane")];
+    store.cursor_wake(CursorWake { session: key("s"), consumer: ledger }).await.expect("wake");
+    let events = (1..=4).map(|i| targeted(&format!("e{i}"), "tick", &[("par", None), ("lane", Some("l"))])).collect();
+    append(&*store, "s", events, &consumers).await;
+    let mut first = claim_params("s", "w1", &consumers[1..2]);
+    first.limit = 1;
+    let taken = store.head_claim(first).await.expect("first claim").heads;
+    assert_eq!(taken.iter().map(|h| (h.head.index, h.attempt)).collect::<Vec<_>>(), vec![(1, 1)]);
+    clock.advance(TTL + 1);
+    let mut params = claim_params("s", "w2", &consumers);
+    params.exclude = vec![HeadRef::new("par", None, 3)];
+    let claimed = store.head_claim(params).await.expect("the mixed claim");
+    let got: Vec<(String, u64, u32, u32)> =
+        claimed.heads.iter().map(|h| (h.head.consumer.clone(), h.head.index, h.attempt, h.failure_count)).collect();
+    let want = vec![
+        ("lane".to_owned(), 1, 1, 0),
+        ("par".to_owned(), 1, 2, 1),
+        ("par".to_owned(), 2, 1, 0),
+        ("par".to_owned(), 4, 1, 0),
+    ];
+    assert_eq!(got, want, "the lapsed head taken over, the fresh ones leased, the excluded one left");
+    assert!(claimed.heads.iter().all(|h| h.lease_expires_at == clock.now_ms() + TTL), "each leased to w2 for a TTL");
+    assert!(claimed.heads.iter().all(|h| h.event.index == h.head.index && h.event.event_type == "tick"));
+    let cursor = store.head_list(&key("s")).await.expect("heads");
+    let cursor = cursor.iter().find(|h| h.consumer == "c").expect("the ledger's cursor");
+    assert_eq!(cursor.next_index, 5, "the cursor skipped the events its consumer does not take");
+    let lapse = AttemptList {
+        session: key("s"),
+        consumer: Some("par".into()),
+        index: Some(1),
+        after: None,
+        oldest_first: true,
+        limit: 10,
+    };
+    let history = store.attempt_list(lapse).await.expect("attempts");
+    let outcomes: Vec<(u32, AttemptOutcome)> = history.iter().map(|a| (a.attempt, a.outcome)).collect();
+    assert_eq!(outcomes, vec![(1, AttemptOutcome::Lapsed)], "the takeover records the lapse");
+    let again = claim(&*store, "s", "w2", &consumers).await;
+    let rest: Vec<(String, u64)> = again.heads.iter().map(|h| (h.head.consumer.clone(), h.head.index)).collect();
+    assert_eq!(rest, vec![("par".to_owned(), 3)], "without the exclusion the held-back head is taken; the lane waits");
+}
+
 pub async fn claim_through_bounds_the_heads(factory: &dyn StoreFactory) {
     let (store, _) = open(factory).await;
     let consumers = [StoreConsumer::targeted("par")];

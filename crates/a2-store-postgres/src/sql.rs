@@ -170,6 +170,28 @@ pub(crate) static SQL: Statements = Statements {
            AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= $4) \
          ORDER BY h.idx, h.consumer, h.lane LIMIT $5 FOR UPDATE OF h SKIP LOCKED"
     ),
+    // The common claim in one statement: candidates locked (as `claim_candidates`), the fresh ones leased
+    // in place. `c` carries the rows as locked (the newest version), so the rules see what they lock.
+    claim_pick: Some(concat!(
+        "WITH c AS (SELECT h.*, (h.kind <> 0 AND h.lease_holder IS NULL) AS fresh FROM a2_heads h WHERE ",
+        runnable!(),
+        " AND (h.lease_holder IS NULL OR h.lease_expires_at <= $4) \
+           AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= $4) \
+           AND NOT EXISTS (SELECT 1 FROM UNNEST($8::text[], $9::text[], $10::bigint[]) AS x(c, l, i) \
+             WHERE x.c = h.consumer AND x.l = h.lane AND x.i = h.idx) \
+         ORDER BY h.idx, h.consumer, h.lane LIMIT $5 FOR UPDATE OF h SKIP LOCKED), \
+         taken AS (UPDATE a2_heads h SET attempt_count = h.attempt_count + 1, lease_holder = $6, \
+             lease_expires_at = $7, next_attempt_at = NULL, attempt_started_at = $4 \
+           FROM c WHERE c.fresh AND h.session = c.session AND h.consumer = c.consumer AND h.lane = c.lane \
+             AND h.idx = c.idx \
+           RETURNING h.*, true AS fresh), \
+         picked AS (SELECT * FROM taken UNION ALL SELECT * FROM c WHERE NOT c.fresh) \
+         SELECT p.*, e.id AS e_id, e.type AS e_type, e.payload AS e_payload, e.idx AS e_idx, \
+           e.created_at AS e_created_at, e.cause AS e_cause, \
+           (SELECT s.head FROM a2_sessions s WHERE s.session = $1) AS session_head \
+         FROM picked p JOIN a2_events e ON e.session = p.session AND e.idx = p.idx \
+         ORDER BY p.idx, p.consumer, p.lane"
+    )),
     heads_renew: Each::Lists(
         "UPDATE a2_heads h SET lease_expires_at = $3 \
          FROM UNNEST($4::text[], $5::text[], $6::bigint[], $7::int[]) AS u(c, l, i, a) \

@@ -94,6 +94,11 @@ pub struct Statements {
     pub claim_waits: &'static str,
     /// (key, consumers, through?, now, limit) → heads with the event as `e_*`
     pub claim_candidates: &'static str,
+    /// (key, consumers, through?, now, limit, holder, expires, excluded consumers, lanes, idxs) → the
+    /// candidates `claim_candidates` would find, with `fresh` and `session_head`: the fresh ones (per-event
+    /// heads no lapsed lease holds) already leased to the holder by the statement itself, the rest locked
+    /// for the shared rules. `None`: every candidate goes through the rules (one writer, no row locks).
+    pub claim_pick: Option<&'static str>,
     /// (key, holder, expires) then per head (consumer, lane, idx, attempt) → consumer, lane, idx kept
     pub heads_renew: Each,
     /// (now) then per head (key, consumer, lane, idx, attempt), heads of any sessions, run in order:

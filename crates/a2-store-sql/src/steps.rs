@@ -42,6 +42,24 @@ impl<B: SqlBackend> SqlStore<B> {
         row.map(|r| Ok((r.u64("head")?, r.u64("clear_index")?))).transpose()
     }
 
+    /// The arguments of `claim_pick`: the candidates' filter, the lease it
+    /// gives, and the heads this holder gave up (never picked again by it).
+    pub(crate) fn pick_args(&self, params: &HeadClaim, names: Arg, through: Arg, now: Millis) -> Vec<Arg> {
+        let excluded = &params.exclude;
+        vec![
+            Arg::text(&params.session),
+            names,
+            through,
+            Arg::Int(now),
+            Arg::Int(i64::from(params.limit.max(1))),
+            Arg::text(&params.holder),
+            Arg::Int(now + params.ttl_ms),
+            Arg::texts(excluded.iter().map(|h| h.consumer.as_str())),
+            Arg::texts(excluded.iter().map(|h| lane_column(h.lane.as_deref()))),
+            Arg::Ints(excluded.iter().map(|h| to_i64(h.index)).collect()),
+        ]
+    }
+
     /// Give log consumers without a cursor here one: after the head, or after
     /// the clear boundary when backfilling. Existing cursors are left alone.
     pub(crate) async fn ensure_cursors(

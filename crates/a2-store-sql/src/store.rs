@@ -62,30 +62,58 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
         check_session_key(&params.session)?;
         let key = params.session.as_str();
+        let pick = self.sql().claim_pick;
+        // Without log consumers there are no cursors to give or move, and the
+        // picking statement reports the session's head with what it took.
+        let logs = params.consumers.iter().any(|c| c.log.is_some());
         let mut tx = self.backend.begin().await?;
-        let Some((head, clear)) = self.session_row(tx.as_mut(), key).await? else {
-            return Ok(Claimed::default());
-        };
-        self.ensure_cursors(tx.as_mut(), key, (head, clear), &params.consumers).await?;
+        let mut bounds = None;
         let now = self.now();
-        for consumer in &params.consumers {
-            self.skip_untaken(tx.as_mut(), key, head, consumer, now).await?;
+        if logs || pick.is_none() {
+            let Some((head, clear)) = self.session_row(tx.as_mut(), key).await? else {
+                return Ok(Claimed::default());
+            };
+            self.ensure_cursors(tx.as_mut(), key, (head, clear), &params.consumers).await?;
+            for consumer in &params.consumers {
+                self.skip_untaken(tx.as_mut(), key, head, consumer, now).await?;
+            }
+            bounds = Some(head);
         }
         let names = Arg::texts(params.consumers.iter().map(|c| c.name.as_str()));
         let through = Arg::OptInt(params.through.map(to_i64));
         let limit = params.limit.max(1) as usize;
-        let mut claimed = Claimed { session_head: head, ..Claimed::default() };
+        let mut claimed = Claimed { session_head: bounds.unwrap_or(0), ..Claimed::default() };
         // Where each statement reads its own snapshot (Postgres, READ
         // COMMITTED), a cursor the skip above saw held can be completed onto
         // an untaken event before the selection reads it: such a cursor is
         // locked, skipped and looked at again, never run.
         let mut lapsed = Vec::new();
-        for _pass in 0..4 {
-            let fetch = i64::try_from(limit + params.exclude.len()).unwrap_or(i64::MAX);
-            let args = vec![Arg::text(key), names.clone(), through.clone(), Arg::Int(now), Arg::Int(fetch)];
-            let candidates = tx.fetch(self.sql().claim_candidates, args).await?;
+        for pass in 0..4 {
+            let candidates = match pick {
+                Some(sql) if pass == 0 => {
+                    let args = self.pick_args(&params, names.clone(), through.clone(), now);
+                    tx.fetch(sql, args).await?
+                }
+                _ => {
+                    let fetch = i64::try_from(limit + params.exclude.len()).unwrap_or(i64::MAX);
+                    let args = vec![Arg::text(key), names.clone(), through.clone(), Arg::Int(now), Arg::Int(fetch)];
+                    tx.fetch(self.sql().claim_candidates, args).await?
+                }
+            };
             let (mut changed, mut untaken) = (Vec::new(), Vec::new());
             for row in &candidates {
+                if pick.is_some() && pass == 0 && row.bool("fresh")? {
+                    // Leased by the statement itself, as `claim_head` would have.
+                    claimed.session_head = row.u64("session_head")?;
+                    claimed.heads.push(ClaimedHead {
+                        head: head_ref(row)?,
+                        attempt: row.u32("attempt_count")?,
+                        failure_count: row.u32("failure_count")?,
+                        lease_expires_at: now + params.ttl_ms,
+                        event: event(row, key, "e_")?,
+                    });
+                    continue;
+                }
                 if claimed.heads.len() >= limit {
                     break;
                 }
@@ -110,7 +138,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
                 break;
             }
             // The cursor may stand past the head read above: skip up to the head now.
-            let head_now = self.session_row(tx.as_mut(), key).await?.map_or(head, |(h, _)| h);
+            let head_now = self.session_row(tx.as_mut(), key).await?.map_or(claimed.session_head, |(h, _)| h);
             for consumer in params.consumers.iter().filter(|c| untaken.contains(&c.name)) {
                 self.skip_untaken(tx.as_mut(), key, head_now, consumer, now).await?;
             }
@@ -118,6 +146,14 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         // What to wait for matters only to a claim that found nothing to run
         // (a drain that took heads claims again after them): one read fewer a claim.
         if claimed.heads.is_empty() {
+            let head = match bounds {
+                Some(head) => head,
+                None => match self.session_row(tx.as_mut(), key).await? {
+                    Some((head, _)) => head,
+                    None => return Ok(Claimed::default()),
+                },
+            };
+            claimed.session_head = head;
             let waits_args = vec![Arg::text(key), names, through, Arg::Int(now), Arg::Int(to_i64(head))];
             let waits = tx.fetch_one(self.sql().claim_waits, waits_args).await?;
             claimed.busy_until = waits.opt_int("busy_until")?;

@@ -1,5 +1,7 @@
 //! The conformance suite on SQLite: each test its own database file, under
-//! cargo's scratch directory, wiped at the start of every run.
+//! cargo's scratch directory, in a directory of the test process's own: a
+//! runner that gives every test a process (nextest) starts each one's count
+//! at 0, and a shared directory made them open and wipe one another's files.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +15,16 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 fn scratch() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("a2-sqlite-conformance");
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("a2-sqlite-conformance");
+        // Earlier runs' directories: gone once no test could still be using them.
+        let stale = std::time::Duration::from_secs(3600);
+        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let old = entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+            if old.is_some_and(|age| age > stale) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = root.join(std::process::id().to_string());
         let _ = std::fs::remove_dir_all(&dir);
         dir
     })
