@@ -1,7 +1,7 @@
 //! A store wrapper that hangs or fails chosen calls, for scenarios about
 //! what the engine does when its store misbehaves.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use a2_store::*;
@@ -14,6 +14,8 @@ pub struct Faulty {
     pub hang_renew: AtomicBool,
     pub hang_claim: AtomicBool,
     pub fail_claim: AtomicBool,
+    /// Claims asked of the store so far.
+    pub claims: AtomicU32,
 }
 
 impl Faulty {
@@ -23,6 +25,7 @@ impl Faulty {
             hang_renew: AtomicBool::new(false),
             hang_claim: AtomicBool::new(false),
             fail_claim: AtomicBool::new(false),
+            claims: AtomicU32::new(0),
         })
     }
 }
@@ -45,6 +48,7 @@ impl Store for Faulty {
         self.inner.event_append(params).await
     }
     async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
+        self.claims.fetch_add(1, Ordering::SeqCst);
         hang_if(&self.hang_claim).await;
         if self.fail_claim.load(Ordering::SeqCst) {
             return Err(StoreError::unavailable("claims are switched to fail"));

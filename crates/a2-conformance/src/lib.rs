@@ -141,6 +141,7 @@ macro_rules! conformance_suite {
                     run_clearing_its_session_ends_its_attempt,
                     consume_cycle_is_refused,
                     claim_error_lets_running_heads_finish,
+                    a_long_session_is_claimed_in_batches,
                     fencing_holds_when_store_hangs,
                     abort_on_sees_other_process,
                     engine_state_snapshots_every_n_and_reports_its_index,

@@ -11,7 +11,7 @@ use a2_store::Store;
 use serde_json::json;
 use tokio::sync::{Barrier, Notify};
 
-use crate::engine::{eventually, open, quiet_server, record, seen, server_with, snapshot, tick, Pace, Seen};
+use crate::engine::{eventually, open, quiet_server, record, recorder, seen, server_with, snapshot, tick, Pace, Seen};
 use crate::faulty::Faulty;
 use crate::StoreFactory;
 
@@ -215,6 +215,26 @@ fn waiting(
             }
         })
         .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A session with many more heads than a claim's batch, drained with one
+/// run permit: the drain refills its batch when half of it has ended, so
+/// claims come a few heads at a time, not one after every completed head
+/// (as when a claim took only as many heads as there were free permits).
+pub async fn a_long_session_is_claimed_in_batches(factory: &dyn StoreFactory, pace: Pace) {
+    let faulty = Faulty::new(open(factory).await);
+    let seen = seen();
+    let par = recorder(Consumer::builder("par").types(["tick"]), "par", &seen);
+    let timings = DrainTimings { claim_batch: 16, ..pace.timings() };
+    let server =
+        server_with(pace, faulty.clone(), vec![par], |b| b.run_in_background(false).max_running(1).timings(timings));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append((1..=120).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
+    let drained = session.drain().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(drained.processed, 120, "every head ran");
+    assert_eq!(snapshot(&seen).len(), 120);
+    let claims = faulty.claims.load(Ordering::SeqCst);
+    assert!(claims <= 120 / 8 + 4, "{claims} claims for 120 heads in batches of 16: refills, not one a head");
 }
 
 /// A claim that fails while heads run, or a `drain()` whose caller goes
