@@ -84,6 +84,7 @@ macro_rules! conformance_suite {
                     one_claim_takes_fresh_and_lapsed_heads_and_skips_excluded,
                     claim_through_bounds_the_heads,
                     complete_appends_returned_events_atomically,
+                    a_completion_that_appends_records_what_it_appended,
                     complete_many_settles_current_attempts_only,
                     clear_with_matching_and_mismatching_guard,
                     snapshot_pins_are_kept_while_their_head_runs,

@@ -603,6 +603,59 @@ pub async fn complete_appends_returned_events_atomically(factory: &dyn StoreFact
     assert_eq!(got, vec![("c".into(), 2), ("par".into(), 3)]);
 }
 
+/// A completion that appends, on a per-event head and on a cursor: its
+/// attempt is recorded completed with the ids it appended; the same attempt
+/// completing again (its head already settled) appends nothing and is
+/// recorded superseded; a re-run that returns the same ids after a takeover
+/// is an idempotent re-append, not a second copy.
+pub async fn a_completion_that_appends_records_what_it_appended(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    let consumers = [log("c"), StoreConsumer::targeted("par")];
+    store.cursor_wake(CursorWake { session: key("s"), consumer: log("c") }).await.expect("wake");
+    append(&*store, "s", vec![targeted("a", "tick", &[("par", None)])], &consumers).await;
+    let held = claim(&*store, "s", "h", &consumers).await.heads;
+    assert_eq!(held.len(), 2, "the cursor and the per-event head");
+    clock.advance(7);
+    let mut head = 1;
+    for (n, claimed) in held.iter().enumerate() {
+        let returned = vec![event(&format!("r{n}"), "tock")];
+        let done = store.head_complete(complete("s", &claimed.head, claimed.attempt, returned, &consumers)).await;
+        head += 1;
+        assert!(matches!(done, Ok(CompleteOutcome::Completed { session_head, .. }) if session_head == head));
+        let late = vec![event(&format!("late{n}"), "tock")];
+        let again = store.head_complete(complete("s", &claimed.head, claimed.attempt, late, &consumers)).await;
+        assert_eq!(again.expect("a late completion"), CompleteOutcome::Superseded, "{}", claimed.head.consumer);
+        let list = AttemptList {
+            session: key("s"),
+            consumer: Some(claimed.head.consumer.clone()),
+            index: Some(1),
+            after: None,
+            oldest_first: true,
+            limit: 10,
+        };
+        let history = store.attempt_list(list).await.expect("attempts");
+        let got: Vec<_> = history.iter().map(|a| (a.outcome, a.holder.clone(), a.appended.clone())).collect();
+        assert_eq!(
+            got,
+            vec![(AttemptOutcome::Completed, Some("h".to_owned()), vec![format!("r{n}")])],
+            "{}: completed with what it appended; the late outcome of the same attempt keeps it",
+            claimed.head.consumer
+        );
+        assert_eq!(history[0].started_at, Some(claimed.lease_expires_at - TTL));
+    }
+    let summary = store.session_get(&key("s")).await.expect("get").expect("exists");
+    assert_eq!(summary.head, 3, "the late completions appended nothing");
+    // A run returning ids already in the session (a re-run's deterministic ids): nothing appended twice.
+    let next = claim(&*store, "s", "h", &consumers).await.heads;
+    let cursor = next.iter().find(|h| h.head.consumer == "c").expect("the cursor on r0");
+    let rerun = vec![event("r0", "tock"), event("r1", "tock")];
+    let done = store.head_complete(complete("s", &cursor.head, cursor.attempt, rerun, &consumers)).await;
+    assert!(
+        matches!(&done, Ok(CompleteOutcome::Completed { session_head: 3, appended }) if appended.is_empty()),
+        "an idempotent re-append: {done:?}"
+    );
+}
+
 pub async fn clear_with_matching_and_mismatching_guard(factory: &dyn StoreFactory) {
     let (store, clock) = open(factory).await;
     let consumers = [log("c"), StoreConsumer::targeted("par")];

@@ -97,8 +97,8 @@ impl<'a> Columns<'a> {
 /// Sessions are locked in key order, so two such statements cannot deadlock
 /// on each other. Any failure fails the whole statement; the caller then
 /// appends each on its own, so one bad append never fails its neighbours.
-pub(crate) async fn fast_append_many(
-    pool: &sqlx::PgPool,
+pub(crate) async fn fast_append_many<'c>(
+    executor: impl sqlx::PgExecutor<'c>,
     batch: &[&EventAppend],
     now: Millis,
 ) -> Result<Vec<Appended>, sqlx::Error> {
@@ -151,7 +151,7 @@ pub(crate) async fn fast_append_many(
     .bind(&columns.l_consumers)
     .bind(&columns.l_lanes)
     .bind(&columns.l_backfill)
-    .fetch_all(pool)
+    .fetch_all(executor)
     .await?;
     let mut bases = std::collections::HashMap::with_capacity(rows.len());
     for row in rows {

@@ -7,6 +7,7 @@
 //! `default_transaction_read_only` on every connection and never migrates.
 
 mod append;
+mod complete;
 mod conn;
 mod error;
 mod server;
@@ -326,6 +327,15 @@ impl SqlBackend for Postgres {
             .submit(params.clone())
             .await
             .unwrap_or_else(|| Err(StoreError::unavailable("the store's append queue stopped")))
+    }
+
+    async fn complete_appending(
+        &self,
+        params: &a2_store::HeadComplete,
+        now: a2_store::Millis,
+    ) -> Result<Option<a2_store::CompleteOutcome>, StoreError> {
+        self.writable()?;
+        complete::complete_appending(&self.pool, params, now).await
     }
 
     fn announce(&self, key: &str) {

@@ -48,6 +48,18 @@ pub trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
         Ok(None)
     }
 
+    /// A completion that appends, in fewer round trips than the shared
+    /// transaction, where the backend has such a path. `Ok(None)`: nothing was
+    /// written, and the shared transaction decides (a late attempt, an id
+    /// already present).
+    async fn complete_appending(
+        &self,
+        _params: &a2_store::HeadComplete,
+        _now: a2_store::Millis,
+    ) -> Result<Option<a2_store::CompleteOutcome>, StoreError> {
+        Ok(None)
+    }
+
     /// Tell other processes that a session's log grew.
     fn announce(&self, _key: &str) {}
 

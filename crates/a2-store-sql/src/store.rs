@@ -177,6 +177,15 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     async fn head_complete(&self, params: HeadComplete) -> Result<CompleteOutcome, StoreError> {
         let key = params.session.as_str();
         let now = self.now();
+        if !params.events.is_empty() {
+            check_batch(key, &params.events)?;
+            if let Some(outcome) = self.backend.complete_appending(&params, now).await? {
+                if matches!(&outcome, CompleteOutcome::Completed { appended, .. } if !appended.is_empty()) {
+                    self.backend.announce(key);
+                }
+                return Ok(outcome);
+            }
+        }
         let mut tx = self.backend.begin().await?;
         let locked = self.lock_head(tx.as_mut(), key, &params.head).await?;
         let Some((kind, state)) = locked.filter(|(_, state)| state.is_current(params.attempt)) else {
