@@ -101,10 +101,13 @@ impl<B: SqlBackend> Store for SqlStore<B> {
                 }
             };
             let (mut changed, mut untaken) = (Vec::new(), Vec::new());
+            let picked = pick.is_some() && pass == 0;
             for row in &candidates {
-                if pick.is_some() && pass == 0 && row.bool("fresh")? {
-                    // Leased by the statement itself, as `claim_head` would have.
+                if picked {
                     claimed.session_head = row.u64("session_head")?;
+                }
+                if picked && row.bool("fresh")? {
+                    // Leased by the statement itself, as `claim_head` would have.
                     claimed.heads.push(ClaimedHead {
                         head: head_ref(row)?,
                         attempt: row.u32("attempt_count")?,
