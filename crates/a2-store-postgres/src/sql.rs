@@ -173,10 +173,15 @@ pub(crate) static SQL: Statements = Statements {
     // The common claim in one statement: candidates locked (as `claim_candidates`), the fresh ones leased
     // in place. `c` carries the rows as locked (the newest version), so the rules see what they lock.
     claim_pick: Some(concat!(
-        "WITH c AS (SELECT h.*, (h.kind <> 0 AND h.lease_holder IS NULL) AS fresh FROM a2_heads h WHERE ",
+        "WITH c AS (SELECT h.*, (h.lease_holder IS NULL AND (h.kind <> 0 OR EXISTS (SELECT 1 FROM a2_events e \
+             JOIN UNNEST($11::text[], $12::text[], $13::text[]) AS t(c, l, y) ON t.c = h.consumer AND t.l = h.lane \
+               AND (t.y IS NULL OR t.y = e.type) \
+             WHERE e.session = h.session AND e.idx = h.idx))) AS fresh \
+           FROM a2_heads h WHERE ",
         runnable!(),
         " AND (h.lease_holder IS NULL OR h.lease_expires_at <= $4) \
            AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= $4) \
+           AND (h.kind <> 0 OR EXISTS (SELECT 1 FROM a2_events e WHERE e.session = h.session AND e.idx = h.idx)) \
            AND NOT EXISTS (SELECT 1 FROM UNNEST($8::text[], $9::text[], $10::bigint[]) AS x(c, l, i) \
              WHERE x.c = h.consumer AND x.l = h.lane AND x.i = h.idx) \
          ORDER BY h.idx, h.consumer, h.lane LIMIT $5 FOR UPDATE OF h SKIP LOCKED), \

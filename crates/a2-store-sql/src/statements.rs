@@ -94,9 +94,10 @@ pub struct Statements {
     pub claim_waits: &'static str,
     /// (key, consumers, through?, now, limit) → heads with the event as `e_*`
     pub claim_candidates: &'static str,
-    /// (key, consumers, through?, now, limit, holder, expires, excluded consumers, lanes, idxs) → the
-    /// candidates `claim_candidates` would find, with `fresh` and `session_head`: the fresh ones (per-event
-    /// heads no lapsed lease holds) already leased to the holder by the statement itself, the rest locked
+    /// (key, consumers, through?, now, limit, holder, expires, excluded consumers, lanes, idxs, log
+    /// consumers, their lanes, a type each takes or NULL for all) → the candidates `claim_candidates`
+    /// would find, with `fresh` and `session_head`: the fresh ones (no lapsed lease; a cursor only on an
+    /// event its consumer takes) already leased to the holder by the statement itself, the rest locked
     /// for the shared rules. `None`: every candidate goes through the rules (one writer, no row locks).
     pub claim_pick: Option<&'static str>,
     /// (key, holder, expires) then per head (consumer, lane, idx, attempt) → consumer, lane, idx kept

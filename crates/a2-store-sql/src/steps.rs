@@ -43,10 +43,11 @@ impl<B: SqlBackend> SqlStore<B> {
     }
 
     /// The arguments of `claim_pick`: the candidates' filter, the lease it
-    /// gives, and the heads this holder gave up (never picked again by it).
+    /// gives, the heads this holder gave up (never picked again by it), and
+    /// what each log consumer takes (its cursor is leased in place only on those).
     pub(crate) fn pick_args(&self, params: &HeadClaim, names: Arg, through: Arg, now: Millis) -> Vec<Arg> {
         let excluded = &params.exclude;
-        vec![
+        let mut args = vec![
             Arg::text(&params.session),
             names,
             through,
@@ -57,7 +58,23 @@ impl<B: SqlBackend> SqlStore<B> {
             Arg::texts(excluded.iter().map(|h| h.consumer.as_str())),
             Arg::texts(excluded.iter().map(|h| lane_column(h.lane.as_deref()))),
             Arg::Ints(excluded.iter().map(|h| to_i64(h.index)).collect()),
-        ]
+        ];
+        // What each log consumer takes: a row a type, or one row with no type for all of them.
+        let (mut names, mut lanes, mut types) = (Vec::new(), Vec::new(), Vec::new());
+        for consumer in &params.consumers {
+            let Some(log) = &consumer.log else { continue };
+            let taken: Vec<Option<String>> = match &log.types {
+                Some(types) => types.iter().cloned().map(Some).collect(),
+                None => vec![None],
+            };
+            for taken in taken {
+                names.push(consumer.name.clone());
+                lanes.push(log.lane.clone());
+                types.push(taken);
+            }
+        }
+        args.extend([Arg::Texts(names), Arg::Texts(lanes), Arg::OptTexts(types)]);
+        args
     }
 
     /// Give log consumers without a cursor here one: after the head, or after
