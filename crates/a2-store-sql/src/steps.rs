@@ -60,7 +60,7 @@ impl<B: SqlBackend> SqlStore<B> {
             Arg::Ints(excluded.iter().map(|h| to_i64(h.index)).collect()),
         ];
         // What each log consumer takes: a row a type, or one row with no type for all of them.
-        let (mut names, mut lanes, mut types) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut takers, mut lanes, mut types) = (Vec::new(), Vec::new(), Vec::new());
         for consumer in &params.consumers {
             let Some(log) = &consumer.log else { continue };
             let taken: Vec<Option<String>> = match &log.types {
@@ -68,12 +68,12 @@ impl<B: SqlBackend> SqlStore<B> {
                 None => vec![None],
             };
             for taken in taken {
-                names.push(consumer.name.clone());
+                takers.push(consumer.name.clone());
                 lanes.push(log.lane.clone());
                 types.push(taken);
             }
         }
-        args.extend([Arg::Texts(names), Arg::Texts(lanes), Arg::OptTexts(types)]);
+        args.extend([Arg::Texts(takers), Arg::Texts(lanes), Arg::OptTexts(types)]);
         args
     }
 
