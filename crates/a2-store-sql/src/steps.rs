@@ -26,6 +26,41 @@ pub(crate) fn fenced(held: &HeldHead) -> Vec<Arg> {
     head_args(&held.head).into_iter().chain([Arg::Int(i64::from(held.attempt))]).collect()
 }
 
+/// The arguments of `claim_pick`: the candidates' filter, the lease it
+/// gives, the heads this holder gave up (never picked again by it), and
+/// what each log consumer takes (its cursor is leased in place only on those).
+pub(crate) fn pick_args(params: &HeadClaim, names: Arg, through: Arg, now: Millis) -> Vec<Arg> {
+    let excluded = &params.exclude;
+    let mut args = vec![
+        Arg::text(&params.session),
+        names,
+        through,
+        Arg::Int(now),
+        Arg::Int(i64::from(params.limit.max(1))),
+        Arg::text(&params.holder),
+        Arg::Int(now + params.ttl_ms),
+        Arg::texts(excluded.iter().map(|h| h.consumer.as_str())),
+        Arg::texts(excluded.iter().map(|h| lane_column(h.lane.as_deref()))),
+        Arg::Ints(excluded.iter().map(|h| to_i64(h.index)).collect()),
+    ];
+    // What each log consumer takes: a row a type, or one row with no type for all of them.
+    let (mut takers, mut lanes, mut types) = (Vec::new(), Vec::new(), Vec::new());
+    for consumer in &params.consumers {
+        let Some(log) = &consumer.log else { continue };
+        let taken: Vec<Option<String>> = match &log.types {
+            Some(types) => types.iter().cloned().map(Some).collect(),
+            None => vec![None],
+        };
+        for taken in taken {
+            takers.push(consumer.name.clone());
+            lanes.push(log.lane.clone());
+            types.push(taken);
+        }
+    }
+    args.extend([Arg::Texts(takers), Arg::Texts(lanes), Arg::OptTexts(types)]);
+    args
+}
+
 impl<B: SqlBackend> SqlStore<B> {
     /// A session's heads as the Studio shows them, on `conn`.
     pub(crate) async fn heads_on(&self, conn: &mut dyn Conn, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
@@ -40,41 +75,6 @@ impl<B: SqlBackend> SqlStore<B> {
     pub(crate) async fn session_row(&self, conn: &mut dyn Conn, key: &str) -> Result<Option<(u64, u64)>, StoreError> {
         let row = conn.fetch_optional(self.sql().session_row, vec![Arg::text(key)]).await?;
         row.map(|r| Ok((r.u64("head")?, r.u64("clear_index")?))).transpose()
-    }
-
-    /// The arguments of `claim_pick`: the candidates' filter, the lease it
-    /// gives, the heads this holder gave up (never picked again by it), and
-    /// what each log consumer takes (its cursor is leased in place only on those).
-    pub(crate) fn pick_args(&self, params: &HeadClaim, names: Arg, through: Arg, now: Millis) -> Vec<Arg> {
-        let excluded = &params.exclude;
-        let mut args = vec![
-            Arg::text(&params.session),
-            names,
-            through,
-            Arg::Int(now),
-            Arg::Int(i64::from(params.limit.max(1))),
-            Arg::text(&params.holder),
-            Arg::Int(now + params.ttl_ms),
-            Arg::texts(excluded.iter().map(|h| h.consumer.as_str())),
-            Arg::texts(excluded.iter().map(|h| lane_column(h.lane.as_deref()))),
-            Arg::Ints(excluded.iter().map(|h| to_i64(h.index)).collect()),
-        ];
-        // What each log consumer takes: a row a type, or one row with no type for all of them.
-        let (mut takers, mut lanes, mut types) = (Vec::new(), Vec::new(), Vec::new());
-        for consumer in &params.consumers {
-            let Some(log) = &consumer.log else { continue };
-            let taken: Vec<Option<String>> = match &log.types {
-                Some(types) => types.iter().cloned().map(Some).collect(),
-                None => vec![None],
-            };
-            for taken in taken {
-                takers.push(consumer.name.clone());
-                lanes.push(log.lane.clone());
-                types.push(taken);
-            }
-        }
-        args.extend([Arg::Texts(takers), Arg::Texts(lanes), Arg::OptTexts(types)]);
-        args
     }
 
     /// Give log consumers without a cursor here one: after the head, or after

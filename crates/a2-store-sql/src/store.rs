@@ -13,7 +13,7 @@ use crate::rows::{
     contract_range, dead_letter, dead_letter_group, event, head_ref, head_state, paused_consumer, snapshot_info,
     summary,
 };
-use crate::steps::{fenced, keyed};
+use crate::steps::{fenced, keyed, pick_args};
 use crate::value::Arg;
 use crate::{page, SqlBackend, SqlStore};
 
@@ -91,7 +91,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         for pass in 0..4 {
             let candidates = match pick {
                 Some(sql) if pass == 0 => {
-                    let args = self.pick_args(&params, names.clone(), through.clone(), now);
+                    let args = pick_args(&params, names.clone(), through.clone(), now);
                     tx.fetch(sql, args).await?
                 }
                 _ => {
