@@ -220,11 +220,6 @@ pub async fn engine_rejects_unknown_types_and_invalid_payloads(factory: &dyn Sto
     let unknown_type = unknown_type.unwrap_or_else(|e| panic!("{e}"));
     let built = Server::builder(contract(), open(factory).await).consumer(unknown_type).build();
     assert_eq!(built.map(|_| ()).map_err(|e| e.code()), Err("INVALID_CONSUMER"));
-    // (Development's SQLite default is tested in a2-engine's own tests, on real time.)
-    let nowhere = std::path::Path::new("/nonexistent/a2/dev.sqlite");
-    let production = resolve_store(Environment::Production, None, nowhere).await;
-    assert_eq!(production.map(|_| ()).map_err(|e| e.code()), Err("STORE_NOT_CONFIGURED"));
-    assert!(resolve_store(Environment::Test, None, nowhere).await.is_ok(), "tests get memory");
 }
 
 pub async fn engine_retries_with_backoff_then_dead_letters(factory: &dyn StoreFactory, pace: Pace) {

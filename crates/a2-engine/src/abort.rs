@@ -7,7 +7,6 @@ use a2_store::{Event, EventList, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::guard::AbortOnDrop;
-use crate::inner::Inner;
 use crate::signals::SessionSignals;
 
 /// Decides whether an event of the rule's type aborts a run: `(event, trigger, attempt)`.
@@ -33,21 +32,21 @@ impl AbortRule {
 /// here, the store's change feed from other processes, a lagged feed, or the
 /// poll interval where there is no feed) re-reads the events after the last
 /// one seen, so no notice needs to carry the event itself and none lost matters.
-pub(crate) fn watch(
-    inner: &Arc<Inner>,
-    rules: &[AbortRule],
-    trigger: &Event,
-    key: String,
-    attempt: u32,
-    token: CancellationToken,
-) -> Option<AbortOnDrop<()>> {
+pub(crate) struct AbortWatch {
+    pub store: Arc<dyn Store>,
+    /// Subscribed before the watch's first read.
+    pub signals: SessionSignals,
+    pub key: String,
+    pub trigger: Event,
+    pub attempt: u32,
+}
+
+pub(crate) fn watch(rules: &[AbortRule], watched: AbortWatch, token: CancellationToken) -> Option<AbortOnDrop<()>> {
     if rules.is_empty() {
         return None;
     }
     let rules = rules.to_vec();
-    let trigger = trigger.clone();
-    let mut signals = SessionSignals::new(inner, key.clone());
-    let store = inner.store.clone();
+    let AbortWatch { store, mut signals, key, trigger, attempt } = watched;
     let handle = tokio::spawn(async move {
         let mut seen = trigger.index;
         loop {

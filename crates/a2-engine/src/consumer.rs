@@ -1,19 +1,23 @@
 //! Consumers: named readers of every session's log, each with its own
-//! durable position (a cursor for a string lane, a head per event otherwise).
+//! durable position (a cursor for a string lane, a head per event otherwise),
+//! and what a consumer's `run` receives. The run reaches its server only
+//! through [`RunHost`], so a consumer's definition does not depend on the
+//! server that runs it.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use a2_store::{Event, LogSpec, StoreConsumer};
+use a2_store::{Cause, Cleared, Event, HeadRef, LogSpec, SessionClear, Store, StoreConsumer};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::abort::AbortRule;
-use crate::context::ConsumerContext;
-use crate::{A2Error, Contract};
+use crate::{ids, A2Error, Contract, StateAt};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+pub(crate) type HostFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, A2Error>> + Send + 'a>>;
 pub(crate) type RunFn = Arc<dyn Fn(ConsumerContext) -> BoxFuture<Result<Returned, BoxError>> + Send + Sync>;
 type LaneFn = Arc<dyn Fn(&str, &AppendInput) -> Option<String> + Send + Sync>;
 
@@ -261,5 +265,139 @@ impl ConsumerBuilder {
                 run,
             }),
         })
+    }
+}
+
+/// What a run may ask of the server that hosts it: the server implements
+/// it, and a run holds it as a trait object.
+pub(crate) trait RunHost: Send + Sync {
+    fn store(&self) -> &Arc<dyn Store>;
+    fn key(&self, session_id: &str) -> String;
+    /// Append events a run made, with its head as their cause.
+    fn append<'a>(
+        self: Arc<Self>,
+        session_id: &'a str,
+        events: Vec<AppendInput>,
+        cause: Cause,
+    ) -> HostFuture<'a, Vec<Event>>;
+    /// A reducer's state through `through`, pinned for the running head.
+    fn state<'a>(
+        self: Arc<Self>,
+        session_id: &'a str,
+        reducer: &'a str,
+        through: u64,
+        pin: HeadRef,
+    ) -> HostFuture<'a, StateAt>;
+    /// Run another log consumer through an index, as `waiter`'s run waits.
+    fn consume<'a>(
+        self: Arc<Self>,
+        session_id: &'a str,
+        consumer: &'a Consumer,
+        through: Option<u64>,
+        waiter: &'a str,
+    ) -> HostFuture<'a, u64>;
+}
+
+/// The triggering event, the attempt number, a consumer-scoped session and
+/// a cancellation token (cancelled when the claim is lost or an `abort_on`
+/// event arrives).
+pub struct ConsumerContext {
+    /// The event with its public session id.
+    pub event: Event,
+    /// 1-based attempt number of this head.
+    pub attempt: u32,
+    pub session: ConsumerSession,
+    pub cancel: CancellationToken,
+}
+
+/// A session handle scoped to one running head: its appends carry the
+/// head as their cause and get deterministic ids.
+pub struct ConsumerSession {
+    pub(crate) host: Arc<dyn RunHost>,
+    pub(crate) session_id: String,
+    pub(crate) trigger_id: String,
+    pub(crate) head: HeadRef,
+    pub(crate) attempt: u32,
+    /// The run's own token: clearing the session from the run ends the attempt.
+    pub(crate) cancel: CancellationToken,
+}
+
+impl ConsumerSession {
+    pub fn id(&self) -> &str {
+        &self.session_id
+    }
+
+    fn cause(&self) -> Cause {
+        Cause {
+            consumer: self.head.consumer.clone(),
+            lane: self.head.lane.clone(),
+            index: self.head.index,
+            attempt: self.attempt,
+        }
+    }
+
+    /// Append events named `name`; events without an id get one derived from
+    /// the trigger, the name, their position and this consumer, so a re-run
+    /// appends nothing twice.
+    pub async fn append(&self, name: &str, events: Vec<AppendInput>) -> Result<Vec<Event>, A2Error> {
+        if name.is_empty() {
+            return Err(A2Error::InvalidArgument { message: "consumer append name must be a non-empty string".into() });
+        }
+        self.check_trigger_not_cleared().await?;
+        let events = events
+            .into_iter()
+            .enumerate()
+            .map(|(ordinal, mut event)| {
+                if event.id.is_none() {
+                    event.id = Some(ids::appended_event_id(&self.trigger_id, name, ordinal, &self.head.consumer));
+                }
+                event
+            })
+            .collect();
+        self.host.clone().append(&self.session_id, events, self.cause()).await
+    }
+
+    /// The reducer's state through `through` (default: the trigger's index).
+    /// The snapshot at the index read is pinned while this head runs, so a
+    /// retry reads the same state without refolding.
+    pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<StateAt, A2Error> {
+        self.check_trigger_not_cleared().await?;
+        let through = through.unwrap_or(self.head.index);
+        self.host.clone().state(&self.session_id, reducer, through, self.head.clone()).await
+    }
+
+    /// Clear the session (see `Session::clear`). Clearing through its own
+    /// trigger ends this attempt: its token is cancelled, later appends and
+    /// reads fail with `SESSION_CLEARED`, and what it returns is not appended.
+    pub async fn clear(&self, if_last_index: Option<u64>) -> Result<Cleared, A2Error> {
+        let key = self.host.key(&self.session_id);
+        let cleared =
+            self.host.store().session_clear(SessionClear { session: key, if_last_index, audit: None }).await?;
+        if cleared.cleared && cleared.index >= self.head.index {
+            self.cancel.cancel();
+        }
+        Ok(cleared)
+    }
+
+    /// A run whose trigger lies at or below the clear boundary works on
+    /// events that are gone: it may neither append nor read state.
+    async fn check_trigger_not_cleared(&self) -> Result<(), A2Error> {
+        let key = self.host.key(&self.session_id);
+        let clear_index = self.host.store().session_bounds(&key).await?.clear_index;
+        if clear_index >= self.head.index {
+            return Err(A2Error::SessionCleared { session: self.session_id.clone(), index: clear_index });
+        }
+        Ok(())
+    }
+
+    /// Run another log consumer through an index (see `Session::consume`).
+    pub async fn consume(&self, consumer: &Consumer, through: Option<u64>) -> Result<u64, A2Error> {
+        if consumer.name() == self.head.consumer {
+            return Err(A2Error::invalid_consumer(format!(
+                "consumer '{}' can't consume itself: its own head is running",
+                consumer.name()
+            )));
+        }
+        self.host.clone().consume(&self.session_id, consumer, through, &self.head.consumer).await
     }
 }

@@ -15,6 +15,13 @@ type Fold = Arc<dyn Fn(Value, &Event) -> Value + Send + Sync>;
 type StateCheck = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 
 /// A cached-state definition: an initial state and a fold over events.
+/// A reducer's state and the index of the last event folded into it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateAt {
+    pub state: Value,
+    pub index: u64,
+}
+
 #[derive(Clone)]
 pub struct Reducer {
     pub(crate) name: String,

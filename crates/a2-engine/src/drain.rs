@@ -3,68 +3,19 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
-use a2_store::{Backoff, Claimed, ClaimedHead, HeadClaim, HeadRef, HeadRenew, HeldHead, Millis, StoreError};
+use a2_store::{Claimed, ClaimedHead, HeadClaim, HeadRef, HeadRenew, HeldHead, Millis, StoreError};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::guard::AbortOnDrop;
-use crate::inner::{DrainSlot, Inner, DRAIN_ERROR_PAUSE};
 use crate::run::{event_span, run_head, spawn_settler, Fence, HeadOutcome, SettleQueue};
+use crate::server_core::ServerCore;
+use crate::timings::{millis, MAX_FAILURES, MIN_CLAIM};
 use crate::{A2Error, Consumer};
-
-/// Failed attempts after which a head is dead-lettered.
-pub const MAX_FAILURES: u32 = 10;
-
-/// Heads a claim may take even when every run permit is in use: the claimed
-/// wait for a permit under renewed leases. Claiming only as many as were free
-/// took one or two heads a claim once many sessions drained at once.
-const MIN_CLAIM: u32 = 16;
-
-/// The drain's clocks. Defaults suit production; tests shrink them or run on paused time.
-#[derive(Debug, Clone)]
-pub struct DrainTimings {
-    /// How long a claim's lease lasts without renewal.
-    pub claim_ttl: Duration,
-    /// How often a holder renews the leases of heads it runs.
-    pub claim_heartbeat: Duration,
-    /// Retry delays after failures.
-    pub backoff: Backoff,
-    /// Heads claimed at most in one claim.
-    pub claim_batch: u32,
-    /// Slack after a busy head's lease expiry before a background drain looks again.
-    pub watchdog_grace: Duration,
-    pub consume_wait_min: Duration,
-    pub consume_wait_max: Duration,
-    /// How often a server running in the background recomputes the store's
-    /// kept consumer totals (what the Studio's overview reads).
-    pub totals_refresh: Duration,
-    /// How often a stream looks for appends made by other processes.
-    pub stream_poll: Duration,
-    /// How often a server working in the background looks for work a dead
-    /// process left (lapsed leases, due retries, heads nobody claimed).
-    pub rescue_every: Duration,
-}
-
-impl Default for DrainTimings {
-    fn default() -> Self {
-        Self {
-            claim_ttl: Duration::from_secs(30),
-            claim_heartbeat: Duration::from_secs(10),
-            backoff: Backoff::default(),
-            claim_batch: 64,
-            watchdog_grace: Duration::from_secs(1),
-            consume_wait_min: Duration::from_millis(25),
-            consume_wait_max: Duration::from_secs(1),
-            stream_poll: Duration::from_secs(1),
-            totals_refresh: Duration::from_secs(30),
-            rescue_every: Duration::from_secs(5),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DrainOutcome {
@@ -120,77 +71,32 @@ impl Active {
     }
 }
 
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Keep draining a session in the background while appends and retries call for it.
-pub(crate) async fn background(inner: Weak<Inner>, session_id: String, slot: Arc<DrainSlot>) {
-    loop {
-        // A turn among the sessions drained at once; waiting holds no claim and not the server.
-        let Some(draining) = inner.upgrade().map(|strong| strong.draining.clone()) else { return };
-        let Ok(turn) = draining.acquire_owned().await else { return };
-        let Some(strong) = inner.upgrade() else { return };
-        slot.again.store(false, Ordering::SeqCst);
-        let next = match run_drain(&strong, &session_id, DrainOptions::default()).await {
-            Ok(DrainResult { outcome: DrainOutcome::Settled, .. }) => None,
-            Ok(DrainResult { outcome: DrainOutcome::Busy, retry_at, .. }) => {
-                retry_at.map(|at| at + millis(strong.timings.watchdog_grace))
-            }
-            Ok(DrainResult { retry_at, .. }) => retry_at,
-            Err(error) => {
-                tracing::warn!(a2.session_id = %session_id, code = error.code(), %error, "drain failed; retrying");
-                Some(strong.clock.now_ms() + millis(DRAIN_ERROR_PAUSE))
-            }
-        };
-        if slot.again.swap(false, Ordering::SeqCst) {
-            continue;
-        }
-        let Some(at) = next else {
-            let mut drains = strong.drains.lock().unwrap_or_else(|p| p.into_inner());
-            if slot.again.load(Ordering::SeqCst) {
-                continue;
-            }
-            drains.remove(&session_id);
-            return;
-        };
-        let wait = Duration::from_millis(u64::try_from(at - strong.clock.now_ms()).unwrap_or(0));
-        drop(strong);
-        // A session waiting for a retry gives its turn to one with work now.
-        drop(turn);
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {},
-            () = slot.wake.notified() => {},
-        }
-    }
-}
-
 pub(crate) async fn run_drain(
-    inner: &Arc<Inner>,
+    core: &Arc<ServerCore>,
     session_id: &str,
     options: DrainOptions,
 ) -> Result<DrainResult, A2Error> {
-    join_drain(spawn_drain(inner, session_id, options)).await
+    join_drain(spawn_drain(core, session_id, options)).await
 }
 
 /// Start a drain in a task of its own: dropping the caller's future (a
 /// cancelled `drain()` or `consume()`) must not kill the heads it runs.
 pub(crate) fn spawn_drain(
-    inner: &Arc<Inner>,
+    core: &Arc<ServerCore>,
     session_id: &str,
     options: DrainOptions,
 ) -> tokio::task::JoinHandle<Result<DrainResult, A2Error>> {
     let holder = uuid::Uuid::new_v4().to_string();
     let span = tracing::info_span!(
         "a2.drain",
-        a2.contract = %inner.contract.name(),
+        a2.contract = %core.contract().name(),
         a2.session_id = %session_id,
         a2.drain.holder = %holder,
         a2.drain.only = options.only.as_ref().map(|c| c.name().to_owned()),
         a2.drain.processed = tracing::field::Empty,
         a2.drain.outcome = tracing::field::Empty,
     );
-    let drain = Drain::new(inner.clone(), session_id.to_owned(), holder, options);
+    let drain = Drain::new(core.clone(), session_id.to_owned(), holder, options);
     tokio::spawn(
         async move {
             let result = drain.run().await;
@@ -221,7 +127,7 @@ pub(crate) fn drain_joined(
 }
 
 struct Drain {
-    inner: Arc<Inner>,
+    core: Arc<ServerCore>,
     session_id: String,
     key: String,
     holder: String,
@@ -250,16 +156,16 @@ struct Drain {
 }
 
 impl Drain {
-    fn new(inner: Arc<Inner>, session_id: String, holder: String, options: DrainOptions) -> Self {
+    fn new(core: Arc<ServerCore>, session_id: String, holder: String, options: DrainOptions) -> Self {
         let background_after = options.only.is_some();
-        let key = inner.key(&session_id);
-        let (settle, settler) = spawn_settler(&inner, key.clone());
+        let key = core.key(&session_id);
+        let (settle, settler) = spawn_settler(&core, key.clone());
         let consumers = match options.only {
             Some(only) => vec![only],
-            None => inner.consumers.clone(),
+            None => core.consumers().to_vec(),
         };
         Self {
-            inner,
+            core,
             session_id,
             key,
             holder,
@@ -286,7 +192,7 @@ impl Drain {
         if self.consumers.is_empty() {
             return Ok(DrainResult { outcome: DrainOutcome::Settled, retry_at: None, processed: 0 });
         }
-        let timings = self.inner.timings.clone();
+        let timings = self.core.timings().clone();
         let mut heartbeat =
             tokio::time::interval_at(tokio::time::Instant::now() + timings.claim_heartbeat, timings.claim_heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -348,9 +254,9 @@ impl Drain {
 
     /// Time until the earliest local lease estimate of a running head lapses.
     fn next_lapse_in(&self) -> Duration {
-        let now = self.inner.clock.now_ms();
+        let now = self.core.clock().now_ms();
         let Some(next) = self.active.values().map(|a| a.expires_at).min() else {
-            return self.inner.timings.claim_ttl;
+            return self.core.timings().claim_ttl;
         };
         Duration::from_millis(u64::try_from(next - now).unwrap_or(0))
     }
@@ -359,7 +265,7 @@ impl Drain {
     /// abandoned on time however long the call hangs, and the call itself
     /// gives up after a lease's length (`None`), when its answer is moot.
     async fn fenced_call<T>(&mut self, call: impl std::future::Future<Output = T>) -> Option<T> {
-        let deadline = tokio::time::Instant::now() + self.inner.timings.claim_ttl;
+        let deadline = tokio::time::Instant::now() + self.core.timings().claim_ttl;
         tokio::pin!(call);
         loop {
             let lapse_in = self.next_lapse_in();
@@ -396,8 +302,10 @@ impl Drain {
             return Err(error.into());
         }
         let processed = self.processed;
+        // A drain of one consumer (`consume`) may have opened work for the others:
+        // the background drains look, when the server has them.
         if self.background_after && processed > 0 {
-            self.inner.schedule_drain(&self.session_id);
+            self.core.wake(&self.session_id);
         }
         let (outcome, retry_at) = if let Some(at) = min_opt(last.busy_until, self.lapsed_until) {
             (DrainOutcome::Busy, Some(at))
@@ -410,16 +318,16 @@ impl Drain {
     }
 
     async fn claim(&mut self) -> Result<Claimed, A2Error> {
-        let timings = self.inner.timings.clone();
+        let timings = self.core.timings().clone();
         let span = tracing::info_span!(
             "a2.claim",
-            a2.contract = %self.inner.contract.name(),
+            a2.contract = %self.core.contract().name(),
             a2.session_id = %self.session_id,
             a2.claim.count = tracing::field::Empty,
             a2.claim.exhausted = tracing::field::Empty,
             a2.claim.outcome = tracing::field::Empty,
         );
-        let requested_at = self.inner.clock.now_ms();
+        let requested_at = self.core.clock().now_ms();
         let params = HeadClaim {
             session: self.key.clone(),
             holder: self.holder.clone(),
@@ -431,7 +339,7 @@ impl Drain {
             limit: self.claim_limit(),
         };
         let limit = params.limit as usize;
-        let store = self.inner.store.clone();
+        let store = self.core.store().clone();
         let claimed = match self.fenced_call(store.head_claim(params).instrument(span.clone())).await {
             Some(claimed) => claimed?,
             None => {
@@ -468,14 +376,14 @@ impl Drain {
     /// room for, and about as many as can start soon (a claimed head's lease is
     /// already running), but never fewer than [`MIN_CLAIM`] while there is room.
     fn claim_limit(&self) -> u32 {
-        let batch = self.inner.timings.claim_batch.max(1);
+        let batch = self.core.timings().claim_batch.max(1);
         let room = batch.saturating_sub(u32::try_from(self.active.len()).unwrap_or(u32::MAX));
-        let startable = u32::try_from(self.inner.running.available_permits()).unwrap_or(u32::MAX);
+        let startable = u32::try_from(self.core.run_permits().available_permits()).unwrap_or(u32::MAX);
         room.min(startable.max(MIN_CLAIM)).max(1)
     }
 
     fn report_exhausted(&self, head: &ClaimedHead, session_head: u64) {
-        let span = event_span(&self.inner, &self.session_id, head, session_head);
+        let span = event_span(&self.core, &self.session_id, head, session_head);
         span.record("a2.event.outcome", "dead_lettered");
         tracing::warn!(parent: &span, consumer = %head.head.consumer, index = head.head.index, "dead-lettered on takeover: its lapsed attempts used up the budget");
     }
@@ -498,7 +406,7 @@ impl Drain {
             settle: self.settle.clone(),
             nested: self.nested,
         };
-        let task = run_head(self.inner.clone(), consumer, claimed, self.session_id.to_owned(), fence, session_head);
+        let task = run_head(self.core.clone(), consumer, claimed, self.session_id.to_owned(), fence, session_head);
         let task_head = head.clone();
         let abort = self.tasks.spawn(async move { (task_head, attempt, task.await) });
         self.active.insert(head, Active { attempt, cancel, abort, expires_at, completing });
@@ -506,7 +414,7 @@ impl Drain {
 
     /// Self-fencing: a head whose local lease estimate passed is abandoned with no I/O.
     fn fence_lapsed(&mut self) {
-        let now = self.inner.clock.now_ms();
+        let now = self.core.clock().now_ms();
         let lapsed: Vec<HeadRef> =
             self.active.iter().filter(|(_, a)| a.expires_at <= now).map(|(h, _)| h.clone()).collect();
         for head in lapsed {
@@ -539,8 +447,8 @@ impl Drain {
         if self.active.is_empty() {
             return true;
         }
-        let requested_at = self.inner.clock.now_ms();
-        let ttl_ms = millis(self.inner.timings.claim_ttl);
+        let requested_at = self.core.clock().now_ms();
+        let ttl_ms = millis(self.core.timings().claim_ttl);
         let heads = self
             .active
             .iter()
@@ -548,7 +456,7 @@ impl Drain {
             .map(|(head, a)| HeldHead { head: head.clone(), attempt: a.attempt })
             .collect();
         let params = HeadRenew { session: self.key.clone(), holder: self.holder.clone(), ttl_ms, heads };
-        let store = self.inner.store.clone();
+        let store = self.core.store().clone();
         let renewed = match self.fenced_call(store.head_renew(params)).await {
             Some(Ok(renewed)) => renewed,
             Some(Err(error)) => {

@@ -4,11 +4,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use a2_store::{DeadLetter, DeadLetterList, Event, EventList, Millis};
+use a2_store::{DeadLetter, DeadLetterList, Event, EventList, Millis, Store};
 use serde_json::Value;
 
-use crate::inner::Inner;
-use crate::server::Session;
 use crate::signals::SessionSignals;
 use crate::A2Error;
 
@@ -35,7 +33,8 @@ impl EventRange {
 /// A session's events in a range, oldest first, read a page at a time as
 /// they are asked for, so any length can be walked in bounded memory.
 pub struct History {
-    inner: Arc<Inner>,
+    store: Arc<dyn Store>,
+    key: String,
     session_id: String,
     after: u64,
     lte: Option<u64>,
@@ -44,17 +43,29 @@ pub struct History {
 }
 
 impl History {
+    pub(crate) fn new(store: Arc<dyn Store>, key: String, session_id: String, range: EventRange) -> Self {
+        Self {
+            store,
+            key,
+            session_id,
+            after: range.gte.unwrap_or(1).saturating_sub(1),
+            lte: range.lte,
+            buffer: VecDeque::new(),
+            done: range.lte.is_some_and(|lte| lte < range.gte.unwrap_or(1)),
+        }
+    }
+
     /// The next event, or `None` past the range's end.
     pub async fn next(&mut self) -> Result<Option<Event>, A2Error> {
         if self.buffer.is_empty() && !self.done {
             let params = EventList {
-                session: self.inner.key(&self.session_id),
+                session: self.key.clone(),
                 after: Some(self.after),
                 before: self.lte.map(|lte| lte.saturating_add(1)),
                 limit: a2_store::MAX_PAGE,
                 newest_first: false,
             };
-            let page = self.inner.store.event_list(params).await?;
+            let page = self.store.event_list(params).await?;
             self.done = page.len() < a2_store::MAX_PAGE as usize;
             self.after = page.last().map_or(self.after, |e| e.index);
             self.buffer.extend(page.into_iter().map(|mut e| {
@@ -82,6 +93,10 @@ pub struct EventStream {
 }
 
 impl EventStream {
+    pub(crate) fn new(history: History, signals: SessionSignals) -> Self {
+        Self { history, signals }
+    }
+
     /// The next event; waits for an append here or (by the store's feed or a poll) elsewhere.
     pub async fn next(&mut self) -> Result<Event, A2Error> {
         loop {
@@ -104,44 +119,22 @@ pub struct DeadHead {
     pub created_at: Millis,
 }
 
-impl Session {
-    /// The session's events in `range`, oldest first, read as they are asked for.
-    pub fn history(&self, range: EventRange) -> History {
-        History {
-            inner: self.inner.clone(),
-            session_id: self.id.clone(),
-            after: range.gte.unwrap_or(1).saturating_sub(1),
-            lte: range.lte,
-            buffer: VecDeque::new(),
-            done: range.lte.is_some_and(|lte| lte < range.gte.unwrap_or(1)),
-        }
+/// Every dead head of the session `key`, with the payload and time of its event.
+pub(crate) async fn dead_heads(store: &dyn Store, key: &str) -> Result<Vec<DeadHead>, A2Error> {
+    let page = DeadLetterList { session: Some(key.to_owned()), limit: a2_store::MAX_PAGE, ..DeadLetterList::default() };
+    let letters = store.dead_letter_list(page).await?;
+    let mut heads = Vec::with_capacity(letters.len());
+    for letter in letters {
+        let params = EventList {
+            session: key.to_owned(),
+            after: Some(letter.index - 1),
+            before: Some(letter.index + 1),
+            limit: 1,
+            newest_first: false,
+        };
+        // A letter's event is above the clear boundary (clearing drops dead letters below it).
+        let Some(event) = store.event_list(params).await?.pop() else { continue };
+        heads.push(DeadHead { letter, payload: event.payload, created_at: event.created_at });
     }
-
-    /// A reader that yields every event after `after`, waiting for new ones.
-    pub fn stream(&self, after: u64) -> EventStream {
-        let signals = SessionSignals::new(&self.inner, self.inner.key(&self.id));
-        EventStream { history: self.history(EventRange::after(after)), signals }
-    }
-
-    /// Every dead head of the session, with the payload and time of its event.
-    pub async fn dead_letters(&self) -> Result<Vec<DeadHead>, A2Error> {
-        let key = self.inner.key(&self.id);
-        let page =
-            DeadLetterList { session: Some(key.clone()), limit: a2_store::MAX_PAGE, ..DeadLetterList::default() };
-        let letters = self.inner.store.dead_letter_list(page).await?;
-        let mut heads = Vec::with_capacity(letters.len());
-        for letter in letters {
-            let params = EventList {
-                session: key.clone(),
-                after: Some(letter.index - 1),
-                before: Some(letter.index + 1),
-                limit: 1,
-                newest_first: false,
-            };
-            // A letter's event is above the clear boundary (clearing drops dead letters below it).
-            let Some(event) = self.inner.store.event_list(params).await?.pop() else { continue };
-            heads.push(DeadHead { letter, payload: event.payload, created_at: event.created_at });
-        }
-        Ok(heads)
-    }
+    Ok(heads)
 }

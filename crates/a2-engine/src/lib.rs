@@ -4,28 +4,31 @@
 //! [`a2_store::Store`].
 
 mod abort;
+mod background;
 mod consume;
+mod consume_waits;
 mod consumer;
-mod context;
 mod contract;
 mod drain;
-mod environment;
 mod error;
 mod guard;
 mod history;
+mod host;
 pub mod ids;
-mod inner;
 mod run;
 mod server;
+mod server_core;
 mod signals;
+mod timings;
 
 pub use abort::AbortPredicate;
-pub use consumer::{validate_consumer_name, AppendInput, BoxError, Consumer, ConsumerBuilder, Lane, Returned};
-pub use context::{ConsumerContext, ConsumerSession};
-pub use contract::{Contract, Reducer};
-pub use drain::{DrainOutcome, DrainResult, DrainTimings, MAX_FAILURES};
-pub use environment::{dev_store_path, resolve_store, Environment};
+pub use consumer::{
+    validate_consumer_name, AppendInput, BoxError, Consumer, ConsumerBuilder, ConsumerContext, ConsumerSession, Lane,
+    Returned,
+};
+pub use contract::{Contract, Reducer, StateAt};
+pub use drain::{DrainOutcome, DrainResult};
 pub use error::A2Error;
 pub use history::{DeadHead, EventRange, EventStream, History};
-pub use inner::StateAt;
 pub use server::{Server, ServerBuilder, Session};
+pub use timings::{DrainTimings, MAX_FAILURES};

@@ -12,11 +12,11 @@ use a2_store::{
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::context::{ConsumerContext, ConsumerSession};
-use crate::drain::MAX_FAILURES;
+use crate::abort::AbortWatch;
 use crate::guard::AbortOnDrop;
-use crate::inner::Inner;
-use crate::{ids, Consumer};
+use crate::server_core::ServerCore;
+use crate::timings::MAX_FAILURES;
+use crate::{ids, Consumer, ConsumerContext, ConsumerSession};
 
 /// How one run of a head ended.
 #[derive(Debug)]
@@ -35,11 +35,11 @@ pub(crate) enum HeadOutcome {
     StoreFailed(StoreError),
 }
 
-pub(crate) fn event_span(inner: &Inner, session_id: &str, head: &ClaimedHead, session_head: u64) -> tracing::Span {
-    let age_ms = (inner.clock.now_ms() - head.event.created_at).max(0);
+pub(crate) fn event_span(core: &ServerCore, session_id: &str, head: &ClaimedHead, session_head: u64) -> tracing::Span {
+    let age_ms = (core.clock().now_ms() - head.event.created_at).max(0);
     tracing::info_span!(
         "a2.event",
-        a2.contract = %inner.contract.name(),
+        a2.contract = %core.contract().name(),
         a2.session_id = %session_id,
         a2.event.type = %head.event.event_type,
         a2.event.index = head.event.index,
@@ -70,9 +70,9 @@ pub(crate) type SettleQueue = tokio::sync::mpsc::UnboundedSender<(HeldHead, Sett
 /// Settles a drain's heads that returned nothing: whatever queued while one
 /// write was in flight goes in the next, so under load many heads share a
 /// transaction and at rest none waits.
-pub(crate) fn spawn_settler(inner: &Arc<Inner>, key: String) -> (SettleQueue, AbortOnDrop<()>) {
+pub(crate) fn spawn_settler(core: &Arc<ServerCore>, key: String) -> (SettleQueue, AbortOnDrop<()>) {
     let (queue, mut incoming) = tokio::sync::mpsc::unbounded_channel::<(HeldHead, SettleReply)>();
-    let store = inner.store.clone();
+    let store = core.store().clone();
     let task = tokio::spawn(async move {
         while let Some(first) = incoming.recv().await {
             let mut batch = vec![first];
@@ -93,16 +93,16 @@ pub(crate) fn spawn_settler(inner: &Arc<Inner>, key: String) -> (SettleQueue, Ab
 }
 
 pub(crate) async fn run_head(
-    inner: Arc<Inner>,
+    core: Arc<ServerCore>,
     consumer: Consumer,
     claimed: ClaimedHead,
     session_id: String,
     fence: Fence,
     session_head: u64,
 ) -> HeadOutcome {
-    let span = event_span(&inner, &session_id, &claimed, session_head);
+    let span = event_span(&core, &session_id, &claimed, session_head);
     async {
-        let outcome = run_and_settle(&inner, &consumer, &claimed, &session_id, fence).await;
+        let outcome = run_and_settle(&core, &consumer, &claimed, &session_id, fence).await;
         let name = match &outcome {
             HeadOutcome::Processed { .. } => "processed",
             HeadOutcome::Failed { .. } => "failed",
@@ -118,7 +118,7 @@ pub(crate) async fn run_head(
 }
 
 async fn run_and_settle(
-    inner: &Arc<Inner>,
+    core: &Arc<ServerCore>,
     consumer: &Consumer,
     claimed: &ClaimedHead,
     session_id: &str,
@@ -130,27 +130,27 @@ async fn run_and_settle(
     let _running = if fence.nested {
         None
     } else {
-        match inner.running.clone().acquire_owned().await {
+        match core.run_permits().clone().acquire_owned().await {
             Ok(permit) => Some(permit),
             Err(_) => return HeadOutcome::Superseded,
         }
     };
     let run_token = fence.cancel.child_token();
-    let _abort_watch = crate::abort::watch(
-        inner,
-        &consumer.def.abort_on,
-        &claimed.event,
-        claimed.event.session.clone(),
-        claimed.attempt,
-        run_token.clone(),
-    );
+    let watched = AbortWatch {
+        store: core.store().clone(),
+        signals: core.signals(claimed.event.session.clone()),
+        key: claimed.event.session.clone(),
+        trigger: claimed.event.clone(),
+        attempt: claimed.attempt,
+    };
+    let _abort_watch = crate::abort::watch(&consumer.def.abort_on, watched, run_token.clone());
     let mut event = claimed.event.clone();
     event.session = session_id.to_owned();
     let ctx = ConsumerContext {
         event,
         attempt: claimed.attempt,
         session: ConsumerSession {
-            inner: inner.clone(),
+            host: core.clone(),
             session_id: session_id.to_owned(),
             trigger_id: claimed.event.id.clone(),
             head: claimed.head.clone(),
@@ -169,19 +169,19 @@ async fn run_and_settle(
     if aborted {
         tracing::Span::current().record("a2.event.aborted", true);
     }
-    let returned = result.and_then(|returned| returned_events(inner, consumer, claimed, session_id, returned));
+    let returned = result.and_then(|returned| returned_events(core, consumer, claimed, session_id, returned));
     fence.completing.store(true, Ordering::SeqCst);
     match returned {
         Ok(events) if events.is_empty() => settle(claimed, &fence.settle).await,
-        Ok(events) => match complete(inner, claimed, events).await {
+        Ok(events) => match complete(core, claimed, events).await {
             Err(StoreError::PartialDuplicateBatch { session, ids }) => {
                 let message = StoreError::PartialDuplicateBatch { session, ids }.to_string();
-                fail(inner, claimed, message, false).await
+                fail(core, claimed, message, false).await
             }
             Err(error) => HeadOutcome::StoreFailed(error),
             Ok(outcome) => outcome,
         },
-        Err(message) => fail(inner, claimed, message, aborted).await,
+        Err(message) => fail(core, claimed, message, aborted).await,
     }
 }
 
@@ -200,7 +200,7 @@ fn error_with_sources(error: &(dyn std::error::Error + 'static)) -> String {
 
 /// Give ids and causes to what a run returned, validated like any append.
 fn returned_events(
-    inner: &Inner,
+    core: &ServerCore,
     consumer: &Consumer,
     claimed: &ClaimedHead,
     session_id: &str,
@@ -219,33 +219,31 @@ fn returned_events(
             None => input.id = Some(ids::returned_event_id(&claimed.event.id, ordinal, consumer.name())),
         }
     }
-    inner.new_events(session_id, inputs, Some(&cause)).map_err(|e| format!("{} ({})", e, e.code()))
+    core.new_events(session_id, inputs, Some(&cause)).map_err(|e| format!("{} ({})", e, e.code()))
 }
 
+/// Complete a head with the events it returned. What they open, in this
+/// session, the drain that owns the session claims next (`opens`).
 async fn complete(
-    inner: &Arc<Inner>,
+    core: &ServerCore,
     claimed: &ClaimedHead,
     events: Vec<a2_store::NewEvent>,
 ) -> Result<HeadOutcome, StoreError> {
     let span = commit_span(claimed, "complete");
-    let work = inner.has_work(&events);
     let key = claimed.event.session.clone();
     let params = HeadComplete {
         session: key.clone(),
         head: claimed.head.clone(),
         attempt: claimed.attempt,
         events,
-        consumers: inner.store_consumers.clone(),
+        consumers: core.store_consumers().to_vec(),
     };
-    let outcome = inner.store.head_complete(params).instrument(span.clone()).await?;
+    let outcome = core.store().head_complete(params).instrument(span.clone()).await?;
     Ok(match outcome {
         CompleteOutcome::Completed { appended, .. } => {
             span.record("a2.commit.outcome", "completed");
             if !appended.is_empty() {
-                inner.notify(&key);
-                if work {
-                    inner.schedule_drain(a2_store::split_session_key(&key).1);
-                }
+                core.notify(&key);
             }
             HeadOutcome::Processed { opens: true }
         }
@@ -291,7 +289,7 @@ async fn settle(claimed: &ClaimedHead, queue: &SettleQueue) -> HeadOutcome {
     outcome
 }
 
-async fn fail(inner: &Arc<Inner>, claimed: &ClaimedHead, error: String, aborted: bool) -> HeadOutcome {
+async fn fail(core: &ServerCore, claimed: &ClaimedHead, error: String, aborted: bool) -> HeadOutcome {
     let span = commit_span(claimed, "fail");
     let params = HeadFail {
         session: claimed.event.session.clone(),
@@ -300,9 +298,9 @@ async fn fail(inner: &Arc<Inner>, claimed: &ClaimedHead, error: String, aborted:
         error,
         aborted,
         max_failures: MAX_FAILURES,
-        backoff: inner.timings.backoff,
+        backoff: core.timings().backoff,
     };
-    match inner.store.head_fail(params).instrument(span.clone()).await {
+    match core.store().head_fail(params).instrument(span.clone()).await {
         Ok(FailOutcome::Failed { retry_at, .. }) => {
             span.record("a2.commit.outcome", "failed");
             HeadOutcome::Failed { retry_at }

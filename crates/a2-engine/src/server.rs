@@ -1,16 +1,17 @@
 //! The server: a contract bound to a store and the consumers that react to
 //! its events; sessions are handles onto it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use a2_store::{Cleared, Event, RedriveAction, SessionClear, Store};
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::drain::{DrainOptions, DrainResult, DrainTimings};
-use crate::inner::{Inner, StateAt};
-use crate::{ids, A2Error, AppendInput, Consumer, Contract};
+use crate::background::Background;
+use crate::drain::{run_drain, DrainOptions, DrainResult};
+use crate::history::{dead_heads, DeadHead, EventRange, EventStream, History};
+use crate::server_core::{CoreParts, ServerCore};
+use crate::timings::DrainTimings;
+use crate::{ids, A2Error, AppendInput, Consumer, Contract, StateAt};
 
 /// Builds a [`Server`].
 pub struct ServerBuilder {
@@ -69,32 +70,21 @@ impl ServerBuilder {
                 return Err(A2Error::invalid_consumer(format!("two consumers are named '{}'", consumer.name())));
             }
         }
-        let (notices, _) = broadcast::channel(1024);
-        let store_consumers = self.consumers.iter().map(Consumer::store_consumer).collect();
-        let server = Server {
-            inner: Arc::new(Inner {
-                clock: self.store.clock(),
-                contract: self.contract,
-                store: self.store,
-                consumers: self.consumers,
-                store_consumers,
-                timings: self.timings,
-                background: self.background,
-                notices,
-                drains: Mutex::new(HashMap::new()),
-                shutdown: CancellationToken::new(),
-                running: Arc::new(tokio::sync::Semaphore::new(self.max_running)),
-                draining: Arc::new(tokio::sync::Semaphore::new(self.max_running)),
-                refresher: std::sync::atomic::AtomicBool::new(false),
-                rescuer: std::sync::atomic::AtomicBool::new(false),
-                consume_waits: Mutex::new(HashMap::new()),
-                snapshot_every: self.snapshot_every,
-            }),
-        };
+        let stop_on_drop = CancellationToken::new();
+        let (core, wakes) = ServerCore::new(CoreParts {
+            contract: self.contract,
+            store: self.store,
+            consumers: self.consumers,
+            timings: self.timings,
+            max_running: self.max_running,
+            snapshot_every: self.snapshot_every,
+            background: self.background,
+            stop_on_drop: stop_on_drop.clone(),
+        });
+        let background = Arc::new(Background::new(&core, wakes, stop_on_drop, self.max_running));
         // Built inside a runtime: look for work left by dead processes from the start.
-        if tokio::runtime::Handle::try_current().is_ok() {
-            server.inner.start_rescuer();
-        }
+        background.ensure_started();
+        let server = Server { core, background };
         Ok(server)
     }
 }
@@ -102,12 +92,13 @@ impl ServerBuilder {
 /// A contract implemented over a store.
 #[derive(Clone)]
 pub struct Server {
-    pub(crate) inner: Arc<Inner>,
+    core: Arc<ServerCore>,
+    background: Arc<Background>,
 }
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("contract", &self.inner.contract.name()).finish_non_exhaustive()
+        f.debug_struct("Server").field("contract", &self.core.contract().name()).finish_non_exhaustive()
     }
 }
 
@@ -124,44 +115,37 @@ impl Server {
         }
     }
 
-    /// A builder on the store this environment defaults to (`A2_ENV`): the
-    /// SQLite dev file in development, memory in tests; production must
-    /// name its store, so there this is `STORE_NOT_CONFIGURED`.
-    pub async fn builder_from_env(contract: Contract) -> Result<ServerBuilder, A2Error> {
-        let store = crate::resolve_store(crate::Environment::from_env()?, None, &crate::dev_store_path()).await?;
-        Ok(Self::builder(contract, store))
-    }
-
     pub fn contract(&self) -> &Contract {
-        &self.inner.contract
+        self.core.contract()
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
-        &self.inner.store
+        self.core.store()
     }
 
     /// The consumer this server runs under that name.
     pub fn consumer(&self, name: &str) -> Option<Consumer> {
-        self.inner.consumers.iter().find(|c| c.name() == name).cloned()
+        self.core.consumers().iter().find(|c| c.name() == name).cloned()
     }
 
     pub fn session(&self, id: &str) -> Result<Session, A2Error> {
         a2_store::validate_session_id(id)
             .map_err(|e| A2Error::InvalidSessionId { id: id.to_owned(), reason: e.to_string() })?;
-        Ok(Session { inner: self.inner.clone(), id: id.to_owned() })
+        Ok(Session { core: self.core.clone(), background: self.background.clone(), id: id.to_owned() })
     }
 
     /// Stop background drains; running heads are abandoned and their leases lapse.
     pub fn shutdown(&self) {
-        self.inner.shutdown.cancel();
+        self.background.shutdown();
     }
 }
 
 /// One session of the server's contract.
 #[derive(Clone)]
 pub struct Session {
-    pub(crate) inner: Arc<Inner>,
-    pub(crate) id: String,
+    core: Arc<ServerCore>,
+    background: Arc<Background>,
+    id: String,
 }
 
 impl Session {
@@ -183,23 +167,25 @@ impl Session {
                 e
             })
             .collect();
-        self.inner.append(&self.id, events, None, false).await
+        self.background.ensure_started();
+        self.core.append(&self.id, events, None, false).await
     }
 
     /// A reducer's state through `through` (default: the head), with the index it reflects.
     pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<StateAt, A2Error> {
-        self.inner.state(&self.id, reducer, through, None).await
+        self.core.state(&self.id, reducer, through, None).await
     }
 
     /// Clear through the head, only if the head is `if_last_index` when given.
     pub async fn clear(&self, if_last_index: Option<u64>) -> Result<Cleared, A2Error> {
-        let key = self.inner.key(&self.id);
-        Ok(self.inner.store.session_clear(SessionClear { session: key, if_last_index, audit: None }).await?)
+        let key = self.core.key(&self.id);
+        Ok(self.core.store().session_clear(SessionClear { session: key, if_last_index, audit: None }).await?)
     }
 
     /// Run a log consumer until its cursor passes `through` (default: the head now).
     pub async fn consume(&self, consumer: &Consumer, through: Option<u64>) -> Result<u64, A2Error> {
-        self.inner.consume(&self.id, consumer, through, None, None).await
+        self.background.ensure_started();
+        crate::consume::consume(&self.core, &self.id, consumer, through, None, None).await
     }
 
     /// `consume`, whose wait `cancel` stops with `CANCELLED`; a run already
@@ -210,16 +196,35 @@ impl Session {
         through: Option<u64>,
         cancel: CancellationToken,
     ) -> Result<u64, A2Error> {
-        self.inner.consume(&self.id, consumer, through, None, Some(cancel)).await
+        self.background.ensure_started();
+        crate::consume::consume(&self.core, &self.id, consumer, through, None, Some(cancel)).await
     }
 
     /// Retry or skip a dead head; `false` when it is not dead.
     pub async fn redrive(&self, consumer: &str, index: u64, action: RedriveAction) -> Result<bool, A2Error> {
-        self.inner.redrive(&self.id, consumer, index, action).await
+        self.background.ensure_started();
+        self.core.redrive(&self.id, consumer, index, action).await
     }
 
     /// Drain the session here and now, returning how it ended.
     pub async fn drain(&self) -> Result<DrainResult, A2Error> {
-        crate::drain::run_drain(&self.inner, &self.id, DrainOptions::default()).await
+        self.background.ensure_started();
+        run_drain(&self.core, &self.id, DrainOptions::default()).await
+    }
+
+    /// The session's events in `range`, oldest first, read as they are asked for.
+    pub fn history(&self, range: EventRange) -> History {
+        History::new(self.core.store().clone(), self.core.key(&self.id), self.id.clone(), range)
+    }
+
+    /// A reader that yields every event after `after`, waiting for new ones.
+    pub fn stream(&self, after: u64) -> EventStream {
+        let signals = self.core.signals(self.core.key(&self.id));
+        EventStream::new(self.history(EventRange::after(after)), signals)
+    }
+
+    /// Every dead head of the session, with the payload and time of its event.
+    pub async fn dead_letters(&self) -> Result<Vec<DeadHead>, A2Error> {
+        dead_heads(self.core.store().as_ref(), &self.core.key(&self.id)).await
     }
 }

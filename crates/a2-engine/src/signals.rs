@@ -7,7 +7,11 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-use crate::inner::{AppendNotice, Inner};
+/// Sent to every listener when a session's log grows.
+#[derive(Debug, Clone)]
+pub(crate) struct AppendNotice {
+    pub session: String,
+}
 
 pub(crate) struct SessionSignals {
     notices: broadcast::Receiver<AppendNotice>,
@@ -17,14 +21,15 @@ pub(crate) struct SessionSignals {
 }
 
 impl SessionSignals {
-    /// Subscribe now, so nothing appended after this call is missed.
-    pub fn new(inner: &Inner, key: String) -> Self {
-        Self {
-            notices: inner.notices.subscribe(),
-            changes: inner.store.changes(),
-            key,
-            poll: inner.timings.stream_poll,
-        }
+    /// Signs for the session `key` from receivers subscribed by the caller
+    /// before it reads, so nothing appended after that is missed.
+    pub fn new(
+        notices: broadcast::Receiver<AppendNotice>,
+        changes: Option<broadcast::Receiver<String>>,
+        key: String,
+        poll: Duration,
+    ) -> Self {
+        Self { notices, changes, key, poll }
     }
 
     /// Wait until the session may have grown.

@@ -3,8 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2_store::{Store, SystemClock};
-use a2_store_postgres::{PgServer, PgStore};
+use a2_store::{DatabaseServer, Store, SystemClock};
 use a2_store_registry::{Opened, StoreOptions};
 use serde::{Deserialize, Serialize};
 
@@ -75,16 +74,17 @@ pub struct Attached {
     /// such a role is protected by the session setting alone); `None`: not
     /// Postgres, or the check itself failed.
     pub role_can_write: Option<bool>,
-    /// Postgres: the server, database and role, and the connection's TLS.
-    pub server: Option<PgServer>,
-    /// The same store as Postgres, for what only Postgres does (granting a reader role).
-    pub(crate) postgres: Option<PgStore>,
+    /// A database server's host, database and role, and the connection's TLS.
+    pub server: Option<DatabaseServer>,
+    /// The same store as opened, for what only some backends do (granting a
+    /// reader role, a payload index); `None` for a store attached by hand.
+    pub(crate) opened: Option<Opened>,
 }
 
 impl Attached {
-    /// A store attached by hand (benchmarks, tests), with nothing Postgres-only.
+    /// A store attached by hand (benchmarks, tests), with nothing backend-specific.
     pub fn new(store: Arc<dyn Store>, kind: StoreKind, mode: Mode) -> Self {
-        Self { store, kind, mode, role_can_write: None, server: None, postgres: None }
+        Self { store, kind, mode, role_can_write: None, server: None, opened: None }
     }
 }
 
@@ -102,8 +102,7 @@ pub async fn attach(connect: &Connect) -> Result<Attached, OperatorError> {
     if a2_store_registry::is_postgres(url) {
         // Gently: a DBA sees the Studio by name, it holds few connections,
         // and its writes give up rather than queue behind the application's locks.
-        let host = a2_store_postgres::url_host(url)?;
-        let local = host.as_deref().is_none_or(a2_store_postgres::is_local_host);
+        let local = a2_store_registry::is_local(url)?;
         options.max_connections = Some(if local { 10 } else { 2 });
         options.read_connections = Some(2);
         options.application_name = Some("a2-studio".into());
@@ -111,23 +110,21 @@ pub async fn attach(connect: &Connect) -> Result<Attached, OperatorError> {
     }
     let opened = a2_store_registry::open(url, &options, Arc::new(SystemClock)).await?;
     let mode = opened.access(access);
-    let (kind, postgres) = match &opened {
-        Opened::Memory(_) => (StoreKind::Memory, None),
-        Opened::Sqlite(_) => (StoreKind::Sqlite, None),
-        Opened::Postgres(store) => (StoreKind::Postgres, Some(store.clone())),
+    let kind = match &opened {
+        Opened::Memory(_) => StoreKind::Memory,
+        Opened::Sqlite(_) => StoreKind::Sqlite,
+        Opened::Postgres(_) => StoreKind::Postgres,
     };
-    let role_can_write = match &postgres {
-        Some(store) => match store.role_can_write().await {
-            Ok(can) => Some(can),
-            Err(error) => {
-                tracing::warn!(%error, "could not tell whether the role can write");
-                None
-            }
-        },
+    let role_can_write = match opened.role_can_write().await {
+        Some(Ok(can)) => Some(can),
+        Some(Err(error)) => {
+            tracing::warn!(%error, "could not tell whether the role can write");
+            None
+        }
         None => None,
     };
-    let server = postgres.as_ref().map(|store| store.server().clone());
-    Ok(Attached { store: opened.store(), kind, mode, role_can_write, server, postgres })
+    let server = opened.server().cloned();
+    Ok(Attached { store: opened.store(), kind, mode, role_can_write, server, opened: Some(opened) })
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use a2_engine::{BoxError, Consumer, Contract, Server};
 use a2_store::*;
 use serde_json::json;
 
-pub use a2_engine::dev_store_path;
+pub use a2_store_registry::dev_store_path;
 pub use connect::{attach, default_mode, Attached, Connect, Mode, StoreKind};
 pub use console::ConsumerRef;
 pub use error::{exit_code, OperatorError};
@@ -40,7 +40,7 @@ pub mod model {
         DeadLetterGroup, DeadLetterList, Event, EventMatch, HeadKey, HeadKind, HeadRef, Millis, PausedConsumer,
         RedriveAction, SessionSummary, TotalsSnapshot,
     };
-    pub use a2_store_postgres::{PgServer, TlsState};
+    pub use a2_store::{DatabaseServer, TlsState};
 }
 
 type Result<T> = std::result::Result<T, OperatorError>;
@@ -159,8 +159,8 @@ impl Operator {
 
     /// On a hot standby, how far it trails its primary (ms).
     pub async fn replica_delay_ms(&self) -> Result<Option<i64>> {
-        match &self.attached.postgres {
-            Some(postgres) => Ok(postgres.replica_delay_ms().await?),
+        match &self.attached.opened {
+            Some(opened) => Ok(opened.replica_delay_ms().await?),
             None => Ok(None),
         }
     }
@@ -512,10 +512,10 @@ impl Operator {
     /// read-only with that role, the database itself refuses every write.
     pub async fn reader_role_grant(&self, role: &str) -> Result<()> {
         self.writable("grant.reader")?;
-        let Some(postgres) = &self.attached.postgres else {
+        let Some(opened) = self.attached.opened.as_ref().filter(|o| o.has_roles()) else {
             return Err(OperatorError::invalid("reader roles are a Postgres feature: this store is not Postgres"));
         };
-        postgres.reader_role_grant(role).await?;
+        opened.reader_role_grant(role).await?;
         let mut entry = self.wide_entry("grant.reader", None, json!({ "role": role }));
         entry.outcome = json!({ "granted": true });
         self.store().audit_append(entry).await?;

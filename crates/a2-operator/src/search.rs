@@ -78,12 +78,12 @@ impl Operator {
     /// from the index (appends then also write it); `true` when made now.
     pub async fn payload_index(&self) -> Result<bool> {
         self.writable("index.payloads")?;
-        let Some(postgres) = &self.attached.postgres else {
+        let Some(opened) = self.attached.opened.as_ref().filter(|o| o.has_payload_index()) else {
             return Err(OperatorError::invalid(
                 "a payload index is a Postgres feature: a SQLite search scans, a chunk of sessions a call",
             ));
         };
-        let made = postgres.payload_index_create().await?;
+        let made = opened.payload_index_create().await?;
         let mut entry = self.wide_entry("index.payloads", None, json!({}));
         entry.outcome = json!({ "created": made });
         self.store().audit_append(entry).await?;

@@ -18,13 +18,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use a2_store::Access;
-use a2_store::{Appended, Clock, EventAppend, StoreError};
+use a2_store::{Appended, Clock, DatabaseServer, EventAppend, StoreError};
 use a2_store_sql::{Batcher, Conn, SqlBackend, SqlStore, Transaction};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 
 pub use error::db_error;
-pub use server::{is_local_host, PgServer, TlsState};
+pub use server::is_local_host;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -90,7 +90,7 @@ pub struct Postgres {
     changes: broadcast::Sender<String>,
     /// Session keys to announce, gathered so one NOTIFY carries many.
     announce: tokio::sync::mpsc::UnboundedSender<String>,
-    server: PgServer,
+    server: DatabaseServer,
     /// Group commit: appends arriving while one flush runs share the next one's statement and commit.
     appends: Batcher<EventAppend, Result<Option<Appended>, StoreError>>,
     /// The LISTEN task, stopped when the last clone of the store goes, so
@@ -228,7 +228,7 @@ impl Postgres {
     }
 
     /// The server, database and role this store is attached to, and its TLS.
-    pub fn server(&self) -> &PgServer {
+    pub fn server(&self) -> &DatabaseServer {
         &self.server
     }
 
@@ -405,7 +405,7 @@ fn announcer(pool: PgPool) -> tokio::sync::mpsc::UnboundedSender<String> {
 
 /// Refuse to migrate a schema that holds tables and none of A2's: it is
 /// someone else's database, and an attach must leave it as it found it.
-async fn refuse_other_databases(pool: &PgPool, server: &PgServer) -> Result<(), StoreError> {
+async fn refuse_other_databases(pool: &PgPool, server: &DatabaseServer) -> Result<(), StoreError> {
     if server::contents(pool).await? == server::Contents::Other {
         return Err(StoreError::NotAStore {
             message: format!(

@@ -2,40 +2,11 @@
 //! which server, as which role, over what TLS — and the checks that keep an
 //! attach from changing a database that is not an A2 store.
 
-use serde::{Deserialize, Serialize};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgSslMode};
 
-use a2_store::StoreError;
+use a2_store::{DatabaseServer, StoreError, TlsState};
 
 use crate::db_error;
-
-/// The connection's TLS, as the badge beside read-only shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TlsState {
-    /// Plain text.
-    Off,
-    /// Encrypted, but the server's certificate was not checked (`sslmode=require`/`prefer`).
-    Encrypted,
-    /// Encrypted to a server whose certificate chains to a trusted root (`verify-ca`/`verify-full`).
-    Verified,
-}
-
-/// The server and role a store is attached to, read once at connect.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PgServer {
-    /// The host as connected to (a socket directory for a Unix socket).
-    pub host: String,
-    pub port: u16,
-    pub database: String,
-    /// `server_version`, e.g. `15.19 (Debian 15.19-0+deb12u1)`.
-    pub version: String,
-    /// The role the connection logged in as (`session_user`).
-    pub session_user: String,
-    pub tls: TlsState,
-    /// A hot standby (`pg_is_in_recovery()`): it refuses every write and delivers no notifications.
-    pub replica: bool,
-}
 
 /// Hosts that are this machine; a Unix socket directory counts as this machine.
 pub fn is_local_host(host: &str) -> bool {
@@ -59,7 +30,7 @@ pub(crate) fn default_tls(url: &str, connect: PgConnectOptions) -> PgConnectOpti
 }
 
 /// Read which server and role `reader` reaches, and how its connection is protected.
-pub(crate) async fn describe(reader: &PgPool, connect: &PgConnectOptions) -> Result<PgServer, StoreError> {
+pub(crate) async fn describe(reader: &PgPool, connect: &PgConnectOptions) -> Result<DatabaseServer, StoreError> {
     let (database, version, session_user, ssl, replica): (String, String, String, Option<bool>, bool) = sqlx::query_as(
         "SELECT current_database()::text, current_setting('server_version'), session_user::text, \
          (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), pg_is_in_recovery()",
@@ -72,7 +43,7 @@ pub(crate) async fn describe(reader: &PgPool, connect: &PgConnectOptions) -> Res
         (true, PgSslMode::VerifyCa | PgSslMode::VerifyFull) => TlsState::Verified,
         (true, _) => TlsState::Encrypted,
     };
-    Ok(PgServer {
+    Ok(DatabaseServer {
         host: connect.get_host().to_owned(),
         port: connect.get_port(),
         database,

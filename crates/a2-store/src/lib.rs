@@ -10,6 +10,7 @@ mod keys;
 pub mod memory;
 pub mod rules;
 pub mod search;
+mod server;
 mod store;
 mod types;
 
@@ -18,5 +19,6 @@ pub use clock::{Clock, ManualClock, SystemClock, TokioClock};
 pub use error::StoreError;
 pub use keys::{check_session_key, session_key, split_session_key, validate_session_id, KEY_SEPARATOR};
 pub use search::{EventFilter, EventFilterPage, EventMatch, SessionMatch, SessionSearch, SessionSearchPage};
+pub use server::{DatabaseServer, TlsState};
 pub use store::{page_size, Store, MAX_PAGE};
 pub use types::*;

@@ -1,79 +1,133 @@
-//! The shared state behind a server and its sessions, and what every
-//! handle does through it: validate and append, fold state, redrive, and
-//! keep sessions drained in the background (appends, retries, the rescuer).
+//! The part of a server that its sessions, runs and drains share: the
+//! contract, the store, the consumers and the run permits, behind methods;
+//! and what every handle does through it (validate and append, fold state,
+//! redrive). Background work is not here: a session that may have work is
+//! *woken*, and the background service above decides what to drain.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use a2_store::{
     session_key, Cause, Clock, Event, EventAppend, EventList, HeadRef, NewEvent, RedriveAction, SnapshotGet,
     SnapshotPut, Store, StoreConsumer, Target,
 };
-use serde_json::Value;
-use tokio::sync::{broadcast, Notify};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::{broadcast, mpsc, Semaphore};
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
-use crate::drain::DrainTimings;
-use crate::{ids, A2Error, AppendInput, Consumer, Contract, Lane};
+use crate::consume_waits::ConsumeWaits;
+use crate::signals::{AppendNotice, SessionSignals};
+use crate::timings::DrainTimings;
+use crate::{ids, A2Error, AppendInput, Consumer, Contract, Lane, StateAt};
 
-/// A reducer's state and the index of the last event folded into it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StateAt {
-    pub state: Value,
-    pub index: u64,
-}
-
-/// Sent to every listener when a session's log grows.
-#[derive(Debug, Clone)]
-pub(crate) struct AppendNotice {
-    pub session: String,
-}
-
-/// One background drain per session at a time; appends while it runs ask it to go again.
-#[derive(Default)]
-pub(crate) struct DrainSlot {
-    pub again: std::sync::atomic::AtomicBool,
-    pub wake: Notify,
-}
-
-pub(crate) struct Inner {
+/// What a server is built from.
+pub(crate) struct CoreParts {
     pub contract: Contract,
     pub store: Arc<dyn Store>,
-    pub clock: Arc<dyn Clock>,
     pub consumers: Vec<Consumer>,
-    pub store_consumers: Vec<StoreConsumer>,
     pub timings: DrainTimings,
-    pub background: bool,
-    pub notices: broadcast::Sender<AppendNotice>,
-    pub drains: Mutex<HashMap<String, Arc<DrainSlot>>>,
-    pub shutdown: CancellationToken,
-    /// Heads running at once across every drain of this server.
-    pub running: Arc<tokio::sync::Semaphore>,
-    /// Sessions drained at once in the background: a worker that finds
-    /// thousands of sessions with work drains as many as it can run, and
-    /// the rest wait as small tasks rather than as drains holding claims.
-    pub draining: Arc<tokio::sync::Semaphore>,
-    /// The kept-totals refresher runs once the server first drains in the background.
-    pub refresher: std::sync::atomic::AtomicBool,
-    /// The rescuer runs from the first moment a background server has a runtime.
-    pub rescuer: std::sync::atomic::AtomicBool,
-    /// Per session, which consumer's running head waits in `consume` on which:
-    /// a cycle there would wait forever.
-    pub consume_waits: Mutex<HashMap<String, HashMap<String, String>>>,
+    pub max_running: usize,
     pub snapshot_every: u64,
+    /// Whether appends wake background drains.
+    pub background: bool,
+    /// Cancelled when the core is dropped: the background service stops with it.
+    pub stop_on_drop: CancellationToken,
 }
 
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
+pub(crate) struct ServerCore {
+    contract: Contract,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    consumers: Vec<Consumer>,
+    store_consumers: Vec<StoreConsumer>,
+    timings: DrainTimings,
+    notices: broadcast::Sender<AppendNotice>,
+    /// Heads running at once across every drain of this server.
+    running: Arc<Semaphore>,
+    consume_waits: ConsumeWaits,
+    snapshot_every: u64,
+    /// Sessions that may have work, for the background service; `None` when
+    /// the server does not drain in the background.
+    wake: Option<mpsc::UnboundedSender<String>>,
+    _stop_on_drop: DropGuard,
+}
+
+impl ServerCore {
+    /// The core, and the receiving end of its wakes when it drains in the background.
+    pub(crate) fn new(parts: CoreParts) -> (Arc<Self>, Option<mpsc::UnboundedReceiver<String>>) {
+        let (notices, _) = broadcast::channel(1024);
+        let (wake, wakes) = if parts.background {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        let core = Self {
+            clock: parts.store.clock(),
+            store_consumers: parts.consumers.iter().map(Consumer::store_consumer).collect(),
+            contract: parts.contract,
+            store: parts.store,
+            consumers: parts.consumers,
+            timings: parts.timings,
+            notices,
+            running: Arc::new(Semaphore::new(parts.max_running)),
+            consume_waits: ConsumeWaits::default(),
+            snapshot_every: parts.snapshot_every,
+            wake,
+            _stop_on_drop: parts.stop_on_drop.drop_guard(),
+        };
+        (Arc::new(core), wakes)
     }
-}
 
-impl Inner {
     pub(crate) fn key(&self, session_id: &str) -> String {
         session_key(self.contract.name(), session_id)
+    }
+
+    pub(crate) fn contract(&self) -> &Contract {
+        &self.contract
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub(crate) fn consumers(&self) -> &[Consumer] {
+        &self.consumers
+    }
+
+    /// The consumers as the store needs to know them for an append.
+    pub(crate) fn store_consumers(&self) -> &[StoreConsumer] {
+        &self.store_consumers
+    }
+
+    pub(crate) fn timings(&self) -> &DrainTimings {
+        &self.timings
+    }
+
+    /// Permits for heads running at once across every drain of this server.
+    pub(crate) fn run_permits(&self) -> &Arc<Semaphore> {
+        &self.running
+    }
+
+    pub(crate) fn consume_waits(&self) -> &ConsumeWaits {
+        &self.consume_waits
+    }
+
+    /// Signs that the session `key` may have grown, subscribed now.
+    pub(crate) fn signals(&self, key: String) -> SessionSignals {
+        SessionSignals::new(self.notices.subscribe(), self.store.changes(), key, self.timings.stream_poll)
+    }
+
+    /// Ask the server's background drains to look at a session; nothing when
+    /// the server does not drain in the background (or is shutting down).
+    pub(crate) fn wake(&self, session_id: &str) {
+        if let Some(wake) = &self.wake {
+            // A closed channel means the background service has stopped: nothing left to wake.
+            let _ = wake.send(session_id.to_owned());
+        }
     }
 
     /// Validate events and resolve the heads of lane-function and concurrent consumers.
@@ -127,7 +181,7 @@ impl Inner {
     }
 
     pub(crate) async fn append(
-        self: &Arc<Self>,
+        &self,
         session_id: &str,
         events: Vec<AppendInput>,
         cause: Option<Cause>,
@@ -163,7 +217,7 @@ impl Inner {
             // An external append heals the session, a re-sent duplicate included: work a
             // dead process left there runs now. A run's own appends only start what they add.
             if work || !from_consumer {
-                self.schedule_drain(session_id);
+                self.wake(session_id);
             }
             Ok(appended.events)
         }
@@ -259,7 +313,7 @@ impl Inner {
     }
 
     pub(crate) async fn redrive(
-        self: &Arc<Self>,
+        &self,
         session_id: &str,
         consumer: &str,
         index: u64,
@@ -288,138 +342,11 @@ impl Inner {
             let redriven = self.store.dead_letter_redrive(params).await?;
             tracing::Span::current().record("a2.redrive.redriven", redriven);
             if redriven {
-                self.schedule_drain(session_id);
+                self.wake(session_id);
             }
             Ok(redriven)
         }
         .instrument(span)
         .await
     }
-
-    /// Keep the store's consumer totals fresh while this server works in the background.
-    fn start_refresher(self: &Arc<Self>) {
-        if self.refresher.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            return;
-        }
-        let inner = Arc::downgrade(self);
-        let (every, shutdown) = (self.timings.totals_refresh, self.shutdown.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = tokio::time::sleep(every) => {},
-                    () = shutdown.cancelled() => return,
-                }
-                let Some(inner) = inner.upgrade() else { return };
-                if let Err(error) = inner.store.consumer_totals_refresh().await {
-                    tracing::warn!(code = error.code(), %error, "could not refresh the kept consumer totals");
-                }
-                inner.prune_attempts().await;
-            }
-        });
-    }
-
-    /// Keep the attempt history within its retention: each head its newest
-    /// attempts, a dead-lettered head all of its own; a page of sessions a call.
-    async fn prune_attempts(&self) {
-        let mut after = None;
-        loop {
-            let params = a2_store::AttemptPrune {
-                contract: self.contract.name().to_owned(),
-                after,
-                sessions: a2_store::MAX_PAGE,
-                keep: a2_store::ATTEMPTS_KEPT_PER_HEAD,
-            };
-            match self.store.attempt_prune(params).await {
-                Ok(a2_store::AttemptPruned { next: Some(next), .. }) => after = Some(next),
-                Ok(_) => return,
-                Err(error) => {
-                    tracing::warn!(code = error.code(), %error, "could not prune the attempt history; trying again later");
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Look for work a dead process left, on start and every `rescue_every`,
-    /// and drain each session that has some. Holds the server only while it looks.
-    pub(crate) fn start_rescuer(self: &Arc<Self>) {
-        if !self.background || self.consumers.is_empty() || self.rescuer.swap(true, std::sync::atomic::Ordering::SeqCst)
-        {
-            return;
-        }
-        let inner = Arc::downgrade(self);
-        let shutdown = self.shutdown.clone();
-        tokio::spawn(async move {
-            loop {
-                let Some(strong) = inner.upgrade() else { return };
-                strong.rescue().await;
-                let every = strong.timings.rescue_every;
-                drop(strong);
-                tokio::select! {
-                    () = tokio::time::sleep(every) => {},
-                    () = shutdown.cancelled() => return,
-                }
-            }
-        });
-    }
-
-    /// One pass of the rescuer: every session with runnable work gets a drain.
-    async fn rescue(self: &Arc<Self>) {
-        let consumers: Vec<String> = self.consumers.iter().map(|c| c.name().to_owned()).collect();
-        let mut after = None;
-        loop {
-            let params = a2_store::SessionsRunnable {
-                contract: self.contract.name().to_owned(),
-                consumers: consumers.clone(),
-                after,
-                limit: a2_store::MAX_PAGE,
-            };
-            let page = match self.store.session_list_runnable(params).await {
-                Ok(page) => page,
-                Err(error) => {
-                    tracing::warn!(code = error.code(), %error, "could not look for stranded work; trying again later");
-                    return;
-                }
-            };
-            for session_id in &page.sessions {
-                self.schedule_drain(session_id);
-            }
-            match page.scanned_through {
-                Some(through) => after = Some(through),
-                None => return,
-            }
-        }
-    }
-
-    /// Start (or re-arm) the background drain of a session.
-    pub(crate) fn schedule_drain(self: &Arc<Self>, session_id: &str) {
-        if !self.background || self.shutdown.is_cancelled() {
-            return;
-        }
-        self.start_refresher();
-        self.start_rescuer();
-        let slot = {
-            let mut drains = self.drains.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(slot) = drains.get(session_id) {
-                slot.again.store(true, std::sync::atomic::Ordering::SeqCst);
-                slot.wake.notify_one();
-                return;
-            }
-            let slot = Arc::new(DrainSlot::default());
-            drains.insert(session_id.to_owned(), slot.clone());
-            slot
-        };
-        let inner = Arc::downgrade(self);
-        let session_id = session_id.to_owned();
-        let shutdown = self.shutdown.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                () = crate::drain::background(inner, session_id, slot) => {},
-                () = shutdown.cancelled() => {},
-            }
-        });
-    }
 }
-
-/// A pause that a drain error waits before trying again.
-pub(crate) const DRAIN_ERROR_PAUSE: Duration = Duration::from_secs(1);

@@ -1,14 +1,16 @@
 //! Which store a server gets when none is named: tests use memory,
-//! development the SQLite dev file, production must name one.
+//! development the SQLite dev file, production must name one. Here, above
+//! the engine, so the engine itself depends on no backend.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use a2_engine::{A2Error, Contract, Server, ServerBuilder};
 use a2_store::memory::MemoryStore;
-use a2_store::{Store, SystemClock};
-use a2_store_sqlite::{Access, Sqlite};
+use a2_store::{Access, SystemClock};
+use a2_store_sqlite::Sqlite;
 
-use crate::A2Error;
+use crate::Opened;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Environment {
@@ -44,26 +46,27 @@ pub fn dev_store_path() -> PathBuf {
     std::env::var_os("A2_DEV_STORE").map_or_else(|| PathBuf::from(a2_store_sqlite::DEV_STORE_PATH), PathBuf::from)
 }
 
-/// The store to use: the one named, else memory for tests, else the SQLite
-/// dev file at `dev_path` for development; production without one is
+/// The default store of `environment`: memory for tests, the SQLite dev file
+/// at `dev_path` for development; production without a named store is
 /// refused rather than writing somewhere ephemeral.
-pub async fn resolve_store(
-    environment: Environment,
-    named: Option<Arc<dyn Store>>,
-    dev_path: &Path,
-) -> Result<Arc<dyn Store>, A2Error> {
-    if let Some(store) = named {
-        return Ok(store);
-    }
+pub async fn resolve_store(environment: Environment, dev_path: &Path) -> Result<Opened, A2Error> {
     match environment {
-        Environment::Test => Ok(Arc::new(MemoryStore::default())),
+        Environment::Test => Ok(Opened::Memory(Arc::new(MemoryStore::default()))),
         Environment::Development => {
             let store = Sqlite::open(dev_path, Access::ReadWrite, Arc::new(SystemClock)).await?;
-            Ok(Arc::new(store))
+            Ok(Opened::Sqlite(Arc::new(store)))
         }
         Environment::Production => Err(A2Error::StoreNotConfigured {
             environment: environment.name().into(),
             message: "production must name its store explicitly (a Postgres URL)".into(),
         }),
     }
+}
+
+/// A server builder on the store this environment defaults to (`A2_ENV`):
+/// the SQLite dev file in development, memory in tests; production must
+/// name its store, so there this is `STORE_NOT_CONFIGURED`.
+pub async fn server_builder_from_env(contract: Contract) -> Result<ServerBuilder, A2Error> {
+    let opened = resolve_store(Environment::from_env()?, &dev_store_path()).await?;
+    Ok(Server::builder(contract, opened.store()))
 }

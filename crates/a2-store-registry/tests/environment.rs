@@ -2,21 +2,24 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use a2_engine::{dev_store_path, resolve_store, AppendInput, Contract, Environment, Server};
+use a2_engine::{AppendInput, Contract, Server};
+use a2_store_registry::{dev_store_path, resolve_store, Environment, Opened};
 use serde_json::json;
 
 #[tokio::test]
-async fn development_gets_the_sqlite_dev_file_production_must_name_its_store() {
+async fn development_gets_the_sqlite_dev_file_tests_memory_production_must_name_its_store() {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let dir = std::env::temp_dir().join(format!("a2-dev-default-{}-{nanos}", std::process::id()));
     let file = dir.join("dev.sqlite");
-    let production = resolve_store(Environment::Production, None, &file).await;
+    let production = resolve_store(Environment::Production, &file).await;
     assert_eq!(production.map(|_| ()).map_err(|e| e.code()), Err("STORE_NOT_CONFIGURED"));
-    assert!(resolve_store(Environment::Test, None, &file).await.is_ok());
+    let test = resolve_store(Environment::Test, &file).await;
+    assert!(matches!(test, Ok(Opened::Memory(_))), "tests get the memory store: {test:?}");
     assert!(!file.exists(), "neither production nor test touched the dev file");
-    let store = resolve_store(Environment::Development, None, &file).await.expect("the dev default opens");
+    let development = resolve_store(Environment::Development, &file).await.expect("the dev default opens");
+    assert!(matches!(development, Opened::Sqlite(_)), "development gets SQLite: {development:?}");
     let contract = Contract::new("shop").and_then(|c| c.event_with("tick", |_| Ok(()))).expect("contract");
-    let server = Server::builder(contract, store).build().expect("server");
+    let server = Server::builder(contract, development.store()).build().expect("server");
     server.session("s").expect("session").append(vec![AppendInput::new("tick", json!({}))]).await.expect("append");
     assert!(file.exists(), "development wrote the SQLite dev file");
     assert!(dev_store_path().ends_with("dev.sqlite"));

@@ -1,0 +1,260 @@
+//! The server's background work as one service with an explicit start and
+//! shutdown: draining the sessions that were woken (one drain per session at
+//! a time, a bounded number at once), the rescuer that looks for work a dead
+//! process left, and the store's upkeep (kept totals, attempt pruning).
+//! It stands above the drain: nothing below it schedules anything, it only
+//! wakes the service through the core's wake channel.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::drain::{run_drain, DrainOptions, DrainOutcome, DrainResult};
+use crate::server_core::ServerCore;
+use crate::timings::{millis, DRAIN_ERROR_PAUSE};
+
+/// One background drain per session at a time; wakes while it runs ask it to go again.
+#[derive(Default)]
+struct DrainSlot {
+    again: AtomicBool,
+    wake: Notify,
+}
+
+/// What the service's tasks share; they hold the core only while they work.
+struct State {
+    core: Weak<ServerCore>,
+    shutdown: CancellationToken,
+    drains: Mutex<HashMap<String, Arc<DrainSlot>>>,
+    /// Sessions drained at once: a worker that finds thousands of sessions
+    /// with work drains as many as it can run, and the rest wait as small
+    /// tasks rather than as drains holding claims.
+    draining: Arc<Semaphore>,
+    /// The kept-totals refresher runs once the server first drains.
+    refresher: AtomicBool,
+}
+
+/// The service. Stopping it stops every task it started; so does the end of
+/// the core (its last server, session and run gone), whose drop cancels `shutdown`.
+pub(crate) struct Background {
+    state: Arc<State>,
+    wakes: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    /// Whether the server runs consumers at all (a server with none has nothing to rescue).
+    rescues: bool,
+}
+
+impl Background {
+    /// `shutdown` is the token the core cancels when it is dropped.
+    pub(crate) fn new(
+        core: &Arc<ServerCore>,
+        wakes: Option<mpsc::UnboundedReceiver<String>>,
+        shutdown: CancellationToken,
+        max_draining: usize,
+    ) -> Self {
+        let rescues = wakes.is_some() && !core.consumers().is_empty();
+        Self {
+            state: Arc::new(State {
+                core: Arc::downgrade(core),
+                shutdown,
+                drains: Mutex::new(HashMap::new()),
+                draining: Arc::new(Semaphore::new(max_draining)),
+                refresher: AtomicBool::new(false),
+            }),
+            wakes: Mutex::new(wakes),
+            rescues,
+        }
+    }
+
+    /// Start the service's tasks if they are not running yet and a runtime is
+    /// at hand (a server built outside one starts at its first async call).
+    pub(crate) fn ensure_started(&self) {
+        if self.state.shutdown.is_cancelled() || tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let Some(wakes) = self.wakes.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
+        tokio::spawn(dispatch(self.state.clone(), wakes));
+        if self.rescues {
+            tokio::spawn(rescue_loop(self.state.clone()));
+        }
+    }
+
+    /// Stop draining, rescuing and upkeep; running heads are abandoned and their leases lapse.
+    pub(crate) fn shutdown(&self) {
+        self.state.shutdown.cancel();
+    }
+}
+
+/// Turn wakes into drains until the service stops.
+async fn dispatch(state: Arc<State>, mut wakes: mpsc::UnboundedReceiver<String>) {
+    loop {
+        tokio::select! {
+            woken = wakes.recv() => match woken {
+                Some(session_id) => schedule_drain(&state, &session_id),
+                None => return,
+            },
+            () = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Start (or re-arm) the background drain of a session.
+fn schedule_drain(state: &Arc<State>, session_id: &str) {
+    if state.shutdown.is_cancelled() {
+        return;
+    }
+    start_refresher(state);
+    let slot = {
+        let mut drains = state.drains.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = drains.get(session_id) {
+            slot.again.store(true, Ordering::SeqCst);
+            slot.wake.notify_one();
+            return;
+        }
+        let slot = Arc::new(DrainSlot::default());
+        drains.insert(session_id.to_owned(), slot.clone());
+        slot
+    };
+    let task_state = state.clone();
+    let session_id = session_id.to_owned();
+    tokio::spawn(async move {
+        let shutdown = task_state.shutdown.clone();
+        tokio::select! {
+            () = keep_draining(task_state, session_id, slot) => {},
+            () = shutdown.cancelled() => {},
+        }
+    });
+}
+
+/// Keep draining a session while wakes and retries call for it.
+async fn keep_draining(state: Arc<State>, session_id: String, slot: Arc<DrainSlot>) {
+    loop {
+        // A turn among the sessions drained at once; waiting holds no claim and not the server.
+        let Ok(turn) = state.draining.clone().acquire_owned().await else { return };
+        let Some(core) = state.core.upgrade() else { return };
+        slot.again.store(false, Ordering::SeqCst);
+        let drained = run_drain(&core, &session_id, DrainOptions::default()).await;
+        let next = match drained {
+            Ok(DrainResult { outcome: DrainOutcome::Settled, .. }) => None,
+            Ok(DrainResult { outcome: DrainOutcome::Busy, retry_at, .. }) => {
+                retry_at.map(|at| at + millis(core.timings().watchdog_grace))
+            }
+            Ok(DrainResult { retry_at, .. }) => retry_at,
+            Err(error) => {
+                tracing::warn!(a2.session_id = %session_id, code = error.code(), %error, "drain failed; retrying");
+                Some(core.clock().now_ms() + millis(DRAIN_ERROR_PAUSE))
+            }
+        };
+        if slot.again.swap(false, Ordering::SeqCst) {
+            continue;
+        }
+        let Some(at) = next else {
+            let mut drains = state.drains.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.again.load(Ordering::SeqCst) {
+                continue;
+            }
+            drains.remove(&session_id);
+            return;
+        };
+        let wait = Duration::from_millis(u64::try_from(at - core.clock().now_ms()).unwrap_or(0));
+        drop(core);
+        // A session waiting for a retry gives its turn to one with work now.
+        drop(turn);
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {},
+            () = slot.wake.notified() => {},
+        }
+    }
+}
+
+/// Look for work a dead process left, on start and every `rescue_every`,
+/// and drain each session that has some. Holds the core only while it looks.
+async fn rescue_loop(state: Arc<State>) {
+    loop {
+        let Some(core) = state.core.upgrade() else { return };
+        rescue(&state, &core).await;
+        let every = core.timings().rescue_every;
+        drop(core);
+        tokio::select! {
+            () = tokio::time::sleep(every) => {},
+            () = state.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// One pass of the rescuer: every session with runnable work gets a drain.
+async fn rescue(state: &Arc<State>, core: &ServerCore) {
+    let consumers: Vec<String> = core.consumers().iter().map(|c| c.name().to_owned()).collect();
+    let mut after = None;
+    loop {
+        let params = a2_store::SessionsRunnable {
+            contract: core.contract().name().to_owned(),
+            consumers: consumers.clone(),
+            after,
+            limit: a2_store::MAX_PAGE,
+        };
+        let page = match core.store().session_list_runnable(params).await {
+            Ok(page) => page,
+            Err(error) => {
+                tracing::warn!(code = error.code(), %error, "could not look for stranded work; trying again later");
+                return;
+            }
+        };
+        for session_id in &page.sessions {
+            schedule_drain(state, session_id);
+        }
+        match page.scanned_through {
+            Some(through) => after = Some(through),
+            None => return,
+        }
+    }
+}
+
+/// Keep the store's consumer totals fresh while this server works in the background.
+fn start_refresher(state: &Arc<State>) {
+    if state.refresher.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let state = state.clone();
+    tokio::spawn(async move {
+        loop {
+            let every = match state.core.upgrade() {
+                Some(core) => core.timings().totals_refresh,
+                None => return,
+            };
+            tokio::select! {
+                () = tokio::time::sleep(every) => {},
+                () = state.shutdown.cancelled() => return,
+            }
+            let Some(core) = state.core.upgrade() else { return };
+            if let Err(error) = core.store().consumer_totals_refresh().await {
+                tracing::warn!(code = error.code(), %error, "could not refresh the kept consumer totals");
+            }
+            prune_attempts(&core).await;
+        }
+    });
+}
+
+/// Keep the attempt history within its retention: each head its newest
+/// attempts, a dead-lettered head all of its own; a page of sessions a call.
+async fn prune_attempts(core: &ServerCore) {
+    let mut after = None;
+    loop {
+        let params = a2_store::AttemptPrune {
+            contract: core.contract().name().to_owned(),
+            after,
+            sessions: a2_store::MAX_PAGE,
+            keep: a2_store::ATTEMPTS_KEPT_PER_HEAD,
+        };
+        match core.store().attempt_prune(params).await {
+            Ok(a2_store::AttemptPruned { next: Some(next), .. }) => after = Some(next),
+            Ok(_) => return,
+            Err(error) => {
+                tracing::warn!(code = error.code(), %error, "could not prune the attempt history; trying again later");
+                return;
+            }
+        }
+    }
+}

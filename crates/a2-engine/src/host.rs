@@ -1,0 +1,50 @@
+//! The server as its runs see it: [`RunHost`] over the core, so a run can
+//! append, read state and consume without the consumer module knowing the
+//! server (the run holds the core as a trait object).
+
+use std::sync::Arc;
+
+use a2_store::{Cause, Event, HeadRef, Store};
+
+use crate::consumer::{HostFuture, RunHost};
+use crate::server_core::ServerCore;
+use crate::{AppendInput, Consumer, StateAt};
+
+impl RunHost for ServerCore {
+    fn store(&self) -> &Arc<dyn Store> {
+        ServerCore::store(self)
+    }
+
+    fn key(&self, session_id: &str) -> String {
+        ServerCore::key(self, session_id)
+    }
+
+    fn append<'a>(
+        self: Arc<Self>,
+        session_id: &'a str,
+        events: Vec<AppendInput>,
+        cause: Cause,
+    ) -> HostFuture<'a, Vec<Event>> {
+        Box::pin(async move { ServerCore::append(&self, session_id, events, Some(cause), true).await })
+    }
+
+    fn state<'a>(
+        self: Arc<Self>,
+        session_id: &'a str,
+        reducer: &'a str,
+        through: u64,
+        pin: HeadRef,
+    ) -> HostFuture<'a, StateAt> {
+        Box::pin(async move { ServerCore::state(&self, session_id, reducer, Some(through), Some(pin)).await })
+    }
+
+    fn consume<'a>(
+        self: Arc<Self>,
+        session_id: &'a str,
+        consumer: &'a Consumer,
+        through: Option<u64>,
+        waiter: &'a str,
+    ) -> HostFuture<'a, u64> {
+        Box::pin(async move { crate::consume::consume(&self, session_id, consumer, through, Some(waiter), None).await })
+    }
+}

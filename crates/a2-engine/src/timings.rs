@@ -1,0 +1,64 @@
+//! The engine's clocks and policy constants: the floor every other module
+//! stands on, so a timing or a limit is read from one place.
+
+use std::time::Duration;
+
+use a2_store::Backoff;
+
+/// Failed attempts after which a head is dead-lettered.
+pub const MAX_FAILURES: u32 = 10;
+
+/// Heads a claim may take even when every run permit is in use: the claimed
+/// wait for a permit under renewed leases. Claiming only as many as were free
+/// took one or two heads a claim once many sessions drained at once.
+pub(crate) const MIN_CLAIM: u32 = 16;
+
+/// The drain's clocks. Defaults suit production; tests shrink them or run on paused time.
+#[derive(Debug, Clone)]
+pub struct DrainTimings {
+    /// How long a claim's lease lasts without renewal.
+    pub claim_ttl: Duration,
+    /// How often a holder renews the leases of heads it runs.
+    pub claim_heartbeat: Duration,
+    /// Retry delays after failures.
+    pub backoff: Backoff,
+    /// Heads claimed at most in one claim.
+    pub claim_batch: u32,
+    /// Slack after a busy head's lease expiry before a background drain looks again.
+    pub watchdog_grace: Duration,
+    pub consume_wait_min: Duration,
+    pub consume_wait_max: Duration,
+    /// How often a server running in the background recomputes the store's
+    /// kept consumer totals (what the Studio's overview reads).
+    pub totals_refresh: Duration,
+    /// How often a stream looks for appends made by other processes.
+    pub stream_poll: Duration,
+    /// How often a server working in the background looks for work a dead
+    /// process left (lapsed leases, due retries, heads nobody claimed).
+    pub rescue_every: Duration,
+}
+
+impl Default for DrainTimings {
+    fn default() -> Self {
+        Self {
+            claim_ttl: Duration::from_secs(30),
+            claim_heartbeat: Duration::from_secs(10),
+            backoff: Backoff::default(),
+            claim_batch: 64,
+            watchdog_grace: Duration::from_secs(1),
+            consume_wait_min: Duration::from_millis(25),
+            consume_wait_max: Duration::from_secs(1),
+            stream_poll: Duration::from_secs(1),
+            totals_refresh: Duration::from_secs(30),
+            rescue_every: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A pause that a drain error waits before trying again.
+pub(crate) const DRAIN_ERROR_PAUSE: Duration = Duration::from_secs(1);
+
+/// A duration as the store's milliseconds, saturating.
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
