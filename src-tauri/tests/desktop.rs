@@ -1,7 +1,9 @@
 //! The real desktop app end to end: `a2-studio` launched on a fresh demo
 //! store through WebKitWebDriver (Tauri's WebKitGTK automation), driven by
 //! fantoccini. It opens the dead letters, redrives one, and takes the
-//! screenshots of the main screens the README shows (`docs/screenshots/`).
+//! screenshots of the main screens the README shows: into `docs/screenshots/`
+//! when asked (`A2_SCREENSHOTS=1`, as `cargo xtask screenshots` sets it), else
+//! into a scratch directory, so a test run leaves the checkout clean.
 //! Needs a display (Xvfb) and WebKitWebDriver: `cargo xtask test` provides
 //! both and sets `A2_E2E_REQUIRED`; elsewhere it skips, saying why.
 
@@ -14,7 +16,11 @@ use common::{click, count, find, launch, ready};
 use fantoccini::Client;
 
 fn screenshots() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/screenshots"))
+    if std::env::var_os("A2_SCREENSHOTS").is_some_and(|v| v == "1") {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/screenshots"))
+    } else {
+        std::env::temp_dir().join(format!("a2-desktop-screenshots-{}", std::process::id()))
+    }
 }
 
 async fn shoot(client: &Client, name: &str) {

@@ -1,11 +1,12 @@
 // The Studio's frame: the connection bar (with the read-only badge and its
 // warning), navigation, the palette, live refresh and the routed view.
-import { useEffect, useState } from "react";
+import { useEffect, useState, type ReactNode } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { commands, type ConnectionInfo } from "./bindings";
+import type { ConnectionInfo } from "./bindings";
+import { commands } from "./commands";
 import { unwrap } from "./api";
 import { gate } from "./gate";
-import { useLiveRefresh } from "./live";
+import { useLiveRefresh, useSwitchConnection } from "./live";
 import { Palette } from "./Palette";
 import { go, href, useRoute } from "./route";
 import type { Transport } from "./transport";
@@ -18,6 +19,16 @@ import { Search } from "./views/Search";
 import { Session } from "./views/Session";
 import { Sessions } from "./views/Sessions";
 import { keys } from "./keys";
+import { LagHistoryContext, useConnectionLagHistory, type LagHistory } from "./lagHistory";
+
+/** What every view may ask of the open connection: the connection itself and its lag history. */
+function ConnectionScope({ info, lagHistory, children }: { info: ConnectionInfo | null; lagHistory: LagHistory; children: ReactNode }) {
+  return (
+    <ConnectionContext.Provider value={info}>
+      <LagHistoryContext.Provider value={lagHistory}>{children}</LagHistoryContext.Provider>
+    </ConnectionContext.Provider>
+  );
+}
 
 export function App({ transport }: { transport: Transport }) {
   const client = useQueryClient();
@@ -25,8 +36,6 @@ export function App({ transport }: { transport: Transport }) {
   const connection = useQuery({
     queryKey: keys.connection(),
     queryFn: () => unwrap(commands.connectionGet({})),
-    // A replica's delay behind its primary is re-read as often as its data is polled.
-    refetchInterval: (query) => (query.state.data?.replica ? 2_000 : false),
   });
   const info = connection.data ?? null;
   const [palette, setPalette] = useState(false);
@@ -36,7 +45,9 @@ export function App({ transport }: { transport: Transport }) {
     enabled: info !== null && info.hosts_demo,
   });
   const demoOn = demoState.data?.on ?? false;
-  useLiveRefresh(info !== null);
+  useLiveRefresh(info);
+  const switchConnection = useSwitchConnection();
+  const lagHistory = useConnectionLagHistory(info?.url ?? null);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -69,37 +80,36 @@ export function App({ transport }: { transport: Transport }) {
   const disconnect = useMutation({
     mutationFn: () => unwrap(commands.connectionClose({})),
     onSuccess: () => {
-      client.clear();
-      client.setQueryData(keys.connection(), null);
+      switchConnection(null);
       go({ view: "connect" });
     },
   });
   const connected = (next: ConnectionInfo) => {
-    client.setQueryData(keys.connection(), next);
+    switchConnection(next);
     go({ view: "overview" });
   };
 
   if (connection.isLoading) return <div className="loading">Loading…</div>;
   if (!info || route.view === "connect") {
     return (
-      <ConnectionContext.Provider value={info}>
+      <ConnectionScope info={info} lagHistory={lagHistory}>
         <div className="app">
           <main className="full">
             {info && (
               <p>
-                <a href="#/overview">← back to {info.url}</a>
+                <a href={href({ view: "overview" })}>← back to {info.url}</a>
               </p>
             )}
             <ErrorBox error={connection.error} />
             <Connect transport={transport} onConnected={connected} />
           </main>
         </div>
-      </ConnectionContext.Provider>
+      </ConnectionScope>
     );
   }
   const demoGate = gate(info, "demo");
   return (
-    <ConnectionContext.Provider value={info}>
+    <ConnectionScope info={info} lagHistory={lagHistory}>
       <div className="app">
         <header className="bar">
           <strong className="brand">A2 Studio</strong>
@@ -157,19 +167,19 @@ export function App({ transport }: { transport: Transport }) {
           </button>
         </header>
         <nav className="side">
-          <a href="#/overview" className={route.view === "overview" ? "on" : ""}>
+          <a href={href({ view: "overview" })} className={route.view === "overview" ? "on" : ""}>
             Overview
           </a>
-          <a href="#/dead-letters" className={route.view === "dead-letters" ? "on" : ""}>
+          <a href={href({ view: "dead-letters" })} className={route.view === "dead-letters" ? "on" : ""}>
             Dead letters
           </a>
-          <a href="#/search/" className={route.view === "search" ? "on" : ""}>
+          <a href={href({ view: "search", contract: "", payload: "", type: "", id: "" })} className={route.view === "search" ? "on" : ""}>
             Search
           </a>
-          <a href="#/audit" className={route.view === "audit" ? "on" : ""}>
+          <a href={href({ view: "audit" })} className={route.view === "audit" ? "on" : ""}>
             Audit
           </a>
-          <a href="#/connect">Connections</a>
+          <a href={href({ view: "connect" })}>Connections</a>
         </nav>
         <main>
           <ErrorBox error={demo.error} />
@@ -190,6 +200,6 @@ export function App({ transport }: { transport: Transport }) {
           />
         )}
       </div>
-    </ConnectionContext.Provider>
+    </ConnectionScope>
   );
 }

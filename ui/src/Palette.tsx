@@ -2,7 +2,7 @@
 // and run the app's switches, from the keyboard.
 import { useEffect, useMemo, useRef, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
-import { commands } from "./bindings";
+import { commands } from "./commands";
 import { unwrap } from "./api";
 import { go } from "./route";
 import { keys } from "./keys";

@@ -1,18 +1,18 @@
 // The actions an operator takes — redrive, consume, clear, pause, copy — each
 // through a dialog that names exactly what will change and shows the outcome.
 import { useEffect, useState } from "react";
-import { useQueryClient } from "@tanstack/react-query";
-import { commands, type ConsumeMode, type ConsumePreview, type DeadLetterRef, type ImportOutcome, type PausedConsumer, type RedriveAction } from "./bindings";
-import { keys } from "./keys";
+import type { ConsumeMode, ConsumePreview, DeadLetterRef, ImportOutcome, PausedConsumer, RedriveAction } from "./bindings";
+import { commands, currentTransport } from "./commands";
 import { go } from "./route";
-import { currentTransport } from "./transport";
 import { unwrap } from "./api";
 import { gate } from "./gate";
+import { useCloseAfter, useSwitchConnection } from "./live";
 import { ConfirmDialog, ErrorBox, useConnection } from "./ui";
 
 export type Target = DeadLetterRef;
 
 export function RedriveDialog({ targets, action, onClose }: { targets: Target[]; action: RedriveAction; onClose: (changed: boolean) => void }) {
+  const close = useCloseAfter("redrive", onClose);
   const one = targets.length === 1 ? targets[0] : null;
   const what =
     action === "retry"
@@ -23,7 +23,7 @@ export function RedriveDialog({ targets, action, onClose }: { targets: Target[];
       title={action === "retry" ? "Redrive: retry" : "Redrive: skip"}
       confirm={action === "retry" ? `Retry ${targets.length}` : `Skip ${targets.length}`}
       danger={action === "skip"}
-      onClose={onClose}
+      onClose={close}
       run={async () => {
         if (one) {
           const r = await unwrap(commands.deadLetterRedrive({ target: one, action }));
@@ -64,12 +64,13 @@ export function RedriveDialog({ targets, action, onClose }: { targets: Target[];
 }
 
 export function ClearDialog({ contract, session, head, onClose }: { contract: string; session: string; head: number; onClose: (changed: boolean) => void }) {
+  const close = useCloseAfter("clear", onClose);
   return (
     <ConfirmDialog
       title="Clear session"
       confirm={`Clear through ${head}`}
       danger
-      onClose={onClose}
+      onClose={close}
       run={async () => {
         const r = await unwrap(commands.sessionClear({ contract, session, if_last_index: head }));
         return r.cleared
@@ -88,6 +89,7 @@ export function ClearDialog({ contract, session, head, onClose }: { contract: st
 
 export function ConsumeDialog({ contract, session, consumer, head, onClose }: { contract: string; session: string; consumer: string; head: number; onClose: (changed: boolean) => void }) {
   const connection = useConnection();
+  const close = useCloseAfter("consume", onClose);
   const runGate = gate(connection, "consume.run");
   const [mode, setMode] = useState<ConsumeMode>(runGate.allowed ? "run" : "ack");
   const [through, setThrough] = useState(head);
@@ -95,22 +97,28 @@ export function ConsumeDialog({ contract, session, consumer, head, onClose }: { 
   const [preview, setPreview] = useState<ConsumePreview | null>(null);
   const [previewError, setPreviewError] = useState<unknown>(null);
   const request = { contract, session, consumer, through, mode, export_path: mode === "export" ? exportPath : null };
+  // What the consume would take, again whenever the cursor or the index changes (the file it writes to does not count).
   useEffect(() => {
     let current = true;
-    unwrap(commands.consumePreview({ ...request, through }))
-      .then((p) => current && (setPreview(p), setPreviewError(null)))
-      .catch((e) => current && setPreviewError(e));
+    unwrap(commands.consumePreview({ contract, session, consumer, through, mode, export_path: null }))
+      .then((p) => {
+        if (!current) return;
+        setPreview(p);
+        setPreviewError(null);
+      })
+      .catch((e: unknown) => {
+        if (current) setPreviewError(e);
+      });
     return () => {
       current = false;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [through, consumer]);
+  }, [contract, session, consumer, through, mode]);
   const modeText = { run: "running the consumer's own code on each", ack: "acknowledging each (recorded as done by you, not run)", export: `writing each as a JSON line to ${exportPath || "the file"}, then advancing` }[mode];
   return (
     <ConfirmDialog
       title="Consume"
       confirm={`Consume ${preview?.events ?? ""} events`}
-      onClose={onClose}
+      onClose={close}
       run={async () => {
         const r = await unwrap(commands.sessionConsume(request));
         return `${consumer} is now at index ${r.index} of ${contract}/${session}.`;
@@ -150,12 +158,13 @@ export function ConsumeDialog({ contract, session, consumer, head, onClose }: { 
 /** Pause a consumer store-wide (with a reason everyone will see), or resume it. */
 export function PauseDialog({ contract, consumer, paused, onClose }: { contract: string; consumer: string; paused: PausedConsumer | null; onClose: (changed: boolean) => void }) {
   const [reason, setReason] = useState("");
+  const close = useCloseAfter("pause", onClose);
   if (paused) {
     return (
       <ConfirmDialog
         title="Resume consumer"
         confirm="Resume"
-        onClose={onClose}
+        onClose={close}
         run={async () => {
           const resumed = await unwrap(commands.consumerResume({ contract, consumer }));
           return resumed ? `${consumer} of ${contract} is running again: its held work drains in the background.` : `${consumer} was not paused.`;
@@ -173,7 +182,7 @@ export function PauseDialog({ contract, consumer, paused, onClose }: { contract:
       title="Pause consumer"
       confirm="Pause"
       danger
-      onClose={onClose}
+      onClose={close}
       run={async () => {
         const p = await unwrap(commands.consumerPause({ contract, consumer, reason }));
         return `${p.consumer} of ${p.contract} is paused: no process claims its work until it is resumed.`;
@@ -198,7 +207,7 @@ export function PauseDialog({ contract, consumer, paused, onClose }: { contract:
  */
 export function CopyDialog({ contract, session, onClose }: { contract: string; session: string; onClose: (changed: boolean) => void }) {
   const connection = useConnection();
-  const client = useQueryClient();
+  const switchConnection = useSwitchConnection();
   const [asSession, setAsSession] = useState("");
   const [to, setTo] = useState("");
   const [copied, setCopied] = useState<ImportOutcome | null>(null);
@@ -208,8 +217,7 @@ export function CopyDialog({ contract, session, onClose }: { contract: string; s
     if (!copied) return;
     try {
       const info = await unwrap(commands.connectionOpen({ url: copied.url, profile: null, password: null, read_only: null, init: false }));
-      client.clear();
-      client.setQueryData(keys.connection(), info);
+      switchConnection(info);
       go({ view: "session", contract: copied.contract, session: copied.session, tab: "consumers" });
       onClose(false);
     } catch (error) {

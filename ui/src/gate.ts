@@ -3,7 +3,7 @@
 
 import type { ConnectionInfo } from "./bindings";
 
-export type Gateable = Pick<ConnectionInfo, "read_only"> & Partial<Pick<ConnectionInfo, "hosts_demo">>;
+export type Gateable = Pick<ConnectionInfo, "read_only"> & Partial<Pick<ConnectionInfo, "hosts_demo" | "replica">>;
 
 export type Gate = { allowed: true } | { allowed: false; reason: string };
 
@@ -11,6 +11,8 @@ export type Action = "redrive" | "consume" | "consume.run" | "clear" | "demo" | 
 
 export function gate(connection: Gateable | null | undefined, action: Action): Gate {
   if (!connection) return { allowed: false, reason: "Not connected to a store." };
+  // A hot standby is read-only whatever was asked: the primary is where to act.
+  if (connection.replica) return { allowed: false, reason: "Replica (read-only): act on the primary to change the store." };
   if (connection.read_only) {
     return { allowed: false, reason: "Read-only connection: reconnect read-write to change the store." };
   }

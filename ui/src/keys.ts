@@ -2,30 +2,82 @@
 // that reads and a dialog that refreshes can never spell a key differently.
 import type { SessionSort } from "./bindings";
 
+/** The first part of each key: what the key reads. */
+const ROOT = {
+  connection: "connection",
+  profiles: "profiles",
+  connectionDefault: "connection-default",
+  demoTraffic: "demo-traffic",
+  contracts: "contracts",
+  consumerOverview: "consumer-overview",
+  pauses: "pauses",
+  audit: "audit",
+  sessions: "sessions",
+  session: "session",
+  events: "events",
+  heads: "heads",
+  snapshots: "snapshots",
+  deadLetters: "dead-letters",
+  deadLetterGroups: "dead-letter-groups",
+  deadLetterEvent: "dead-letter-event",
+  attempts: "attempts",
+  appended: "appended",
+  throughput: "throughput",
+} as const;
+
+type Root = (typeof ROOT)[keyof typeof ROOT];
+
 export const keys = {
-  connection: () => ["connection"] as const,
-  profiles: () => ["profiles"] as const,
-  connectionDefault: (url: string) => ["connection-default", url] as const,
-  demoTraffic: (url: string | undefined) => ["demo-traffic", url] as const,
-  contracts: () => ["contracts"] as const,
-  consumerOverview: () => ["consumer-overview"] as const,
-  pauses: () => ["pauses"] as const,
-  audit: () => ["audit"] as const,
+  connection: () => [ROOT.connection] as const,
+  profiles: () => [ROOT.profiles] as const,
+  connectionDefault: (url: string) => [ROOT.connectionDefault, url] as const,
+  demoTraffic: (url: string | undefined) => [ROOT.demoTraffic, url] as const,
+  contracts: () => [ROOT.contracts] as const,
+  consumerOverview: () => [ROOT.consumerOverview] as const,
+  pauses: () => [ROOT.pauses] as const,
+  audit: () => [ROOT.audit] as const,
   sessions: (contract: string, prefix: string, hasDead: boolean, lagging: boolean, sort: SessionSort) =>
-    ["sessions", contract, prefix, hasDead, lagging, sort] as const,
-  session: (contract: string, session: string) => ["session", contract, session] as const,
-  events: (contract: string, session: string, page: number) => ["events", contract, session, page] as const,
-  heads: (contract: string, session: string) => ["heads", contract, session] as const,
-  snapshots: (contract: string, session: string) => ["snapshots", contract, session] as const,
+    [ROOT.sessions, contract, prefix, hasDead, lagging, sort] as const,
+  session: (contract: string, session: string) => [ROOT.session, contract, session] as const,
+  events: (contract: string, session: string, page: number) => [ROOT.events, contract, session, page] as const,
+  heads: (contract: string, session: string) => [ROOT.heads, contract, session] as const,
+  snapshots: (contract: string, session: string) => [ROOT.snapshots, contract, session] as const,
   deadLetters: (contract: string | null, session: string | null, consumer: string, cause: string | null) =>
-    ["dead-letters", contract, session, consumer, cause] as const,
-  deadLetterGroups: (contract: string | null) => ["dead-letter-groups", contract] as const,
-  attempts: (contract: string, session: string, consumer: string, index: number) => ["attempts", contract, session, consumer, index] as const,
-  throughput: () => ["throughput"] as const,
+    [ROOT.deadLetters, contract, session, consumer, cause] as const,
+  deadLetterGroups: (contract: string | null) => [ROOT.deadLetterGroups, contract] as const,
+  /** The event a dead letter is stuck on (its payload). */
+  deadLetterEvent: (contract: string, session: string, index: number) => [ROOT.deadLetterEvent, contract, session, index] as const,
+  attempts: (contract: string, session: string, consumer: string, index: number) => [ROOT.attempts, contract, session, consumer, index] as const,
+  /** The events an attempt appended, found after its trigger. */
+  appended: (contract: string, session: string, index: number, ids: readonly string[]) => [ROOT.appended, contract, session, index, ids] as const,
+  throughput: () => [ROOT.throughput] as const,
 };
+
+/** Reads that no store change touches: the connection, the saved profiles and how a URL would open. */
+const STEADY: readonly Root[] = [ROOT.connection, ROOT.profiles, ROOT.connectionDefault];
 
 /** Keys a store change can make stale: all but the connection, the saved profiles and how a URL would open. */
 export function changesWith(key: readonly unknown[]): boolean {
-  const steady: readonly unknown[] = [keys.connection()[0], keys.profiles()[0], keys.connectionDefault("")[0]];
-  return !steady.includes(key[0]);
+  return !STEADY.includes(key[0] as Root);
+}
+
+/** What an operator does that changes what the Studio shows. */
+export type Change = "redrive" | "consume" | "clear" | "pause" | "profiles";
+
+/** The reads each change can make stale, by their key's first part. */
+const TOUCHES: Record<Change, readonly Root[]> = {
+  // A dead letter retried or skipped: the queue, its head, the session's and the store's counts, the attempts, the audit.
+  redrive: [ROOT.deadLetters, ROOT.deadLetterGroups, ROOT.heads, ROOT.session, ROOT.sessions, ROOT.consumerOverview, ROOT.attempts, ROOT.throughput, ROOT.audit],
+  // A cursor moved (running the consumer may append events): its heads, attempts and events, the counts, the audit.
+  consume: [ROOT.heads, ROOT.attempts, ROOT.appended, ROOT.events, ROOT.session, ROOT.sessions, ROOT.contracts, ROOT.consumerOverview, ROOT.deadLetters, ROOT.deadLetterGroups, ROOT.throughput, ROOT.audit],
+  // A session cleared through an index: its events, heads, dead letters and snapshots, and every count.
+  clear: [ROOT.session, ROOT.sessions, ROOT.events, ROOT.heads, ROOT.snapshots, ROOT.deadLetters, ROOT.deadLetterGroups, ROOT.deadLetterEvent, ROOT.attempts, ROOT.appended, ROOT.consumerOverview, ROOT.throughput, ROOT.audit],
+  // A consumer paused or resumed store-wide.
+  pause: [ROOT.pauses, ROOT.consumerOverview, ROOT.audit],
+  profiles: [ROOT.profiles],
+};
+
+/** Whether `change` can make the read under `key` stale. */
+export function touchedBy(change: Change, key: readonly unknown[]): boolean {
+  return TOUCHES[change].includes(key[0] as Root);
 }

@@ -1,18 +1,42 @@
-// Live refresh: wait for the store's change counter to move (a Postgres
-// notification, an action, or a poll), then refetch what is on screen. Queries keep their data
-// while refetching, so the operator's scroll and selection stay put.
-import { useEffect } from "react";
+// Every refresh of what the Studio shows goes through here:
+// - live: wait for the store's change counter to move (a Postgres
+//   notification, an action, or a poll), then refetch what is on screen;
+// - polls: the reads that move with the clock as well as with the store,
+//   re-read on a timer while connected;
+// - after an action: what that action can change, at once, without waiting
+//   for the change counter;
+// - switching stores: everything read from the previous store is dropped.
+// Queries keep their data while refetching, so the operator's scroll and
+// selection stay put.
+import { useCallback, useEffect } from "react";
 import { useQueryClient } from "@tanstack/react-query";
-import { commands } from "./bindings";
-import { changesWith } from "./keys";
+import type { ConnectionInfo } from "./bindings";
+import { commands } from "./commands";
+import { changesWith, keys, touchedBy, type Change } from "./keys";
 
-export function useLiveRefresh(enabled: boolean) {
+export type { Change } from "./keys";
+
+/** Reads re-read on a timer as well as on every change. */
+const POLLS: { key: readonly unknown[]; every: number; replicaOnly?: true }[] = [
+  // Kept totals are recomputed once older than 5 s (a replica shows them as they age).
+  { key: keys.consumerOverview(), every: 5_000 },
+  // Another process may pause or resume a consumer.
+  { key: keys.pauses(), every: 5_000 },
+  // A replica's delay behind its primary.
+  { key: keys.connection(), every: 2_000, replicaOnly: true },
+];
+
+/** Keep what is on screen current while `connection` is open. */
+export function useLiveRefresh(connection: ConnectionInfo | null) {
   const client = useQueryClient();
+  const connected = connection !== null;
+  const replica = connection?.replica ?? false;
+
   useEffect(() => {
-    if (!enabled) return;
+    if (!connected) return;
     let stopped = false;
     let since = 0;
-    (async () => {
+    void (async () => {
       while (!stopped) {
         const tick = await commands.changeWait({ since, timeout_ms: 25_000 });
         if (stopped) break;
@@ -29,5 +53,41 @@ export function useLiveRefresh(enabled: boolean) {
     return () => {
       stopped = true;
     };
-  }, [enabled, client]);
+  }, [connected, client]);
+
+  useEffect(() => {
+    if (!connected) return;
+    const timers = POLLS.filter((poll) => !poll.replicaOnly || replica).map((poll) =>
+      // Only the reads on screen refetch; one still under way is left to finish.
+      setInterval(() => void client.invalidateQueries({ queryKey: poll.key }, { cancelRefetch: false }), poll.every),
+    );
+    return () => timers.forEach(clearInterval);
+  }, [connected, replica, client]);
+}
+
+/** Refresh, at once, what `change` can make stale. */
+export function useRefreshAfter(): (change: Change) => void {
+  const client = useQueryClient();
+  return useCallback((change: Change) => void client.invalidateQueries({ predicate: (q) => touchedBy(change, q.queryKey) }), [client]);
+}
+
+/** A dialog's `onClose` that first refreshes what `change` touched, when the dialog says it changed something. */
+export function useCloseAfter(change: Change, onClose: (changed: boolean) => void): (changed: boolean) => void {
+  const refresh = useRefreshAfter();
+  return (changed: boolean) => {
+    if (changed) refresh(change);
+    onClose(changed);
+  };
+}
+
+/** Open another store (or none): nothing read from the previous one is kept. */
+export function useSwitchConnection(): (next: ConnectionInfo | null) => void {
+  const client = useQueryClient();
+  return useCallback(
+    (next: ConnectionInfo | null) => {
+      client.clear();
+      client.setQueryData(keys.connection(), next);
+    },
+    [client],
+  );
 }

@@ -1,12 +1,14 @@
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { installTransport } from "./transport";
+import { chooseBackend } from "./transport";
+import { setBackend } from "./commands";
 import { App } from "./App";
 import "./styles.css";
 
-// Before anything calls the bindings: Tauri IPC in the app, HTTP in a browser.
-const transport = installTransport(window as Window & { __TAURI_INTERNALS__?: never });
+// Before anything runs a command: Tauri IPC in the app, HTTP in a browser.
+const backend = chooseBackend(window);
+setBackend(backend);
 
 const client = new QueryClient({
   defaultOptions: {
@@ -19,7 +21,7 @@ if (root) {
   createRoot(root).render(
     <StrictMode>
       <QueryClientProvider client={client}>
-        <App transport={transport} />
+        <App transport={backend.transport} />
       </QueryClientProvider>
     </StrictMode>,
   );

@@ -1,48 +1,84 @@
-import { describe, expect, it } from "vitest";
-import { detectTransport, dropTokenFromAddress, httpInvoke, tokenFrom } from "./transport";
+import { describe, expect, it, vi } from "vitest";
+import { chooseBackend, dropTokenFromAddress, httpBackend, tauriBackend, tokenFrom } from "./transport";
+
+const tauri = vi.hoisted(() => ({ invoke: vi.fn((command: string, args: unknown) => Promise.resolve({ command, args })), isTauri: vi.fn(() => false) }));
+vi.mock("@tauri-apps/api/core", () => tauri);
 
 function fakeFetch(status: number, body: unknown, seen: { url?: string; init?: RequestInit }) {
-  return (async (url: string, init: RequestInit) => {
+  return ((url: string, init: RequestInit) => {
     seen.url = url;
     seen.init = init;
-    return new Response(typeof body === "string" ? body : JSON.stringify(body), { status });
+    return Promise.resolve(new Response(typeof body === "string" ? body : JSON.stringify(body), { status }));
   }) as unknown as typeof fetch;
 }
 
+function memoryStorage() {
+  const kept = new Map<string, string>();
+  return { getItem: (k: string) => kept.get(k) ?? null, setItem: (k: string, v: string) => void kept.set(k, v) } as Storage;
+}
+
+function browser(href: string, fetcher: typeof fetch) {
+  const address = new URL(href);
+  const replaced: string[] = [];
+  const host = {
+    location: { href, search: address.search, origin: address.origin } as Location,
+    history: { state: null, replaceState: (_s: unknown, _t: string, url: string) => replaced.push(url) } as unknown as History,
+    sessionStorage: memoryStorage(),
+    fetch: fetcher,
+  } as unknown as Window;
+  return { host, replaced };
+}
+
 describe("transport", () => {
-  it("uses Tauri IPC inside the app and HTTP elsewhere", () => {
-    expect(detectTransport({ __TAURI_INTERNALS__: { invoke: async () => null } })).toBe("tauri");
-    expect(detectTransport({})).toBe("http");
+  it("uses Tauri's public invoke inside the app, passing the command and its request through", async () => {
+    const { host } = browser("tauri://localhost/", fakeFetch(500, {}, {}));
+    const backend = chooseBackend(host, () => true);
+    expect(backend.transport).toBe("tauri");
+    await expect(backend.call("contract_list", { request: {} })).resolves.toEqual({ command: "contract_list", args: { request: {} } });
+    expect(tauri.invoke).toHaveBeenCalledWith("contract_list", { request: {} });
+    expect(tauriBackend().transport).toBe("tauri");
+  });
+
+  it("asks Tauri's isTauri by default, and patches nothing of the page in a browser", async () => {
+    const seen: { url?: string; init?: RequestInit } = {};
+    const { host, replaced } = browser("http://127.0.0.1:4000/?token=abc#/sessions/shop", fakeFetch(200, ["shop"], seen));
+    const backend = chooseBackend(host);
+    expect(tauri.isTauri).toHaveBeenCalled();
+    expect(backend.transport).toBe("http");
+    expect(Object.keys(host)).toEqual(["location", "history", "sessionStorage", "fetch"]);
+    expect(replaced).toEqual(["/#/sessions/shop"]);
+    expect(host.sessionStorage.getItem("a2.token")).toBe("abc");
+    await backend.call("contract_list", { request: {} });
+    expect(seen.url).toBe("http://127.0.0.1:4000/api/contract_list");
+    expect((seen.init?.headers as Record<string, string>)["x-a2-token"]).toBe("abc");
   });
 
   it("posts the command's arguments with the token and resolves with the answer", async () => {
     const seen: { url?: string; init?: RequestInit } = {};
-    const invoke = httpInvoke(fakeFetch(200, ["shop"], seen), "http://127.0.0.1:9", "t0k");
-    await expect(invoke("contract_list", { request: {} })).resolves.toEqual(["shop"]);
+    const backend = httpBackend(fakeFetch(200, ["shop"], seen), "http://127.0.0.1:9", "t0k");
+    await expect(backend.call("contract_list", { request: {} })).resolves.toEqual(["shop"]);
     expect(seen.url).toBe("http://127.0.0.1:9/api/contract_list");
+    expect(seen.init?.method).toBe("POST");
     expect((seen.init?.headers as Record<string, string>)["x-a2-token"]).toBe("t0k");
-    expect(JSON.parse(String(seen.init?.body))).toEqual({ request: {} });
+    expect(JSON.parse(seen.init?.body as string)).toEqual({ request: {} });
   });
 
-  it("rejects with the Studio's typed error, not an Error, so the bindings return it", async () => {
+  it("rejects with the Studio's typed error, not an Error, so the commands return it", async () => {
     const error = { code: "READ_ONLY", message: "refused", retryable: false };
-    const invoke = httpInvoke(fakeFetch(403, error, {}), "", "t");
-    await expect(invoke("session_clear", {})).rejects.toEqual(error);
+    const backend = httpBackend(fakeFetch(403, error, {}), "", "t");
+    await expect(backend.call("session_clear", { request: {} })).rejects.toEqual(error);
   });
 
   it("turns a dead server or a non-JSON answer into a retryable TRANSPORT error", async () => {
-    const down = (async () => {
-      throw new TypeError("connection refused");
-    }) as unknown as typeof fetch;
-    await expect(httpInvoke(down, "", "t")("contract_list")).rejects.toMatchObject({ code: "TRANSPORT", retryable: true });
-    await expect(httpInvoke(fakeFetch(502, "<html>", {}), "", "t")("contract_list")).rejects.toMatchObject({
+    const down = (() => Promise.reject(new TypeError("connection refused"))) as unknown as typeof fetch;
+    await expect(httpBackend(down, "", "t").call("contract_list", { request: {} })).rejects.toMatchObject({ code: "TRANSPORT", retryable: true });
+    await expect(httpBackend(fakeFetch(502, "<html>", {}), "", "t").call("contract_list", { request: {} })).rejects.toMatchObject({
       code: "TRANSPORT",
     });
   });
 
   it("keeps the token from the URL for reloads", () => {
-    const kept = new Map<string, string>();
-    const storage = { getItem: (k: string) => kept.get(k) ?? null, setItem: (k: string, v: string) => void kept.set(k, v) };
+    const storage = memoryStorage();
     expect(tokenFrom("?token=abc", storage)).toBe("abc");
     expect(tokenFrom("", storage)).toBe("abc");
     expect(tokenFrom("", undefined)).toBe("");

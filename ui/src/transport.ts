@@ -1,52 +1,60 @@
-// How the generated bindings reach the Studio: Tauri IPC inside the desktop
-// app, or HTTP to `a2 serve` in a browser. The bindings call Tauri's
-// `invoke`, which goes through `window.__TAURI_INTERNALS__`; in a browser we
-// install an HTTP version of that one function, so the same bindings serve both.
+// How the UI reaches the Studio: a Backend chosen once at start — Tauri IPC
+// inside the desktop app, HTTP to `a2 serve` (`POST /api/<command>` with the
+// server's token) in a browser. Views never call a backend directly: they use
+// `commands` from ./commands, the generated bindings' signatures dispatched
+// through the backend chosen here.
 
+import { invoke, isTauri } from "@tauri-apps/api/core";
 import type { ApiError } from "./bindings";
 
 export type Transport = "tauri" | "http";
 
-type Invoke = (command: string, args?: unknown) => Promise<unknown>;
-
-interface Internals {
-  invoke: Invoke;
-  transformCallback?: (callback: unknown) => number;
+/** Where the Studio's commands run. */
+export interface Backend {
+  readonly transport: Transport;
+  /**
+   * Run the Studio command `command` (its snake_case name) with `args`
+   * (`{ request }`, as the generated bindings send it). Resolves with the
+   * answer; a refusal rejects with the Studio's ApiError (not an Error).
+   */
+  call(command: string, args: Record<string, unknown>): Promise<unknown>;
 }
 
-type Host = { __TAURI_INTERNALS__?: Internals };
-
-export function detectTransport(host: Host): Transport {
-  return host.__TAURI_INTERNALS__ ? "tauri" : "http";
+/** The desktop app: Tauri's IPC, through its public `invoke`. */
+export function tauriBackend(): Backend {
+  return { transport: "tauri", call: (command, args) => invoke(command, args) };
 }
 
-/** An `invoke` over HTTP: `POST /api/<command>` with the token header. Failures reject with an ApiError-shaped value. */
-export function httpInvoke(fetcher: typeof fetch, base: string, token: string): Invoke {
-  return async (command, args) => {
-    let response: Response;
-    try {
-      response = await fetcher(`${base}/api/${command}`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-a2-token": token },
-        body: JSON.stringify(args ?? {}),
-      });
-    } catch (error) {
-      const failure: ApiError = { code: "TRANSPORT", message: `the Studio server did not answer: ${String(error)}`, retryable: true };
-      throw failure;
-    }
-    let body: unknown;
-    try {
-      body = await response.json();
-    } catch {
-      const failure: ApiError = {
-        code: "TRANSPORT",
-        message: `the Studio server answered HTTP ${response.status} without JSON`,
-        retryable: true,
-      };
-      throw failure;
-    }
-    if (response.ok) return body;
-    throw body;
+/** A browser: `POST <base>/api/<command>` with the token header. Failures reject with an ApiError-shaped value. */
+export function httpBackend(fetcher: typeof fetch, base: string, token: string): Backend {
+  return {
+    transport: "http",
+    async call(command, args) {
+      let response: Response;
+      try {
+        response = await fetcher(`${base}/api/${command}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-a2-token": token },
+          body: JSON.stringify(args),
+        });
+      } catch (error) {
+        const failure: ApiError = { code: "TRANSPORT", message: `the Studio server did not answer: ${String(error)}`, retryable: true };
+        throw failure;
+      }
+      let body: unknown;
+      try {
+        body = await response.json();
+      } catch {
+        const failure: ApiError = {
+          code: "TRANSPORT",
+          message: `the Studio server answered HTTP ${response.status} without JSON`,
+          retryable: true,
+        };
+        throw failure;
+      }
+      if (response.ok) return body;
+      throw body;
+    },
   };
 }
 
@@ -68,26 +76,13 @@ export function dropTokenFromAddress(host: Pick<Window, "location" | "history">)
   host.history.replaceState(host.history.state, "", address.pathname + address.search + address.hash);
 }
 
-let installed: Transport = "tauri";
+type Host = Pick<Window, "location" | "history" | "sessionStorage" | "fetch">;
 
-/** The transport chosen at start: a dialog that words things for the web mode asks. */
-export function currentTransport(): Transport {
-  return installed;
-}
-
-/** Choose the transport at start; in a browser, route `invoke` over HTTP. */
-export function installTransport(host: Host & Window): Transport {
-  const transport = detectTransport(host);
-  installed = transport;
-  if (transport === "http") {
-    const token = tokenFrom(host.location.search, host.sessionStorage);
-    // Read once: out of the address bar, history and any link copied from it.
-    dropTokenFromAddress(host);
-    let next = 1;
-    host.__TAURI_INTERNALS__ = {
-      invoke: httpInvoke(host.fetch.bind(host), host.location.origin, token),
-      transformCallback: () => next++,
-    };
-  }
-  return transport;
+/** The backend for where the UI runs: Tauri's IPC inside the app, else HTTP to the server that served the page. */
+export function chooseBackend(host: Host, inTauri: () => boolean = isTauri): Backend {
+  if (inTauri()) return tauriBackend();
+  const token = tokenFrom(host.location.search, host.sessionStorage);
+  // Read once: out of the address bar, history and any link copied from it.
+  dropTokenFromAddress(host);
+  return httpBackend(host.fetch.bind(host), host.location.origin, token);
 }

@@ -5,6 +5,8 @@
 //! - `studio`: the desktop app on the embedded SQLite dev store, seeded with the demo when new.
 //! - `bench`: throughput and read-latency figures from an optimised build.
 //! - `bundle`: the `.deb` and `.rpm` (`--debug`: of the debug build, as the test makes them).
+//! - `screenshots`: `test`, with the end-to-end tests rewriting `docs/screenshots/`
+//!   (a plain `test` writes its screenshots to a scratch directory and leaves the checkout clean).
 //!
 //! Each installs what it needs: Debian packages (as root, else it prints the
 //! command), the UI's npm packages, and a throwaway Postgres when none is reachable.
@@ -18,12 +20,13 @@ mod setup;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("test") => test(&args[1..]),
+        Some("test") => test(&args[1..], false),
+        Some("screenshots") => test(&args[1..], true),
         Some("studio") => studio(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("bundle") => bundle::bundle(args[1..].iter().any(|a| a == "--debug"), true).map(|_| ()),
         _ => {
-            eprintln!("usage: cargo xtask <test|studio|bench|bundle> [args]");
+            eprintln!("usage: cargo xtask <test|studio|bench|bundle|screenshots> [args]");
             return ExitCode::from(2);
         }
     };
@@ -53,7 +56,7 @@ fn run(mut command: Command) -> Result<(), String> {
 /// Every test in the workspace, with a Postgres server found or started for
 /// the stores that need one, the UI built first (the app embeds it), and a
 /// virtual display for the desktop end-to-end.
-fn test(extra: &[String]) -> Result<(), String> {
+fn test(extra: &[String], screenshots: bool) -> Result<(), String> {
     setup::system_packages()?;
     setup::build_ui()?;
     setup::test_ui()?;
@@ -76,6 +79,9 @@ fn test(extra: &[String]) -> Result<(), String> {
     command.env("DISPLAY", &display.name);
     // The browser and desktop end-to-end must run here, not skip.
     command.env("A2_E2E_REQUIRED", "1");
+    if screenshots {
+        command.env("A2_SCREENSHOTS", "1");
+    }
     let result = run(command);
     drop(display);
     drop(database);

@@ -114,7 +114,9 @@ pub fn bench_peers() -> Result<(), String> {
     npm_ci("bench/peers")
 }
 
+/// The UI's lint (zero warnings) and its Vitest tests, unit and component.
 pub fn test_ui() -> Result<(), String> {
+    run(npm(&["run", "lint"]))?;
     run(npm(&["test"]))
 }
 

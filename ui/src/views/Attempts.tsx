@@ -3,12 +3,14 @@
 // dead-letter detail and the timeline.
 import { useState } from "react";
 import { useQuery } from "@tanstack/react-query";
-import { commands, type Attempt } from "../bindings";
+import type { Attempt } from "../bindings";
+import { commands } from "../commands";
 import { unwrap } from "../api";
 import { formatTime } from "../format";
 import { formatDuration } from "../timeline";
 import { CopyButton, ErrorBox, Empty } from "../ui";
 import { keys } from "../keys";
+import { href } from "../route";
 
 export const OUTCOME_CLASS: Record<Attempt["outcome"], string> = {
   completed: "ok",
@@ -84,11 +86,11 @@ export function AttemptDetail({ contract, session, attempt }: { contract: string
   // The events it appended come after its trigger: find their indexes among the next events.
   const appended = useQuery({
     enabled: attempt.appended.length > 0,
-    queryKey: ["appended", contract, session, attempt.index, attempt.appended],
+    queryKey: keys.appended(contract, session, attempt.index, attempt.appended),
     queryFn: () => unwrap(commands.eventList({ contract, session, after: attempt.index, before: null, newest_first: false, limit: 500 })),
   });
   const at = new Map(appended.data?.map((e) => [e.id, e.index]));
-  const events = (index: number) => `#/session/${encodeURIComponent(contract)}/${encodeURIComponent(session)}/events?index=${index}`;
+  const events = (index: number) => href({ view: "session", contract, session, tab: "events", index });
   return (
     <dl className="facts" data-testid="attempt-detail">
       <dt>Head</dt>

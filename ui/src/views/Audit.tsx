@@ -1,6 +1,6 @@
 // The audit log: every action taken through the Studio, the CLI or the API.
 import { useInfiniteQuery } from "@tanstack/react-query";
-import { commands } from "../bindings";
+import { commands } from "../commands";
 import { unwrap } from "../api";
 import { formatTime } from "../format";
 import { ErrorBox, Empty } from "../ui";

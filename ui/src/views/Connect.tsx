@@ -5,12 +5,14 @@
 // confirms the database, host and server it will write to. Passwords go to
 // the driver and the OS keychain, never into a URL or the profile file.
 import { useState } from "react";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { commands, type ConnectionInfo, type ConnectionOpen } from "../bindings";
+import { useMutation, useQuery } from "@tanstack/react-query";
+import type { ConnectionInfo, ConnectionOpen } from "../bindings";
+import { commands } from "../commands";
 import { unwrap } from "../api";
 import { ErrorBox } from "../ui";
 import type { Transport } from "../transport";
 import { keys } from "../keys";
+import { useRefreshAfter } from "../live";
 
 async function pickSqliteFile(): Promise<string | null> {
   const { open } = await import("@tauri-apps/plugin-dialog");
@@ -23,7 +25,7 @@ async function pickSqliteFile(): Promise<string | null> {
 }
 
 export function Connect({ transport, onConnected }: { transport: Transport; onConnected: (info: ConnectionInfo) => void }) {
-  const client = useQueryClient();
+  const refreshAfter = useRefreshAfter();
   const profiles = useQuery({ queryKey: keys.profiles(), queryFn: () => unwrap(commands.profileList({})) });
   const [kind, setKind] = useState<"sqlite" | "postgres">("sqlite");
   const [path, setPath] = useState(".a2/dev.sqlite");
@@ -43,10 +45,7 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
   const locked = defaults.data?.locked ?? false;
   const effectiveReadOnly = locked || (readOnly ?? defaults.data?.read_only ?? true);
 
-  const finish = (info: ConnectionInfo) => {
-    client.clear();
-    onConnected(info);
-  };
+  const finish = (info: ConnectionInfo) => onConnected(info);
   /** `wantWrite`: the person asked to write to a Postgres; it opens read-only, then they confirm by name. */
   const open = useMutation({
     mutationFn: ({ request }: { request: ConnectionOpen; wantWrite: boolean }) => unwrap(commands.connectionOpen(request)),
@@ -79,11 +78,11 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
   const save = useMutation({
     mutationFn: () =>
       unwrap(commands.profileSave({ name: profileName.trim(), url, password: password || null, read_only: effectiveReadOnly })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: keys.profiles() }),
+    onSuccess: () => refreshAfter("profiles"),
   });
   const remove = useMutation({
     mutationFn: (name: string) => unwrap(commands.profileDelete({ name })),
-    onSuccess: () => void client.invalidateQueries({ queryKey: keys.profiles() }),
+    onSuccess: () => refreshAfter("profiles"),
   });
 
   return (

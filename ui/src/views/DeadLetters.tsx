@@ -2,8 +2,9 @@
 // several and redrive them, or redrive everything matching as a job with
 // progress, a stop-at count and cancel.
 import { Fragment, useEffect, useState } from "react";
-import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
-import { commands, type DeadLetter, type DeadLetterGroup, type HeadKey, type JobView, type RedriveAction } from "../bindings";
+import { useInfiniteQuery, useQuery } from "@tanstack/react-query";
+import type { DeadLetter, DeadLetterGroup, HeadKey, JobView, RedriveAction } from "../bindings";
+import { commands } from "../commands";
 import { AttemptList, ErrorText } from "./Attempts";
 import { JsonView } from "../json";
 import { unwrap } from "../api";
@@ -12,13 +13,14 @@ import { gate, type Gate } from "../gate";
 import { RedriveDialog, type Target } from "../actions";
 import { ActionButton, ConfirmDialog, ErrorBox, Empty, GateNote, useConnection } from "../ui";
 import { keys } from "../keys";
+import { useCloseAfter } from "../live";
+import { href } from "../route";
 
 const PAGE = 100;
 const keyOf = (d: DeadLetter) => `${d.contract}/${d.session}/${d.consumer}/${d.lane ?? ""}/${d.index}`;
 const target = (d: DeadLetter): Target => ({ contract: d.contract, session: d.session, consumer: d.consumer, index: d.index });
 
 export function DeadLetterTable({ contract, session }: { contract?: string; session?: string }) {
-  const client = useQueryClient();
   const connection = useConnection();
   const redriveGate = gate(connection, "redrive");
   const [consumer, setConsumer] = useState("");
@@ -46,10 +48,7 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
     setDialog(null);
     setBulk(null);
     setGroupRedrive(null);
-    if (changed) {
-      setPicked(new Set());
-      void client.invalidateQueries();
-    }
+    if (changed) setPicked(new Set());
   };
   return (
     <div>
@@ -152,7 +151,7 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
                   </td>
                   {!session && (
                     <td>
-                      <a href={`#/session/${encodeURIComponent(d.contract)}/${encodeURIComponent(d.session)}/dead-letters`}>
+                      <a href={href({ view: "session", contract: d.contract, session: d.session, tab: "dead-letters" })}>
                         {d.contract}/{d.session}
                       </a>
                     </td>
@@ -162,7 +161,7 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
                     {d.lane ? <span className="muted">[{d.lane}]</span> : null}
                   </td>
                   <td className="num">
-                    <a href={`#/session/${encodeURIComponent(d.contract)}/${encodeURIComponent(d.session)}/events?index=${d.index}`}>{d.index}</a>
+                    <a href={href({ view: "session", contract: d.contract, session: d.session, tab: "events", index: d.index })}>{d.index}</a>
                   </td>
                   <td>{d.type}</td>
                   <td className="num">{d.failure_count}</td>
@@ -274,7 +273,7 @@ function Groups(props: {
 /** A dead letter opened: its event's payload, its whole last error, and its attempt history. */
 function DeadLetterDetail({ letter: d }: { letter: DeadLetter }) {
   const event = useQuery({
-    queryKey: ["dead-letter-event", d.contract, d.session, d.index],
+    queryKey: keys.deadLetterEvent(d.contract, d.session, d.index),
     queryFn: () => unwrap(commands.eventList({ contract: d.contract, session: d.session, after: d.index - 1, before: d.index + 1, newest_first: false, limit: 1 })),
   });
   const payload = event.data?.[0]?.payload;
@@ -301,7 +300,8 @@ function DeadLetterDetail({ letter: d }: { letter: DeadLetter }) {
 }
 
 function BulkRedrive(props: { action: RedriveAction; contract?: string; consumer?: string; cause?: string; onClose: (changed: boolean) => void }) {
-  const { action, contract, consumer, cause, onClose } = props;
+  const { action, contract, consumer, cause } = props;
+  const onClose = useCloseAfter("redrive", props.onClose);
   const [stopAt, setStopAt] = useState("");
   const [rate, setRate] = useState("");
   const [job, setJob] = useState<JobView | null>(null);

@@ -1,13 +1,14 @@
 // A session's events, virtualised: only the rows on screen exist, and
 // their pages (200 events) are fetched as they scroll into view, so a
 // 1M-event session scrolls as smoothly as a short one.
-import { useEffect, useMemo, useRef, useState } from "react";
+import { useEffect, useEffectEvent, useMemo, useRef, useState } from "react";
 import { useQueries } from "@tanstack/react-query";
 import { useVirtualizer } from "@tanstack/react-virtual";
-import { commands, type EventFilterView, type EventView, type SessionSummary } from "../bindings";
+import type { EventFilterView, EventView, SessionSummary } from "../bindings";
+import { commands } from "../commands";
 import { unwrap } from "../api";
 import { formatTime } from "../format";
-import { go } from "../route";
+import { href } from "../route";
 import { JsonView } from "../json";
 import { CopyButton, ErrorBox, Empty } from "../ui";
 import { keys } from "../keys";
@@ -19,6 +20,9 @@ export function Events({ summary, focus }: { summary: SessionSummary; focus?: nu
   const first = summary.clear_index + 1;
   const count = Math.max(0, summary.head - summary.clear_index);
   const scroller = useRef<HTMLDivElement>(null);
+  // TanStack Virtual hands back functions whose results change without their identity changing, which the
+  // React Compiler cannot memoise; this app does not run the compiler, and re-reads them every render.
+  // eslint-disable-next-line react-hooks/incompatible-library -- justified above: no React Compiler in this app
   const virtual = useVirtualizer({ count, getScrollElement: () => scroller.current, estimateSize: () => ROW, overscan: 20 });
   const items = virtual.getVirtualItems();
   const pages = useMemo(() => {
@@ -53,10 +57,12 @@ export function Events({ summary, focus }: { summary: SessionSummary; focus?: nu
     setSelected(index);
     virtual.scrollToIndex(index - first, { align: "center" });
   };
+  // A route that names an index opens on it, once the list has rows to scroll.
+  const scrollToFocus = useEffectEvent((index: number) => scrollTo(index));
+  const hasRows = count > 0;
   useEffect(() => {
-    if (focus) scrollTo(focus);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [focus, count > 0]);
+    if (focus && hasRows) scrollToFocus(focus);
+  }, [focus, hasRows]);
 
   const chosen = selected !== undefined ? byIndex.get(selected) : undefined;
   const error = results.find((r) => r.error)?.error;
@@ -118,26 +124,14 @@ export function Events({ summary, focus }: { summary: SessionSummary; focus?: nu
               {chosen.cause && (
                 <p>
                   Produced by{" "}
-                  <a
-                    href="#"
-                    onClick={(e) => {
-                      e.preventDefault();
-                      go({ view: "session", contract: summary.contract, session: summary.session, tab: "consumers" });
-                    }}
-                  >
+                  <a href={href({ view: "session", contract: summary.contract, session: summary.session, tab: "consumers" })}>
                     {chosen.cause.consumer}
                     {chosen.cause.lane ? `[${chosen.cause.lane}]` : ""}
                   </a>{" "}
                   handling{" "}
-                  <a
-                    href="#"
-                    onClick={(e) => {
-                      e.preventDefault();
-                      if (chosen.cause) scrollTo(chosen.cause.index);
-                    }}
-                  >
+                  <button type="button" className="link" onClick={() => chosen.cause && scrollTo(chosen.cause.index)}>
                     event #{chosen.cause.index}
-                  </a>{" "}
+                  </button>{" "}
                   (attempt {chosen.cause.attempt})
                 </p>
               )}

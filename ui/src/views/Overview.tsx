@@ -2,37 +2,25 @@
 // letters, each consumer's lag over time (sampled while the app is open), and
 // its completions and failures per minute over the last hour.
 import { useEffect, useState } from "react";
-import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { commands, type PausedConsumer, type TotalsSnapshot } from "../bindings";
+import { useQuery } from "@tanstack/react-query";
+import type { PausedConsumer } from "../bindings";
+import { commands } from "../commands";
 import { PauseDialog } from "../actions";
 import { gate } from "../gate";
 import { unwrap } from "../api";
 import { formatAge, formatCount } from "../format";
-import { go } from "../route";
+import { go, href } from "../route";
 import { ActionButton, ErrorBox, Empty, useConnection } from "../ui";
 import { keys } from "../keys";
-
-type Sample = { at: number; lag: number };
+import { useLagHistory, useLagSeries, type LagHistory } from "../lagHistory";
 
 /** Kept totals older than this are recomputed (on a replica, which cannot, they are shown as stale). */
 const KEPT_FOR_MS = 5_000;
-const history = new Map<string, Sample[]>();
-const KEPT = 240;
-
-function record(snapshot: TotalsSnapshot) {
-  for (const t of snapshot.totals) {
-    const key = `${t.contract}/${t.consumer}`;
-    const samples = history.get(key) ?? [];
-    if (samples.at(-1)?.at !== snapshot.computed_at) samples.push({ at: snapshot.computed_at, lag: t.total_lag });
-    if (samples.length > KEPT) samples.shift();
-    history.set(key, samples);
-  }
-}
 
 const COLOURS = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777"];
 
-function LagChart() {
-  const series = [...history.entries()];
+function LagChart({ history }: { history: LagHistory }) {
+  const series = [...useLagSeries(history).entries()];
   const all = series.flatMap(([, s]) => s);
   if (all.length < 2) return <Empty>Lag over time appears here as samples come in (every few seconds).</Empty>;
   const t0 = Math.min(...all.map((s) => s.at));
@@ -71,14 +59,14 @@ function LagChart() {
   );
 }
 
-/** Running, or who paused it, when and why; with the button that flips it. */
-function ConsumerState({ paused, onToggle }: { paused: PausedConsumer | null; onToggle: () => void }) {
+/** Running, or who paused it, when (as of `readAt`, when the pauses were read) and why; with the button that flips it. */
+function ConsumerState({ paused, readAt, onToggle }: { paused: PausedConsumer | null; readAt: number; onToggle: () => void }) {
   const connection = useConnection();
   return (
     <td data-testid="consumer-state">
       {paused ? (
         <span className="warn" data-testid="paused-note">
-          paused by {paused.actor} {formatAge(Date.now() - paused.paused_at)} ago: {paused.reason}
+          paused by {paused.actor} {formatAge(readAt - paused.paused_at)} ago: {paused.reason}
         </span>
       ) : (
         <span className="muted">running</span>
@@ -96,24 +84,20 @@ export function Overview() {
   const totals = useQuery({
     queryKey: keys.consumerOverview(),
     queryFn: () => unwrap(commands.consumerOverview({ contract: null, max_age_ms: KEPT_FOR_MS })),
-    refetchInterval: 5_000,
   });
   const pauses = useQuery({
     queryKey: keys.pauses(),
     queryFn: () => unwrap(commands.consumerPauseList({ contract: null })),
-    refetchInterval: 5_000,
   });
-  const queryClient = useQueryClient();
   const [pausing, setPausing] = useState<{ contract: string; consumer: string; paused: PausedConsumer | null } | null>(null);
   const pausedOf = (contract: string, consumer: string) =>
     pauses.data?.find((p) => p.contract === contract && p.consumer === consumer) ?? null;
-  const [, redraw] = useState(0);
+  // Ages are as of the read (re-read every few seconds), so rendering stays pure.
+  const totalsAge = totals.data ? totals.dataUpdatedAt - totals.data.computed_at : 0;
+  const lagHistory = useLagHistory();
   useEffect(() => {
-    if (totals.data) {
-      record(totals.data);
-      redraw((n) => n + 1);
-    }
-  }, [totals.data]);
+    if (totals.data) lagHistory.record(totals.data);
+  }, [totals.data, lagHistory]);
 
   return (
     <div className="page">
@@ -125,7 +109,7 @@ export function Overview() {
         <ul className="chips">
           {contracts.data?.map((c) => (
             <li key={c}>
-              <a href={`#/sessions/${encodeURIComponent(c)}`}>{c}</a>
+              <a href={href({ view: "sessions", contract: c })}>{c}</a>
             </li>
           ))}
         </ul>
@@ -133,8 +117,8 @@ export function Overview() {
       <section className="card">
         <h2>
           Consumers{" "}
-          {totals.data && <small className="muted">computed {formatAge(Date.now() - totals.data.computed_at)} ago</small>}
-          {totals.data && connection?.replica && Date.now() - totals.data.computed_at > KEPT_FOR_MS && (
+          {totals.data && <small className="muted">computed {formatAge(totalsAge)} ago</small>}
+          {totals.data && connection?.replica && totalsAge > KEPT_FOR_MS && (
             <small className="warn" data-testid="totals-stale">
               {" "}
               stale: as the primary last refreshed them (a replica cannot refresh them)
@@ -163,10 +147,11 @@ export function Overview() {
                 <td className="num">{formatCount(t.lagging_sessions)}</td>
                 <td className="num" data-testid="total-lag" data-lag={t.total_lag}>{formatCount(t.total_lag)}</td>
                 <td className="num">
-                  {t.dead_letters > 0 ? <a href="#/dead-letters" className="bad">{formatCount(t.dead_letters)}</a> : 0}
+                  {t.dead_letters > 0 ? <a href={href({ view: "dead-letters" })} className="bad">{formatCount(t.dead_letters)}</a> : 0}
                 </td>
                 <ConsumerState
                   paused={pausedOf(t.contract, t.consumer)}
+                  readAt={pauses.dataUpdatedAt}
                   onToggle={() => setPausing({ contract: t.contract, consumer: t.consumer, paused: pausedOf(t.contract, t.consumer) })}
                 />
               </tr>
@@ -177,19 +162,13 @@ export function Overview() {
       {pausing && (
         <PauseDialog
           {...pausing}
-          onClose={(changed) => {
-            setPausing(null);
-            if (changed) {
-              void queryClient.invalidateQueries({ queryKey: keys.pauses() });
-              void queryClient.invalidateQueries({ queryKey: keys.consumerOverview() });
-            }
-          }}
+          onClose={() => setPausing(null)}
         />
       )}
       <div className="charts">
         <section className="card">
           <h2>Lag over time</h2>
-          <LagChart />
+          <LagChart history={lagHistory} />
         </section>
         <section className="card">
           <h2>Throughput, the last hour</h2>

@@ -1,9 +1,10 @@
 // Search a contract's sessions by what their events hold: a payload JSON
 // containment, a type, an id. The Studio answers a chunk of sessions a call;
 // this view walks the calls, shows how far it got, and stops when told.
-import { useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useRef, useState, type RefObject } from "react";
 import { useQuery } from "@tanstack/react-query";
-import { commands, type SearchHit, type SearchPage } from "../bindings";
+import type { SearchHit, SearchPage } from "../bindings";
+import { commands } from "../commands";
 import { unwrap } from "../api";
 import { formatCount, formatTime } from "../format";
 import { go, href } from "../route";
@@ -11,52 +12,93 @@ import { ErrorBox, Empty } from "../ui";
 import { keys } from "../keys";
 
 type Progress = { scanned: number; total: number; running: boolean; done: boolean };
+type Criteria = { contract: string; payload: string; type: string; id: string };
+/** A walk over the sessions: `stopped` by the Stop button (it says so), `cancelled` when another starts or the view goes. */
+type Walk = { stopped: boolean; cancelled: boolean };
 
-export function Search(props: { contract: string; payload: string; type: string; id: string }) {
+/** The search's pages, a chunk of sessions a call, until the contract's end. */
+async function* searchPages(criteria: Criteria): AsyncGenerator<SearchPage> {
+  let after: string | null = null;
+  do {
+    const page: SearchPage = await unwrap(
+      commands.sessionSearch({
+        contract: criteria.contract,
+        payload: criteria.payload || null,
+        event_type: criteria.type || null,
+        event_id: criteria.id || null,
+        after,
+        scan: null,
+      }),
+    );
+    yield page;
+    after = page.scanned_through;
+  } while (after !== null);
+}
+
+/** Start a walk, cancelling any under way. */
+function begin(current: RefObject<Walk>): Walk {
+  current.current.cancelled = true;
+  current.current = { stopped: false, cancelled: false };
+  return current.current;
+}
+
+const IDLE: Progress = { scanned: 0, total: 0, running: false, done: false };
+
+export function Search(props: Criteria) {
   const contracts = useQuery({ queryKey: keys.contracts(), queryFn: () => unwrap(commands.contractList({})) });
   const [contract, setContract] = useState(props.contract);
   const [payload, setPayload] = useState(props.payload);
   const [type, setType] = useState(props.type);
   const [id, setId] = useState(props.id);
   const [hits, setHits] = useState<SearchHit[]>([]);
-  const [progress, setProgress] = useState<Progress>({ scanned: 0, total: 0, running: false, done: false });
+  const [progress, setProgress] = useState<Progress>(IDLE);
   const [error, setError] = useState<unknown>(null);
-  const stop = useRef(false);
+  const current = useRef<Walk>({ stopped: false, cancelled: false });
   const chosen = contract || (contracts.data?.length === 1 ? contracts.data[0] : "");
 
-  const run = async (target: string) => {
-    stop.current = false;
-    setHits([]);
-    setError(null);
-    setProgress({ scanned: 0, total: 0, running: true, done: false });
-    let after: string | null = null;
+  /** Walk the search's pages into the view; its first page replaces what an earlier search showed. */
+  const walk = useCallback(async (criteria: Criteria, walk: Walk) => {
     let scanned = 0;
     let total = 0;
+    let first = true;
     try {
-      do {
-        const page: SearchPage = await unwrap(
-          commands.sessionSearch({ contract: target, payload: payload || null, event_type: type || null, event_id: id || null, after, scan: null }),
-        );
+      for await (const page of searchPages(criteria)) {
+        if (walk.cancelled) return;
         total = page.total ?? total;
         scanned += page.scanned;
-        after = page.scanned_through;
-        setHits((h) => [...h, ...page.found]);
-        setProgress({ scanned, total, running: after !== null && !stop.current, done: after === null });
-      } while (after !== null && !stop.current);
+        const found = page.found;
+        const fresh = first;
+        first = false;
+        setHits((h) => (fresh ? found : [...h, ...found]));
+        const done = page.scanned_through === null;
+        setProgress({ scanned, total, running: !done && !walk.stopped, done });
+        if (walk.stopped) return;
+      }
     } catch (e) {
+      if (walk.cancelled) return;
       setError(e);
       setProgress((p) => ({ ...p, running: false }));
     }
+  }, []);
+
+  const run = (target: string) => {
+    const started = begin(current);
+    setHits([]);
+    setError(null);
+    setProgress({ ...IDLE, running: true });
+    void walk({ contract: target, payload, type, id }, started);
   };
 
-  // A search named in the address (from the palette or a link) starts at once.
+  // A search named in the address (from the palette or a link) starts at once, in the contract chosen.
+  const named = Boolean(props.payload || props.type || props.id);
   useEffect(() => {
-    if (chosen && (props.payload || props.type || props.id)) void run(chosen);
+    if (!chosen || !named) return;
+    const started = begin(current);
+    void walk({ contract: chosen, payload: props.payload, type: props.type, id: props.id }, started);
     return () => {
-      stop.current = true;
+      started.cancelled = true;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [chosen]);
+  }, [chosen, named, props.payload, props.type, props.id, walk]);
 
   const submit = () => go({ view: "search", contract: chosen, payload, type, id });
   const pct = progress.total ? Math.min(100, (progress.scanned / progress.total) * 100) : 0;
@@ -67,7 +109,7 @@ export function Search(props: { contract: string; payload: string; type: string;
         className="card filters"
         onSubmit={(e) => {
           e.preventDefault();
-          if (href({ view: "search", contract: chosen, payload, type, id }) === window.location.hash) void run(chosen);
+          if (href({ view: "search", contract: chosen, payload, type, id }) === window.location.hash) run(chosen);
           else submit();
         }}
       >
@@ -96,7 +138,7 @@ export function Search(props: { contract: string; payload: string; type: string;
           Search
         </button>
         {progress.running && (
-          <button type="button" onClick={() => (stop.current = true)} data-testid="search-stop">
+          <button type="button" onClick={() => (current.current.stopped = true)} data-testid="search-stop">
             Stop
           </button>
         )}

@@ -1,8 +1,9 @@
 // One session: its summary and actions, and tabs for events, consumer
 // heads, dead letters and snapshots. The tab is part of the route.
 import { Fragment, useState } from "react";
-import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { commands, type HeadView, type SessionSummary } from "../bindings";
+import { useQuery } from "@tanstack/react-query";
+import type { HeadView, SessionSummary } from "../bindings";
+import { commands } from "../commands";
 import { unwrap } from "../api";
 import { formatAge, formatBytes, formatLag, formatRelative, formatTime } from "../format";
 import { gate } from "../gate";
@@ -25,7 +26,6 @@ const TABS: [SessionTab, string][] = [
 ];
 
 export function Session({ contract, session, tab, index }: { contract: string; session: string; tab: SessionTab; index?: number }) {
-  const client = useQueryClient();
   const connection = useConnection();
   const summary = useQuery({ queryKey: keys.session(contract, session), queryFn: () => unwrap(commands.sessionGet({ contract, session })) });
   const [clearing, setClearing] = useState(false);
@@ -35,7 +35,7 @@ export function Session({ contract, session, tab, index }: { contract: string; s
   return (
     <div className="page">
       <h1>
-        <a href={`#/sessions/${encodeURIComponent(contract)}`}>{contract}</a> / {session} <CopyButton text={session} label="Copy id" />
+        <a href={href({ view: "sessions", contract })}>{contract}</a> / {session} <CopyButton text={session} label="Copy id" />
       </h1>
       <ErrorBox error={summary.error} />
       {s && (
@@ -74,10 +74,7 @@ export function Session({ contract, session, tab, index }: { contract: string; s
           contract={contract}
           session={session}
           head={s.head}
-          onClose={(changed) => {
-            setClearing(false);
-            if (changed) void client.invalidateQueries();
-          }}
+          onClose={() => setClearing(false)}
         />
       )}
     </div>
@@ -86,17 +83,16 @@ export function Session({ contract, session, tab, index }: { contract: string; s
 
 function Heads({ summary }: { summary: SessionSummary }) {
   const { contract, session } = summary;
-  const client = useQueryClient();
   const connection = useConnection();
   const heads = useQuery({ queryKey: keys.heads(contract, session), queryFn: () => unwrap(commands.headList({ contract, session })) });
   const [consume, setConsume] = useState<HeadView | null>(null);
   const [redrive, setRedrive] = useState<{ head: HeadView; action: "retry" | "skip" } | null>(null);
   const [opened, setOpened] = useState<string | null>(null);
-  const now = Date.now();
-  const done = (changed: boolean) => {
+  // Leases and retries are told relative to when the heads were read.
+  const now = heads.dataUpdatedAt;
+  const done = () => {
     setConsume(null);
     setRedrive(null);
-    if (changed) void client.invalidateQueries();
   };
   return (
     <>

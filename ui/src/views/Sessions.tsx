@@ -2,10 +2,11 @@
 // "50+" while more pages remain, never a slow exact count.
 import { useState } from "react";
 import { useInfiniteQuery } from "@tanstack/react-query";
-import { commands, type SessionSort } from "../bindings";
+import type { SessionSort } from "../bindings";
+import { commands } from "../commands";
 import { unwrap } from "../api";
 import { formatCount, formatLag, formatTime } from "../format";
-import { go } from "../route";
+import { go, href } from "../route";
 import { ErrorBox, Empty } from "../ui";
 import { keys } from "../keys";
 
@@ -78,7 +79,7 @@ export function Sessions({ contract }: { contract: string }) {
             return (
               <tr key={s.session} className="clickable" tabIndex={0} onClick={open} onKeyDown={(e) => e.key === "Enter" && open()}>
                 <td>
-                  <a href={`#/session/${encodeURIComponent(contract)}/${encodeURIComponent(s.session)}/events`}>{s.session}</a>
+                  <a href={href({ view: "session", contract, session: s.session, tab: "events" })}>{s.session}</a>
                 </td>
                 <td className="num">{s.head}</td>
                 <td className="num">{s.clear_index || "—"}</td>

@@ -3,7 +3,8 @@
 // appended events. The wheel zooms about the pointer, a drag pans, hovering
 // tells the attempt, a click opens it. Only the bars in view are drawn.
 import { useEffect, useMemo, useRef, useState } from "react";
-import { commands, type Attempt, type AttemptKey, type AttemptPage } from "../bindings";
+import type { Attempt, AttemptKey, AttemptPage } from "../bindings";
+import { commands } from "../commands";
 import { unwrap } from "../api";
 import { formatTime } from "../format";
 import { barRect, fit, formatDuration, layout, pan, ticks, toX, visibleBars, zoom, type Bar, type View } from "../timeline";
@@ -18,6 +19,7 @@ const PAGE = 500;
 const MAX_ATTEMPTS = 100_000;
 
 type History = { attempts: Attempt[]; done: boolean; truncated: boolean; error: unknown };
+const EMPTY: History = { attempts: [], done: false, truncated: false, error: null };
 
 /**
  * A session's whole attempt history, oldest first, a page of 500 a call; the
@@ -25,10 +27,12 @@ type History = { attempts: Attempt[]; done: boolean; truncated: boolean; error: 
  * pages, so a long history is laid out a few times, not hundreds).
  */
 function useHistory(contract: string, session: string, generation: number): History {
-  const [history, setHistory] = useState<History>({ attempts: [], done: false, truncated: false, error: null });
+  // The history read for one (contract, session, generation); another's reads as empty until its first page.
+  const wanted = JSON.stringify([contract, session, generation]);
+  const [read, setRead] = useState<{ of: string; history: History }>({ of: wanted, history: EMPTY });
   useEffect(() => {
     let cancelled = false;
-    setHistory({ attempts: [], done: false, truncated: false, error: null });
+    const show = (history: History) => setRead({ of: wanted, history });
     void (async () => {
       const attempts: Attempt[] = [];
       let after: AttemptKey | null = null;
@@ -38,19 +42,19 @@ function useHistory(contract: string, session: string, generation: number): Hist
           if (cancelled) return;
           attempts.push(...page.items);
           const done = !page.next || attempts.length >= MAX_ATTEMPTS;
-          if (pages === 1 || done || pages % 20 === 0) setHistory({ attempts: [...attempts], done, truncated: done && page.next !== null, error: null });
+          if (pages === 1 || done || pages % 20 === 0) show({ attempts: [...attempts], done, truncated: done && page.next !== null, error: null });
           if (done) return;
           after = page.next;
         }
       } catch (error) {
-        if (!cancelled) setHistory({ attempts: [...attempts], done: true, truncated: false, error });
+        if (!cancelled) show({ attempts: [...attempts], done: true, truncated: false, error });
       }
     })();
     return () => {
       cancelled = true;
     };
-  }, [contract, session, generation]);
-  return history;
+  }, [contract, session, generation, wanted]);
+  return read.of === wanted ? read.history : EMPTY;
 }
 
 export function Timeline({ contract, session }: { contract: string; session: string }) {
@@ -67,15 +71,17 @@ export function Timeline({ contract, session }: { contract: string; session: str
   const [picked, setPicked] = useState<Attempt | null>(null);
   const drag = useRef<{ x: number; moved: boolean } | null>(null);
 
+  // The chart's box exists once there are bars: measure it then, and as it resizes.
+  const drawn = l.bars.length > 0;
   useEffect(() => {
     const el = box.current;
-    if (!el) return;
+    if (!drawn || !el) return;
     const measure = () => setWidth(Math.max(el.clientWidth - LABEL_PX, 200));
     measure();
     const observer = new ResizeObserver(measure);
     observer.observe(el);
     return () => observer.disconnect();
-  }, [l.bars.length > 0]);
+  }, [drawn]);
 
   // A new history (or width) fits the whole of it, until the reader moves the view.
   useEffect(() => {
