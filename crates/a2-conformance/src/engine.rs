@@ -14,6 +14,7 @@ use tokio::sync::{Barrier, Notify};
 use crate::StoreFactory;
 
 pub use crate::healing::*;
+pub use crate::permits::*;
 pub use crate::reads::*;
 pub use crate::semantics::*;
 

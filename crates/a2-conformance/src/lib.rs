@@ -12,7 +12,12 @@ use std::sync::Arc;
 
 use a2_store::{Clock, Store};
 
+mod appends;
+mod claims;
+mod clears;
+mod completions;
 pub mod engine;
+mod failures;
 mod faulty;
 mod fidelity;
 mod grouping;
@@ -20,6 +25,7 @@ mod healing;
 mod history;
 mod inspection;
 mod operations;
+mod permits;
 pub mod property;
 mod reads;
 mod semantics;
@@ -147,6 +153,8 @@ macro_rules! conformance_suite {
                     abort_on_sees_other_process,
                     engine_state_snapshots_every_n_and_reports_its_index,
                     engine_history_reads_any_range_of_any_length,
+                    consume_of_a_served_consumer_never_stalls,
+                    lapse_charges_only_started_attempts,
                 );
             }
         }

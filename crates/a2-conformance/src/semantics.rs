@@ -226,8 +226,10 @@ pub async fn a_long_session_is_claimed_in_batches(factory: &dyn StoreFactory, pa
     let seen = seen();
     let par = recorder(Consumer::builder("par").types(["tick"]), "par", &seen);
     let timings = DrainTimings { claim_batch: 16, ..pace.timings() };
+    // Sixteen run permits: a head is leased only with a permit (see `permits`), so
+    // one permit would mean one head a claim, by design.
     let server =
-        server_with(pace, faulty.clone(), vec![par], |b| b.run_in_background(false).max_running(1).timings(timings));
+        server_with(pace, faulty.clone(), vec![par], |b| b.run_in_background(false).max_running(16).timings(timings));
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append((1..=120).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
     let drained = session.drain().await.unwrap_or_else(|e| panic!("{e}"));

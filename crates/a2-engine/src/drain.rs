@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2_store::{Claimed, ClaimedHead, HeadClaim, HeadRef, HeadRenew, HeldHead, Millis, StoreError};
+use tokio::sync::{AcquireError, OwnedSemaphorePermit};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -45,6 +46,37 @@ pub(crate) struct DrainOptions {
     /// a run permit, since the run waiting on them already holds one.
     pub nested: bool,
 }
+
+/// What the next claim may take: a head is leased only when it can start at
+/// once, so no lease waits for a run permit. A lease that waited was charged
+/// as a lapse when its process died, and one waiting behind a run that
+/// consumes it never started (`docs/head-lifecycle.md`, *Permits*).
+enum Grant {
+    /// A nested consume's heads run on the permit of the run that waits on them.
+    Unpermitted(u32),
+    /// As many heads as these permits.
+    Permits(OwnedSemaphorePermit),
+}
+
+impl Grant {
+    fn limit(&self) -> u32 {
+        match self {
+            Self::Unpermitted(limit) => *limit,
+            Self::Permits(permits) => u32::try_from(permits.num_permits()).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The permit for one claimed head.
+    fn take_one(&mut self) -> Option<OwnedSemaphorePermit> {
+        match self {
+            Self::Unpermitted(_) => None,
+            Self::Permits(permits) => permits.split(1),
+        }
+    }
+}
+
+type PermitWait =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<OwnedSemaphorePermit, AcquireError>> + Send>>;
 
 struct Active {
     attempt: u32,
@@ -198,19 +230,27 @@ impl Drain {
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut claim_again = true;
         let mut last = Claimed::default();
+        // Permits the drain waits for before it claims (none were free).
+        let mut waiting: Option<PermitWait> = None;
+        let mut granted: Option<OwnedSemaphorePermit> = None;
         loop {
-            if claim_again && self.claim_error.is_none() {
-                claim_again = false;
-                self.ended_since_claim = false;
-                match self.claim().await {
-                    Ok(claimed) => last = claimed,
-                    Err(error) => {
-                        tracing::warn!(code = error.code(), %error, "a claim failed; the running heads finish first");
-                        self.claim_error = Some(error);
+            if claim_again && self.claim_error.is_none() && waiting.is_none() {
+                match self.reserve(granted.take()) {
+                    Ok(grant) => {
+                        claim_again = false;
+                        self.ended_since_claim = false;
+                        match self.claim(grant).await {
+                            Ok(claimed) => last = claimed,
+                            Err(error) => {
+                                tracing::warn!(code = error.code(), %error, "a claim failed; the running heads finish first");
+                                self.claim_error = Some(error);
+                            }
+                        }
                     }
+                    Err(wait) => waiting = Some(wait),
                 }
             }
-            if self.active.is_empty() {
+            if self.active.is_empty() && waiting.is_none() {
                 if let Some(error) = self.claim_error.take() {
                     return Err(error);
                 }
@@ -222,8 +262,22 @@ impl Drain {
                 return self.finish(&last);
             }
             let lapse_in = self.next_lapse_in();
+            let permits = async {
+                match waiting.as_mut() {
+                    Some(wait) => wait.await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
-                joined = self.tasks.join_next() => {
+                acquired = permits => {
+                    waiting = None;
+                    match acquired {
+                        Ok(permits) => granted = Some(permits),
+                        // The server's permits are gone only when it is: claim nothing more.
+                        Err(_) => claim_again = false,
+                    }
+                }
+                joined = self.tasks.join_next(), if !self.tasks.is_empty() => {
                     let Some(joined) = joined else { continue };
                     match joined {
                         Ok((head, attempt, outcome)) => {
@@ -241,6 +295,7 @@ impl Drain {
                         Err(error) => tracing::error!(%error, "a head's task failed; its lease will lapse"),
                     }
                 }
+                () = self.core.stopping().cancelled() => return Err(self.stop()),
                 _ = heartbeat.tick() => {
                     if !self.renew().await {
                         // Try again soon, spread out so holders that lost the store together do not return together.
@@ -249,6 +304,30 @@ impl Drain {
                 }
                 () = tokio::time::sleep(lapse_in) => self.fence_lapsed(),
             }
+        }
+    }
+
+    /// The server shuts down: give up every running head (its lease lapses,
+    /// and the next holder charges it to the attempt that ran) and say so.
+    fn stop(&mut self) -> A2Error {
+        let heads: Vec<HeadRef> = self.active.keys().cloned().collect();
+        for head in &heads {
+            self.give_up(head);
+        }
+        if !heads.is_empty() {
+            tracing::warn!(
+                a2.session_id = %self.session_id,
+                abandoned = heads.len(),
+                "the server is shutting down: {} running head(s) abandoned, their leases lapse",
+                heads.len()
+            );
+        }
+        A2Error::Cancelled {
+            message: format!(
+                "the server shut down while draining session '{}': {} running head(s) abandoned",
+                self.session_id,
+                heads.len()
+            ),
         }
     }
 
@@ -317,7 +396,7 @@ impl Drain {
         Ok(DrainResult { outcome, retry_at, processed })
     }
 
-    async fn claim(&mut self) -> Result<Claimed, A2Error> {
+    async fn claim(&mut self, mut grant: Grant) -> Result<Claimed, A2Error> {
         let timings = self.core.timings().clone();
         let span = tracing::info_span!(
             "a2.claim",
@@ -336,7 +415,7 @@ impl Drain {
             through: self.through,
             exclude: self.excluded.clone(),
             max_failures: MAX_FAILURES,
-            limit: self.claim_limit(),
+            limit: grant.limit(),
         };
         let limit = params.limit as usize;
         let store = self.core.store().clone();
@@ -367,19 +446,50 @@ impl Drain {
         }
         let expires_at = requested_at + millis(timings.claim_ttl);
         for head in &claimed.heads {
-            self.start(head.clone(), expires_at, claimed.session_head);
+            let permit = grant.take_one();
+            self.start(head.clone(), permit, expires_at, claimed.session_head);
         }
+        // Permits left over (fewer heads than asked for) go back now, with `grant`.
         Ok(claimed)
     }
 
-    /// How many heads the next claim may take: no more than the batch leaves
-    /// room for, and about as many as can start soon (a claimed head's lease is
-    /// already running), but never fewer than [`MIN_CLAIM`] while there is room.
-    fn claim_limit(&self) -> u32 {
+    /// Room in the batch for the next claim: never more heads than
+    /// `claim_batch` at once (at least one, so a claim always looks).
+    fn claim_room(&self) -> u32 {
         let batch = self.core.timings().claim_batch.max(1);
-        let room = batch.saturating_sub(u32::try_from(self.active.len()).unwrap_or(u32::MAX));
-        let startable = u32::try_from(self.core.run_permits().available_permits()).unwrap_or(u32::MAX);
-        room.min(startable.max(MIN_CLAIM)).max(1)
+        batch.saturating_sub(u32::try_from(self.active.len()).unwrap_or(u32::MAX)).max(1)
+    }
+
+    /// The grant for the next claim, or the wait for permits when none can be
+    /// had now. A drain waits for a handful ([`MIN_CLAIM`], or every permit
+    /// there is when fewer) rather than claiming one head at a time when many
+    /// sessions share the permits, and takes more if they are free.
+    fn reserve(&self, granted: Option<OwnedSemaphorePermit>) -> Result<Grant, PermitWait> {
+        let room = self.claim_room();
+        if self.nested {
+            return Ok(Grant::Unpermitted(room));
+        }
+        let permits = self.core.run_permits().clone();
+        let top_up = |mut held: OwnedSemaphorePermit| {
+            let more = room.saturating_sub(u32::try_from(held.num_permits()).unwrap_or(u32::MAX));
+            let free = u32::try_from(permits.available_permits()).unwrap_or(u32::MAX).min(more);
+            if free > 0 {
+                if let Ok(extra) = permits.clone().try_acquire_many_owned(free) {
+                    held.merge(extra);
+                }
+            }
+            held
+        };
+        if let Some(held) = granted {
+            return Ok(Grant::Permits(top_up(held)));
+        }
+        let least = room.min(MIN_CLAIM).min(self.core.max_running()).max(1);
+        if u32::try_from(permits.available_permits()).unwrap_or(u32::MAX) >= least {
+            if let Ok(held) = permits.clone().try_acquire_many_owned(least) {
+                return Ok(Grant::Permits(top_up(held)));
+            }
+        }
+        Err(Box::pin(permits.acquire_many_owned(least)))
     }
 
     fn report_exhausted(&self, head: &ClaimedHead, session_head: u64) {
@@ -388,7 +498,13 @@ impl Drain {
         tracing::warn!(parent: &span, consumer = %head.head.consumer, index = head.head.index, "dead-lettered on takeover: its lapsed attempts used up the budget");
     }
 
-    fn start(&mut self, claimed: ClaimedHead, expires_at: Millis, session_head: u64) {
+    fn start(
+        &mut self,
+        claimed: ClaimedHead,
+        permit: Option<OwnedSemaphorePermit>,
+        expires_at: Millis,
+        session_head: u64,
+    ) {
         let Some(consumer) = self.consumers.iter().find(|c| c.name() == claimed.head.consumer).cloned() else {
             return;
         };
@@ -400,12 +516,8 @@ impl Drain {
         let cancel = CancellationToken::new();
         let completing = Arc::new(AtomicBool::new(false));
         let attempt = claimed.attempt;
-        let fence = Fence {
-            cancel: cancel.clone(),
-            completing: completing.clone(),
-            settle: self.settle.clone(),
-            nested: self.nested,
-        };
+        let fence =
+            Fence { cancel: cancel.clone(), completing: completing.clone(), settle: self.settle.clone(), permit };
         let task = run_head(self.core.clone(), consumer, claimed, self.session_id.to_owned(), fence, session_head);
         let task_head = head.clone();
         let abort = self.tasks.spawn(async move { (task_head, attempt, task.await) });

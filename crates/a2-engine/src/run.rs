@@ -9,6 +9,7 @@ use a2_store::{
     Cause, ClaimedHead, CompleteOutcome, FailOutcome, HeadComplete, HeadCompleteMany, HeadFail, HeldHead, Millis,
     StoreError,
 };
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -60,8 +61,10 @@ pub(crate) struct Fence {
     pub cancel: CancellationToken,
     pub completing: Arc<AtomicBool>,
     pub settle: SettleQueue,
-    /// Run without a permit: a run waiting in `consume` holds one for it.
-    pub nested: bool,
+    /// The run permit the drain reserved for this head before it leased it,
+    /// held until the outcome is written; `None` for a nested consume's
+    /// heads, whose waiting run holds one for them.
+    pub permit: Option<OwnedSemaphorePermit>,
 }
 
 type SettleReply = tokio::sync::oneshot::Sender<Result<bool, StoreError>>;
@@ -124,17 +127,8 @@ async fn run_and_settle(
     session_id: &str,
     fence: Fence,
 ) -> HeadOutcome {
-    // Waits while the server runs as many heads as it may; the lease is renewed meanwhile.
-    // A nested consume's heads skip the queue: the runs waiting on them hold permits already,
-    // and enough of those would leave none for the heads they wait on.
-    let _running = if fence.nested {
-        None
-    } else {
-        match core.run_permits().clone().acquire_owned().await {
-            Ok(permit) => Some(permit),
-            Err(_) => return HeadOutcome::Superseded,
-        }
-    };
+    // Held until the outcome is written: the drain leased this head only once it had the permit.
+    let _running = fence.permit;
     let run_token = fence.cancel.child_token();
     let watched = AbortWatch {
         store: core.store().clone(),

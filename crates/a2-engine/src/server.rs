@@ -134,7 +134,9 @@ impl Server {
         Ok(Session { core: self.core.clone(), background: self.background.clone(), id: id.to_owned() })
     }
 
-    /// Stop background drains; running heads are abandoned and their leases lapse.
+    /// Stop every drain of this server, in the background or not: none claims
+    /// again, running heads are abandoned (each drain logs how many) and
+    /// their leases lapse, to be charged to the attempts that ran.
     pub fn shutdown(&self) {
         self.background.shutdown();
     }

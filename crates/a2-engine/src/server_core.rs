@@ -43,11 +43,14 @@ pub(crate) struct ServerCore {
     notices: broadcast::Sender<AppendNotice>,
     /// Heads running at once across every drain of this server.
     running: Arc<Semaphore>,
+    max_running: u32,
     consume_waits: ConsumeWaits,
     snapshot_every: u64,
     /// Sessions that may have work, for the background service; `None` when
     /// the server does not drain in the background.
     wake: Option<mpsc::UnboundedSender<String>>,
+    /// Cancelled by `Server::shutdown` (and when the core is dropped): drains stop.
+    stopping: CancellationToken,
     _stop_on_drop: DropGuard,
 }
 
@@ -70,9 +73,11 @@ impl ServerCore {
             timings: parts.timings,
             notices,
             running: Arc::new(Semaphore::new(parts.max_running)),
+            max_running: u32::try_from(parts.max_running).unwrap_or(u32::MAX),
             consume_waits: ConsumeWaits::default(),
             snapshot_every: parts.snapshot_every,
             wake,
+            stopping: parts.stop_on_drop.clone(),
             _stop_on_drop: parts.stop_on_drop.drop_guard(),
         };
         (Arc::new(core), wakes)
@@ -112,6 +117,11 @@ impl ServerCore {
         &self.running
     }
 
+    /// How many run permits there are in all.
+    pub(crate) fn max_running(&self) -> u32 {
+        self.max_running
+    }
+
     pub(crate) fn consume_waits(&self) -> &ConsumeWaits {
         &self.consume_waits
     }
@@ -119,6 +129,11 @@ impl ServerCore {
     /// Signs that the session `key` may have grown, subscribed now.
     pub(crate) fn signals(&self, key: String) -> SessionSignals {
         SessionSignals::new(self.notices.subscribe(), self.store.changes(), key, self.timings.stream_poll)
+    }
+
+    /// Cancelled when the server shuts down: every drain abandons its heads and ends.
+    pub(crate) fn stopping(&self) -> &CancellationToken {
+        &self.stopping
     }
 
     /// Ask the server's background drains to look at a session; nothing when

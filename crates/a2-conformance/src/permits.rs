@@ -1,0 +1,101 @@
+//! Run permits and leases: a head is leased only when it can start at once.
+//! A lease that waited for a permit was charged as a failure when its
+//! process died (a crash loop turned a backlog into dead letters), and a run
+//! waiting in `consume` could hold the very permit its target's head waited for.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use a2_engine::*;
+use a2_store::{session_key, AttemptList, AttemptOutcome, Store};
+
+use crate::engine::{eventually, open, record, recorder, seen, server_with, snapshot, tick, Pace};
+use crate::StoreFactory;
+
+/// A concurrent consumer's run consumes a log consumer the same server
+/// runs, with one run permit: the consumed consumer's heads are not leased
+/// by the background drain while they wait for the permit the waiting run
+/// holds, so the nested consume runs them and nothing stalls.
+pub async fn consume_of_a_served_consumer_never_stalls(factory: &dyn StoreFactory, pace: Pace) {
+    let seen = seen();
+    let x = recorder(Consumer::builder("x").lane("main").types(["tick"]), "x", &seen);
+    let (x_for_a, s) = (x.clone(), seen.clone());
+    let a = Consumer::builder("a")
+        .types(["tick"])
+        .run(move |ctx| {
+            let (x, seen) = (x_for_a.clone(), s.clone());
+            async move {
+                if ctx.event.index == 1 {
+                    let through = ctx.session.consume(&x, Some(2)).await?;
+                    record(&seen, "a consumed x through", through);
+                }
+                record(&seen, "a", ctx.event.index);
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = server_with(pace, open(factory).await, vec![a, x], |b| b.max_running(1));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![tick(1), tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
+    eventually("a@1 consumed x through 2, and both consumers handled both events", || {
+        let seen = snapshot(&seen);
+        let count = |name: &str| seen.iter().filter(|(n, _)| n == name).count();
+        seen.contains(&("a consumed x through".to_owned(), 2)) && count("a") == 2 && count("x") == 2
+    })
+    .await;
+}
+
+/// A process that dies while its runs hang leaves leases only on the heads
+/// that started (as many as it had run permits), so only their attempts are
+/// charged as lapses; the heads that waited were never leased.
+pub async fn lapse_charges_only_started_attempts(factory: &dyn StoreFactory, pace: Pace) {
+    let store = open(factory).await;
+    let started = Arc::new(AtomicU32::new(0));
+    let counter = started.clone();
+    let hanging = Consumer::builder("work")
+        .types(["tick"])
+        .run(move |_| {
+            let started = counter.clone();
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                std::future::pending::<()>().await;
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let crashed = server_with(pace, store.clone(), vec![hanging], |b| b.max_running(2));
+    let session = crashed.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append((1..=6).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
+    eventually("two runs started", || started.load(Ordering::SeqCst) == 2).await;
+    // Time for any further claim a drain would make while its runs hang.
+    tokio::time::sleep(pace.settle()).await;
+    let key = session_key("shop", "s");
+    let heads = store.head_list(&key).await.unwrap_or_else(|e| panic!("{e}"));
+    let leased = heads.iter().filter(|h| h.lease_holder.is_some() || h.attempt_count > 0).count();
+    assert_eq!(leased, 2, "only the heads that can run were leased: {heads:#?}");
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+
+    // The process stops (its drains abandon what runs); a new one takes over once the leases lapsed.
+    crashed.shutdown();
+    drop((crashed, session));
+    tokio::time::sleep(pace.timings().claim_ttl * 2).await;
+    let done = seen();
+    let work = recorder(Consumer::builder("work").types(["tick"]), "work", &done);
+    let restarted = server_with(pace, store.clone(), vec![work], |b| b);
+    restarted.session("s").unwrap_or_else(|e| panic!("{e}")).drain().await.unwrap_or_else(|e| panic!("{e}"));
+    eventually("every event ran after the restart", || snapshot(&done).len() == 6).await;
+    let list = AttemptList {
+        session: key,
+        consumer: Some("work".into()),
+        index: None,
+        after: None,
+        oldest_first: true,
+        limit: 100,
+    };
+    let attempts = store.attempt_list(list).await.unwrap_or_else(|e| panic!("{e}"));
+    let lapsed: Vec<u64> =
+        attempts.iter().filter(|a| a.outcome == AttemptOutcome::Lapsed).map(|a| a.index).collect();
+    assert_eq!(lapsed.len(), 2, "a lapse is charged to each run that started, and to no other head: {attempts:#?}");
+    let completed = attempts.iter().filter(|a| a.outcome == AttemptOutcome::Completed).count();
+    assert_eq!(completed, 6, "every head completed once: {attempts:#?}");
+}
