@@ -16,6 +16,7 @@ use crate::StoreFactory;
 pub use crate::healing::*;
 pub use crate::permits::*;
 pub use crate::reads::*;
+pub use crate::run_context::*;
 pub use crate::semantics::*;
 
 #[derive(Deserialize)]
@@ -206,7 +207,13 @@ pub async fn engine_rejects_unknown_types_and_invalid_payloads(factory: &dyn Sto
     let v5 = ids::appended_event_id("t", "n", 0, "c");
     assert_eq!(code(session.append(vec![tick(1).with_id(v5)]).await), Err("INVALID_EVENT_ID"));
     assert!(
-        session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}")).is_empty(),
+        session
+            .history(EventRange::all())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .collect()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .is_empty(),
         "a refused batch wrote nothing"
     );
     assert_eq!(server.session("a\u{1f}b").map(|_| ()).map_err(|e| e.code()), Err("INVALID_SESSION_ID"));
@@ -480,13 +487,26 @@ pub async fn engine_deterministic_ids_survive_a_rerun(factory: &dyn StoreFactory
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let trigger = session.append(vec![order("ann", 1)]).await.unwrap_or_else(|e| panic!("{e}")).remove(0);
     for _ in 0..4_000 {
-        if session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}")).len() >= 4 {
+        if session
+            .history(EventRange::all())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .collect()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .len()
+            >= 4
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(pace.settle()).await;
-    let history = session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}"));
+    let history = session
+        .history(EventRange::all())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(history.len(), 4, "trigger, two notes once, one returned event: {history:#?}");
     assert_eq!(history[1].id, ids::appended_event_id(&trigger.id, "notes", 0, "notifier"));
     assert_eq!(history[2].id, ids::appended_event_id(&trigger.id, "notes", 1, "notifier"));
@@ -507,7 +527,8 @@ pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory, pace: 
         .run(move |ctx| {
             let (gate, observed) = (g.clone(), o.clone());
             async move {
-                let state = ctx.session.state("count", None).await?;
+                // Through its trigger, asked in so many words: pinned while this head runs.
+                let state = ctx.session.state("count", Some(ctx.event.index)).await?;
                 if let Ok(mut o) = observed.lock() {
                     o.push(state.state);
                 }
@@ -585,14 +606,25 @@ pub async fn engine_clear_supersedes_running_attempts(factory: &dyn StoreFactory
     gate.notify_one();
     tokio::time::sleep(pace.settle()).await;
     assert!(
-        session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}")).is_empty(),
+        session
+            .history(EventRange::all())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .collect()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .is_empty(),
         "the superseded run appended nothing"
     );
     let appended = session.append(vec![tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(appended[0].index, 2, "indexes continue after the boundary");
     eventually("the echo of 2", || started.load(Ordering::SeqCst) == 2).await;
     tokio::time::sleep(pace.settle()).await;
-    let history = session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}"));
+    let history = session
+        .history(EventRange::all())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         history.iter().map(|e| (e.index, e.event_type.as_str())).collect::<Vec<_>>(),
         vec![(2, "tick"), (3, "tock")]
@@ -650,7 +682,12 @@ pub async fn engine_abort_on_cancels_a_running_attempt(factory: &dyn StoreFactor
     session.append(vec![AppendInput::new("stop", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("the stop event cancelled it", || saw_cancel.load(Ordering::SeqCst)).await;
     tokio::time::sleep(pace.settle()).await;
-    let history = session.history(EventRange::all()).collect().await.unwrap_or_else(|e| panic!("{e}"));
+    let history = session
+        .history(EventRange::all())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let returned: Vec<_> = history.iter().filter(|e| e.event_type == "tock").collect();
     assert_eq!(returned.len(), 2, "a run returning a batch appends all of it: {history:#?}");
     assert!(returned.iter().all(|e| e.cause.as_ref().is_some_and(|c| c.consumer == "watcher" && c.index == 1)));
@@ -673,14 +710,15 @@ pub async fn engine_abort_on_cancels_a_running_attempt(factory: &dyn StoreFactor
 pub async fn engine_heartbeat_keeps_a_long_run_leased(factory: &dyn StoreFactory, pace: Pace) {
     let timings = pace.timings();
     let long = timings.claim_ttl * 3;
-    let runs = Arc::new(AtomicU32::new(0));
-    let r = runs.clone();
+    let (runs, finished) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let (r, f) = (runs.clone(), finished.clone());
     let slow = Consumer::builder("slow")
         .run(move |_| {
-            let runs = r.clone();
+            let (runs, finished) = (r.clone(), f.clone());
             async move {
                 runs.fetch_add(1, Ordering::SeqCst);
                 tokio::time::sleep(long).await;
+                finished.fetch_add(1, Ordering::SeqCst);
                 Ok::<(), BoxError>(())
             }
         })
@@ -694,17 +732,37 @@ pub async fn engine_heartbeat_keeps_a_long_run_leased(factory: &dyn StoreFactory
     tokio::time::sleep(timings.claim_ttl * 2).await;
     let other = second.session("s").unwrap_or_else(|e| panic!("{e}")).drain().await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(other.outcome, DrainOutcome::Busy, "renewed, the lease is still live");
-    tokio::time::sleep(timings.claim_ttl + pace.settle()).await;
+    assert_eq!(finished.load(Ordering::SeqCst), 0, "the run is still going");
     let key = a2_store::session_key("shop", "s");
-    eventually("the run finished", || runs.load(Ordering::SeqCst) >= 1).await;
-    for _ in 0..200 {
-        if store.head_list(&key).await.unwrap_or_else(|e| panic!("{e}")).is_empty() {
-            break;
+    eventually("the run finished", || finished.load(Ordering::SeqCst) == 1).await;
+    let attempts = completed_attempts(&*store, &key, "slow", 1).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "one attempt, never taken over");
+    assert_eq!(attempts.len(), 1, "one attempt in the history, completed: {attempts:#?}");
+}
+
+/// The attempt history of `consumer` in session `key` once `completed` of its attempts completed.
+pub(crate) async fn completed_attempts(
+    store: &dyn Store,
+    key: &str,
+    consumer: &str,
+    completed: usize,
+) -> Vec<a2_store::Attempt> {
+    for _ in 0..2_000 {
+        let list = a2_store::AttemptList {
+            session: key.to_owned(),
+            consumer: Some(consumer.to_owned()),
+            index: None,
+            after: None,
+            oldest_first: true,
+            limit: 100,
+        };
+        let attempts = store.attempt_list(list).await.unwrap_or_else(|e| panic!("{e}"));
+        if attempts.iter().filter(|a| a.outcome == a2_store::AttemptOutcome::Completed).count() >= completed {
+            return attempts;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(store.head_list(&key).await.unwrap_or_else(|e| panic!("{e}")).is_empty(), "the head completed");
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "one attempt, never taken over");
+    panic!("timed out waiting for {completed} completed attempts of {consumer}");
 }
 
 /// Drops a timestamp when a run's future is dropped: proof it was stopped.

@@ -14,6 +14,8 @@ pub struct Faulty {
     pub hang_renew: AtomicBool,
     pub hang_claim: AtomicBool,
     pub fail_claim: AtomicBool,
+    /// Snapshot reads and writes fail: a snapshot is a cache.
+    pub fail_snapshots: AtomicBool,
     /// Claims asked of the store so far.
     pub claims: AtomicU32,
 }
@@ -25,6 +27,7 @@ impl Faulty {
             hang_renew: AtomicBool::new(false),
             hang_claim: AtomicBool::new(false),
             fail_claim: AtomicBool::new(false),
+            fail_snapshots: AtomicBool::new(false),
             claims: AtomicU32::new(0),
         })
     }
@@ -105,9 +108,15 @@ impl Store for Faulty {
         self.inner.session_clear(params).await
     }
     async fn snapshot_put(&self, params: SnapshotPut) -> Result<(), StoreError> {
+        if self.fail_snapshots.load(Ordering::SeqCst) {
+            return Err(StoreError::unavailable("snapshots are switched to fail"));
+        }
         self.inner.snapshot_put(params).await
     }
     async fn snapshot_get(&self, params: SnapshotGet) -> Result<Option<Snapshot>, StoreError> {
+        if self.fail_snapshots.load(Ordering::SeqCst) {
+            return Err(StoreError::unavailable("snapshots are switched to fail"));
+        }
         self.inner.snapshot_get(params).await
     }
     async fn session_list_runnable(&self, params: SessionsRunnable) -> Result<RunnablePage, StoreError> {

@@ -28,6 +28,7 @@ mod operations;
 mod permits;
 pub mod property;
 mod reads;
+mod run_context;
 mod semantics;
 pub mod store;
 mod support;
@@ -155,6 +156,13 @@ macro_rules! conformance_suite {
                     engine_history_reads_any_range_of_any_length,
                     consume_of_a_served_consumer_never_stalls,
                     lapse_charges_only_started_attempts,
+                    consumer_state_reads_latest_by_default,
+                    snapshot_failure_never_fails_a_state_read,
+                    rejected_snapshot_is_repaired,
+                    returned_event_ids_follow_the_append_rule,
+                    abort_on_event_already_logged_cancels_before_start,
+                    consume_cancel_stops_the_wait_only,
+                    small_rules_of_the_seeds_hold,
                 );
             }
         }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use a2_engine::*;
-use a2_store::{session_key, AttemptList, AttemptOutcome, Store};
+use a2_store::{session_key, AttemptList, AttemptOutcome};
 
 use crate::engine::{eventually, open, record, recorder, seen, server_with, snapshot, tick, Pace};
 use crate::StoreFactory;
@@ -93,8 +93,7 @@ pub async fn lapse_charges_only_started_attempts(factory: &dyn StoreFactory, pac
         limit: 100,
     };
     let attempts = store.attempt_list(list).await.unwrap_or_else(|e| panic!("{e}"));
-    let lapsed: Vec<u64> =
-        attempts.iter().filter(|a| a.outcome == AttemptOutcome::Lapsed).map(|a| a.index).collect();
+    let lapsed: Vec<u64> = attempts.iter().filter(|a| a.outcome == AttemptOutcome::Lapsed).map(|a| a.index).collect();
     assert_eq!(lapsed.len(), 2, "a lapse is charged to each run that started, and to no other head: {attempts:#?}");
     let completed = attempts.iter().filter(|a| a.outcome == AttemptOutcome::Completed).count();
     assert_eq!(completed, 6, "every head completed once: {attempts:#?}");

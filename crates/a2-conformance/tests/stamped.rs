@@ -66,7 +66,10 @@ fn every_scenario_is_stamped_for_every_backend() {
         .map(|path| read(&path))
         .collect();
     for (name, _) in RUN_BY_HAND {
-        assert!(sources.contains(&format!("pub async fn {name}(")), "{name} is listed as run by hand but is not defined");
+        assert!(
+            sources.contains(&format!("pub async fn {name}(")),
+            "{name} is listed as run by hand but is not defined"
+        );
     }
 
     let crates = root.join("..");

@@ -41,18 +41,36 @@ pub(crate) struct AbortWatch {
     pub attempt: u32,
 }
 
-pub(crate) fn watch(rules: &[AbortRule], watched: AbortWatch, token: CancellationToken) -> Option<AbortOnDrop<()>> {
+/// Watch for `rules` while a run goes. The events already past the trigger
+/// are read before this returns, so a run whose cancelling event is already
+/// in the log starts with its token cancelled; the watch then follows the session.
+pub(crate) async fn watch(
+    rules: &[AbortRule],
+    watched: AbortWatch,
+    token: CancellationToken,
+) -> Option<AbortOnDrop<()>> {
     if rules.is_empty() {
         return None;
     }
     let rules = rules.to_vec();
     let AbortWatch { store, mut signals, key, trigger, attempt } = watched;
+    let mut seen = trigger.index;
+    let fires = move |events: &[Event]| events.iter().any(|e| rules.iter().any(|r| r.fires(e, &trigger, attempt)));
+    // The log as it stands before the run starts.
+    match newer(&*store, &key, seen).await {
+        Ok(events) if fires(&events) => {
+            token.cancel();
+            return None;
+        }
+        Ok(events) => seen = events.last().map_or(seen, |e| e.index),
+        Err(error) => tracing::debug!(%error, "abort_on could not read the session; looking again"),
+    }
     let handle = tokio::spawn(async move {
-        let mut seen = trigger.index;
         loop {
+            signals.next().await;
             match newer(&*store, &key, seen).await {
                 Ok(events) => {
-                    if events.iter().any(|e| rules.iter().any(|r| r.fires(e, &trigger, attempt))) {
+                    if fires(&events) {
                         token.cancel();
                         return;
                     }
@@ -60,7 +78,6 @@ pub(crate) fn watch(rules: &[AbortRule], watched: AbortWatch, token: Cancellatio
                 }
                 Err(error) => tracing::debug!(%error, "abort_on could not read the session; looking again"),
             }
-            signals.next().await;
         }
     });
     Some(AbortOnDrop(handle))

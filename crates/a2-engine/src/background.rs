@@ -70,6 +70,8 @@ impl Background {
 
     /// Start the service's tasks if they are not running yet and a runtime is
     /// at hand (a server built outside one starts at its first async call).
+    /// They live on that runtime: a server must not outlive the runtime it
+    /// first ran on (a short-lived `block_on` would take its background with it).
     pub(crate) fn ensure_started(&self) {
         if self.state.shutdown.is_cancelled() || tokio::runtime::Handle::try_current().is_err() {
             return;
@@ -84,6 +86,8 @@ impl Background {
     /// Stop draining, rescuing and upkeep; running heads are abandoned and their leases lapse.
     pub(crate) fn shutdown(&self) {
         self.state.shutdown.cancel();
+        // A service that never started drops its queue, so later wakes go nowhere rather than pile up.
+        drop(self.wakes.lock().unwrap_or_else(|p| p.into_inner()).take());
     }
 }
 

@@ -13,13 +13,15 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::abort::AbortRule;
+use crate::history::{EventRange, EventStream, History};
+use crate::signals::SessionSignals;
 use crate::{ids, A2Error, Contract, StateAt};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 pub(crate) type HostFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, A2Error>> + Send + 'a>>;
 pub(crate) type RunFn = Arc<dyn Fn(ConsumerContext) -> BoxFuture<Result<Returned, BoxError>> + Send + Sync>;
-type LaneFn = Arc<dyn Fn(&str, &AppendInput) -> Option<String> + Send + Sync>;
+pub(crate) type LaneFn = Arc<dyn Fn(&str, &AppendInput) -> Option<String> + Send + Sync>;
 
 /// An event to append: its type, payload and, optionally, its own id.
 #[derive(Debug, Clone, PartialEq)]
@@ -273,29 +275,36 @@ impl ConsumerBuilder {
 pub(crate) trait RunHost: Send + Sync {
     fn store(&self) -> &Arc<dyn Store>;
     fn key(&self, session_id: &str) -> String;
-    /// Append events a run made, with its head as their cause.
+    /// Append events a run made, with its head as their cause; events without
+    /// an id are named by `id_for(ordinal)` once their lanes are resolved.
     fn append<'a>(
         self: Arc<Self>,
         session_id: &'a str,
         events: Vec<AppendInput>,
         cause: Cause,
+        id_for: Box<dyn Fn(usize) -> String + Send + Sync + 'a>,
     ) -> HostFuture<'a, Vec<Event>>;
-    /// A reducer's state through `through`, pinned for the running head.
+    /// A reducer's state through `through` (the latest when `None`), its
+    /// snapshot pinned for `pin` when given.
     fn state<'a>(
         self: Arc<Self>,
         session_id: &'a str,
         reducer: &'a str,
-        through: u64,
-        pin: HeadRef,
+        through: Option<u64>,
+        pin: Option<HeadRef>,
     ) -> HostFuture<'a, StateAt>;
-    /// Run another log consumer through an index, as `waiter`'s run waits.
+    /// Run another log consumer through an index, as `waiter`'s run waits;
+    /// `cancel` stops the wait (not the heads it started).
     fn consume<'a>(
         self: Arc<Self>,
         session_id: &'a str,
         consumer: &'a Consumer,
         through: Option<u64>,
         waiter: &'a str,
+        cancel: Option<CancellationToken>,
     ) -> HostFuture<'a, u64>;
+    /// Signs that the session `key` may have grown, subscribed now.
+    fn signals(&self, key: String) -> SessionSignals;
 }
 
 /// The triggering event, the attempt number, a consumer-scoped session and
@@ -343,27 +352,34 @@ impl ConsumerSession {
         if name.is_empty() {
             return Err(A2Error::InvalidArgument { message: "consumer append name must be a non-empty string".into() });
         }
+        for id in events.iter().filter_map(|e| e.id.as_deref()) {
+            ids::validate_event_id(id)?;
+        }
         self.check_trigger_not_cleared().await?;
-        let events = events
-            .into_iter()
-            .enumerate()
-            .map(|(ordinal, mut event)| {
-                if event.id.is_none() {
-                    event.id = Some(ids::appended_event_id(&self.trigger_id, name, ordinal, &self.head.consumer));
-                }
-                event
-            })
-            .collect();
-        self.host.clone().append(&self.session_id, events, self.cause()).await
+        let (trigger, name, consumer) = (self.trigger_id.clone(), name.to_owned(), self.head.consumer.clone());
+        let id_for = Box::new(move |ordinal| ids::appended_event_id(&trigger, &name, ordinal, &consumer));
+        self.host.clone().append(&self.session_id, events, self.cause(), id_for).await
     }
 
-    /// The reducer's state through `through` (default: the trigger's index).
-    /// The snapshot at the index read is pinned while this head runs, so a
-    /// retry reads the same state without refolding.
+    /// The reducer's state: the latest when `through` is `None`, as any
+    /// session's read; through an explicit index, with that snapshot pinned
+    /// while this head runs, so a retry reads the same state without refolding.
     pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<StateAt, A2Error> {
         self.check_trigger_not_cleared().await?;
-        let through = through.unwrap_or(self.head.index);
-        self.host.clone().state(&self.session_id, reducer, through, self.head.clone()).await
+        let pin = through.map(|_| self.head.clone());
+        self.host.clone().state(&self.session_id, reducer, through, pin).await
+    }
+
+    /// The session's events in `range`, oldest first, read as they are asked for.
+    pub fn history(&self, range: EventRange) -> Result<History, A2Error> {
+        History::new(self.host.store().clone(), self.host.key(&self.session_id), self.session_id.clone(), range)
+    }
+
+    /// A reader that yields every event after `after`, waiting for new ones.
+    pub fn stream(&self, after: u64) -> EventStream {
+        let key = self.host.key(&self.session_id);
+        let signals = self.host.signals(key.clone());
+        EventStream::new(History::after(self.host.store().clone(), key, self.session_id.clone(), after), signals)
     }
 
     /// Clear the session (see `Session::clear`). Clearing through its own
@@ -398,6 +414,23 @@ impl ConsumerSession {
                 consumer.name()
             )));
         }
-        self.host.clone().consume(&self.session_id, consumer, through, &self.head.consumer).await
+        self.host.clone().consume(&self.session_id, consumer, through, &self.head.consumer, None).await
+    }
+
+    /// `consume`, whose wait `cancel` stops with `CANCELLED`; the heads it
+    /// started carry on, and so does what they start.
+    pub async fn consume_until_cancelled(
+        &self,
+        consumer: &Consumer,
+        through: Option<u64>,
+        cancel: CancellationToken,
+    ) -> Result<u64, A2Error> {
+        if consumer.name() == self.head.consumer {
+            return Err(A2Error::invalid_consumer(format!(
+                "consumer '{}' can't consume itself: its own head is running",
+                consumer.name()
+            )));
+        }
+        self.host.clone().consume(&self.session_id, consumer, through, &self.head.consumer, Some(cancel)).await
     }
 }

@@ -252,6 +252,7 @@ impl Drain {
             }
             if self.active.is_empty() && waiting.is_none() {
                 if let Some(error) = self.claim_error.take() {
+                    self.wake_if_moved();
                     return Err(error);
                 }
                 // One more look before settling: work may have arrived since the last claim.
@@ -359,8 +360,13 @@ impl Drain {
     /// Record how a head ended; whether to claim again.
     fn record(&mut self, head: HeadRef, outcome: HeadOutcome) -> bool {
         match outcome {
-            HeadOutcome::Processed { opens } => {
+            HeadOutcome::Processed { opens, appended_work } => {
                 self.processed += 1;
+                // This drain claims what it opened in the session; a drain of one consumer
+                // (`consume`) leaves what others take to the background drains, at once.
+                if appended_work && self.background_after {
+                    self.core.wake(&self.session_id);
+                }
                 opens
             }
             HeadOutcome::Failed { retry_at } => {
@@ -376,16 +382,21 @@ impl Drain {
         }
     }
 
+    /// A drain of one consumer (`consume`) that moved anything may have opened
+    /// work for the others: the background drains look, when the server has
+    /// them; on every way out, an error's included.
+    fn wake_if_moved(&self) {
+        if self.background_after && self.processed > 0 {
+            self.core.wake(&self.session_id);
+        }
+    }
+
     fn finish(&mut self, last: &Claimed) -> Result<DrainResult, A2Error> {
+        self.wake_if_moved();
         if let Some(error) = self.store_error.take() {
             return Err(error.into());
         }
         let processed = self.processed;
-        // A drain of one consumer (`consume`) may have opened work for the others:
-        // the background drains look, when the server has them.
-        if self.background_after && processed > 0 {
-            self.core.wake(&self.session_id);
-        }
         let (outcome, retry_at) = if let Some(at) = min_opt(last.busy_until, self.lapsed_until) {
             (DrainOutcome::Busy, Some(at))
         } else if let Some(at) = min_opt(last.retry_at, self.failure_retry_at) {

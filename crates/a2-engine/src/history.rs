@@ -43,16 +43,34 @@ pub struct History {
 }
 
 impl History {
-    pub(crate) fn new(store: Arc<dyn Store>, key: String, session_id: String, range: EventRange) -> Self {
-        Self {
+    /// The events of `range`; a range whose `gte` is past its `lte` is refused.
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        key: String,
+        session_id: String,
+        range: EventRange,
+    ) -> Result<Self, A2Error> {
+        if let (Some(gte), Some(lte)) = (range.gte, range.lte) {
+            if gte > lte {
+                return Err(A2Error::InvalidArgument {
+                    message: format!("history range gte {gte} is past its lte {lte}"),
+                });
+            }
+        }
+        Ok(Self {
             store,
             key,
             session_id,
             after: range.gte.unwrap_or(1).saturating_sub(1),
             lte: range.lte,
             buffer: VecDeque::new(),
-            done: range.lte.is_some_and(|lte| lte < range.gte.unwrap_or(1)),
-        }
+            done: false,
+        })
+    }
+
+    /// Every event after `after`, with no end.
+    pub(crate) fn after(store: Arc<dyn Store>, key: String, session_id: String, after: u64) -> Self {
+        Self { store, key, session_id, after, lte: None, buffer: VecDeque::new(), done: false }
     }
 
     /// The next event, or `None` past the range's end.
@@ -87,6 +105,8 @@ impl History {
 }
 
 /// Every event of a session after a point, in order, waiting for new ones.
+/// It holds the store, not the server: a stream kept after its server is
+/// dropped still reads, and hears of appends by polling.
 pub struct EventStream {
     history: History,
     signals: SessionSignals,

@@ -5,9 +5,11 @@
 use std::sync::Arc;
 
 use a2_store::{Cause, Event, HeadRef, Store};
+use tokio_util::sync::CancellationToken;
 
 use crate::consumer::{HostFuture, RunHost};
 use crate::server_core::ServerCore;
+use crate::signals::SessionSignals;
 use crate::{AppendInput, Consumer, StateAt};
 
 impl RunHost for ServerCore {
@@ -24,18 +26,19 @@ impl RunHost for ServerCore {
         session_id: &'a str,
         events: Vec<AppendInput>,
         cause: Cause,
+        id_for: Box<dyn Fn(usize) -> String + Send + Sync + 'a>,
     ) -> HostFuture<'a, Vec<Event>> {
-        Box::pin(async move { ServerCore::append(&self, session_id, events, Some(cause), true).await })
+        Box::pin(async move { ServerCore::append(&self, session_id, events, Some(cause), &*id_for).await })
     }
 
     fn state<'a>(
         self: Arc<Self>,
         session_id: &'a str,
         reducer: &'a str,
-        through: u64,
-        pin: HeadRef,
+        through: Option<u64>,
+        pin: Option<HeadRef>,
     ) -> HostFuture<'a, StateAt> {
-        Box::pin(async move { ServerCore::state(&self, session_id, reducer, Some(through), Some(pin)).await })
+        Box::pin(async move { ServerCore::state(&self, session_id, reducer, through, pin).await })
     }
 
     fn consume<'a>(
@@ -44,7 +47,14 @@ impl RunHost for ServerCore {
         consumer: &'a Consumer,
         through: Option<u64>,
         waiter: &'a str,
+        cancel: Option<CancellationToken>,
     ) -> HostFuture<'a, u64> {
-        Box::pin(async move { crate::consume::consume(&self, session_id, consumer, through, Some(waiter), None).await })
+        Box::pin(
+            async move { crate::consume::consume(&self, session_id, consumer, through, Some(waiter), cancel).await },
+        )
+    }
+
+    fn signals(&self, key: String) -> SessionSignals {
+        ServerCore::signals(self, key)
     }
 }

@@ -32,16 +32,40 @@ pub fn returned_event_id(trigger_event_id: &str, ordinal: usize, consumer: &str)
     uuid_v5(RETURN_NAMESPACE, &[trigger_event_id, &ordinal.to_string(), consumer])
 }
 
-/// External ids: 1–256 characters, and never shaped like the ids A2 derives.
+/// Any event id a caller gives: 1–256 characters. A run's appends and
+/// returns follow this rule alone: they may carry ids A2 derived.
+pub fn validate_event_id(id: &str) -> Result<(), A2Error> {
+    if id.is_empty() || id.chars().count() > 256 {
+        return Err(A2Error::InvalidEventId { id: id.to_owned(), reason: "must be 1-256 characters".into() });
+    }
+    Ok(())
+}
+
+/// External ids: an event id that is not shaped like the ids A2 derives.
 pub fn validate_external_id(id: &str) -> Result<(), A2Error> {
-    let reason = if id.is_empty() || id.chars().count() > 256 {
-        "must be 1-256 characters"
-    } else if Uuid::try_parse(id).is_ok_and(|u| u.get_version_num() == 5) {
-        "is shaped like the ids A2 derives for consumers (a UUIDv5); use a random UUID or your own key"
-    } else {
-        return Ok(());
-    };
-    Err(A2Error::InvalidEventId { id: id.to_owned(), reason: reason.to_owned() })
+    validate_event_id(id)?;
+    if looks_derived(id) {
+        return Err(A2Error::InvalidEventId {
+            id: id.to_owned(),
+            reason: "is shaped like the ids A2 derives for consumers (a UUIDv5); use a random UUID or your own key"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+/// The seeds' shape of a derived id: a hyphenated UUID of version 5 and the
+/// RFC variant, either case (`xxxxxxxx-xxxx-5xxx-[89ab]xxx-xxxxxxxxxxxx`);
+/// other spellings of the same UUID (no hyphens, braces, a URN) are someone's own key.
+pub fn looks_derived(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            14 => *b == b'5',
+            19 => matches!(b, b'8' | b'9' | b'a' | b'b' | b'A' | b'B'),
+            _ => b.is_ascii_hexdigit(),
+        })
 }
 
 /// A fresh random id for an external event appended without one.
@@ -52,6 +76,17 @@ pub fn random_event_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_hyphenated_v5_shape_looks_derived() {
+        let derived = appended_event_id("t", "n", 0, "c");
+        assert!(looks_derived(&derived) && looks_derived(&derived.to_uppercase()));
+        assert!(!looks_derived(&derived.replace('-', "")), "the simple form is someone's own key");
+        assert!(!looks_derived(&format!("{{{derived}}}")));
+        assert!(!looks_derived(&random_event_id()), "a v4 id is not derived");
+        assert!(validate_event_id(&derived).is_ok() && validate_external_id(&derived).is_err());
+        assert!(validate_event_id("").is_err() && validate_event_id(&"x".repeat(257)).is_err());
+    }
 
     #[test]
     fn ids_are_stable_v5_and_keyed_on_every_part() {

@@ -23,9 +23,11 @@ use crate::{ids, Consumer, ConsumerContext, ConsumerSession};
 #[derive(Debug)]
 pub(crate) enum HeadOutcome {
     /// `opens`: it may have made another head runnable (a cursor moved, a
-    /// lane's next head, or events it appended).
+    /// lane's next head, or events it appended); `appended_work`: it appended
+    /// events some consumer of the server takes (the drain decides who runs them).
     Processed {
         opens: bool,
+        appended_work: bool,
     },
     Failed {
         retry_at: Millis,
@@ -130,14 +132,19 @@ async fn run_and_settle(
     // Held until the outcome is written: the drain leased this head only once it had the permit.
     let _running = fence.permit;
     let run_token = fence.cancel.child_token();
-    let watched = AbortWatch {
-        store: core.store().clone(),
-        signals: core.signals(claimed.event.session.clone()),
-        key: claimed.event.session.clone(),
-        trigger: claimed.event.clone(),
-        attempt: claimed.attempt,
+    // Subscribed before the watch's first read, and only for a consumer with `abort_on` rules.
+    let _abort_watch = if consumer.def.abort_on.is_empty() {
+        None
+    } else {
+        let watched = AbortWatch {
+            store: core.store().clone(),
+            signals: core.signals(claimed.event.session.clone()),
+            key: claimed.event.session.clone(),
+            trigger: claimed.event.clone(),
+            attempt: claimed.attempt,
+        };
+        crate::abort::watch(&consumer.def.abort_on, watched, run_token.clone()).await
     };
-    let _abort_watch = crate::abort::watch(&consumer.def.abort_on, watched, run_token.clone());
     let mut event = claimed.event.clone();
     event.session = session_id.to_owned();
     let ctx = ConsumerContext {
@@ -206,14 +213,14 @@ fn returned_events(
         index: claimed.head.index,
         attempt: claimed.attempt,
     };
-    let mut inputs = returned.0;
-    for (ordinal, input) in inputs.iter_mut().enumerate() {
-        match &input.id {
-            Some(id) => ids::validate_external_id(id).map_err(|e| e.to_string())?,
-            None => input.id = Some(ids::returned_event_id(&claimed.event.id, ordinal, consumer.name())),
-        }
+    let inputs = returned.0;
+    // The rule of `ConsumerSession::append`: any id of 1-256 characters, a derived one included.
+    for id in inputs.iter().filter_map(|e| e.id.as_deref()) {
+        ids::validate_event_id(id).map_err(|e| format!("{} ({})", e, e.code()))?;
     }
-    core.new_events(session_id, inputs, Some(&cause)).map_err(|e| format!("{} ({})", e, e.code()))
+    let trigger = &claimed.event.id;
+    let id_for = |ordinal| ids::returned_event_id(trigger, ordinal, consumer.name());
+    core.new_events(session_id, inputs, Some(&cause), &id_for).map_err(|e| format!("{} ({})", e, e.code()))
 }
 
 /// Complete a head with the events it returned. What they open, in this
@@ -225,6 +232,7 @@ async fn complete(
 ) -> Result<HeadOutcome, StoreError> {
     let span = commit_span(claimed, "complete");
     let key = claimed.event.session.clone();
+    let work = core.has_work(&events);
     let params = HeadComplete {
         session: key.clone(),
         head: claimed.head.clone(),
@@ -239,7 +247,7 @@ async fn complete(
             if !appended.is_empty() {
                 core.notify(&key);
             }
-            HeadOutcome::Processed { opens: true }
+            HeadOutcome::Processed { opens: true, appended_work: work && !appended.is_empty() }
         }
         CompleteOutcome::Superseded => {
             span.record("a2.commit.outcome", "superseded");
@@ -269,7 +277,7 @@ async fn settle(claimed: &ClaimedHead, queue: &SettleQueue) -> HeadOutcome {
         return HeadOutcome::StoreFailed(StoreError::unavailable("the drain ended before the completion was written"));
     }
     let outcome = match answer.instrument(span.clone()).await {
-        Ok(Ok(true)) => HeadOutcome::Processed { opens: claimed.head.lane.is_some() },
+        Ok(Ok(true)) => HeadOutcome::Processed { opens: claimed.head.lane.is_some(), appended_work: false },
         Ok(Ok(false)) => HeadOutcome::Superseded,
         Ok(Err(error)) => HeadOutcome::StoreFailed(error),
         Err(_) => {

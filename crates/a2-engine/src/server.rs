@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::background::Background;
 use crate::drain::{run_drain, DrainOptions, DrainResult};
 use crate::history::{dead_heads, DeadHead, EventRange, EventStream, History};
-use crate::server_core::{CoreParts, ServerCore};
+use crate::server_core::{random_ids, CoreParts, ServerCore};
 use crate::timings::DrainTimings;
 use crate::{ids, A2Error, AppendInput, Consumer, Contract, StateAt};
 
@@ -155,22 +155,16 @@ impl Session {
         &self.id
     }
 
-    /// Append external events atomically; ids left out get a random one.
+    /// Append external events atomically; ids left out get a random one
+    /// (after the lane functions ran: they see only the ids the caller gave).
     pub async fn append(&self, events: Vec<AppendInput>) -> Result<Vec<Event>, A2Error> {
         for event in &events {
             if let Some(id) = &event.id {
                 ids::validate_external_id(id)?;
             }
         }
-        let events = events
-            .into_iter()
-            .map(|mut e| {
-                e.id.get_or_insert_with(ids::random_event_id);
-                e
-            })
-            .collect();
         self.background.ensure_started();
-        self.core.append(&self.id, events, None, false).await
+        self.core.append(&self.id, events, None, &random_ids).await
     }
 
     /// A reducer's state through `through` (default: the head), with the index it reflects.
@@ -214,15 +208,17 @@ impl Session {
         run_drain(&self.core, &self.id, DrainOptions::default()).await
     }
 
-    /// The session's events in `range`, oldest first, read as they are asked for.
-    pub fn history(&self, range: EventRange) -> History {
+    /// The session's events in `range`, oldest first, read as they are asked
+    /// for; `INVALID_ARGUMENT` for a range whose `gte` is past its `lte`.
+    pub fn history(&self, range: EventRange) -> Result<History, A2Error> {
         History::new(self.core.store().clone(), self.core.key(&self.id), self.id.clone(), range)
     }
 
     /// A reader that yields every event after `after`, waiting for new ones.
     pub fn stream(&self, after: u64) -> EventStream {
-        let signals = self.core.signals(self.core.key(&self.id));
-        EventStream::new(self.history(EventRange::after(after)), signals)
+        let key = self.core.key(&self.id);
+        let signals = self.core.signals(key.clone());
+        EventStream::new(History::after(self.core.store().clone(), key, self.id.clone(), after), signals)
     }
 
     /// Every dead head of the session, with the payload and time of its event.

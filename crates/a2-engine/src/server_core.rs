@@ -15,9 +15,38 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use crate::consume_waits::ConsumeWaits;
+use crate::consumer::LaneFn;
 use crate::signals::{AppendNotice, SessionSignals};
 use crate::timings::DrainTimings;
 use crate::{ids, A2Error, AppendInput, Consumer, Contract, Lane, StateAt};
+
+/// Names the event at an ordinal of an append that was given no id.
+pub(crate) type IdFor<'a> = dyn Fn(usize) -> String + Send + Sync + 'a;
+
+/// A random id for each event an external append gave none.
+pub(crate) fn random_ids(_: usize) -> String {
+    ids::random_event_id()
+}
+
+/// A lane function's answer; one that panics is an error naming it, not an unwind through the append.
+fn lane_of_event(
+    lane_of: &LaneFn,
+    consumer: &str,
+    session_id: &str,
+    input: &AppendInput,
+) -> Result<Option<String>, A2Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lane_of(session_id, input))).map_err(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        A2Error::invalid_consumer(format!(
+            "the lane function of consumer '{consumer}' panicked on a '{}' event in session '{session_id}': {why}",
+            input.event_type
+        ))
+    })
+}
 
 /// What a server is built from.
 pub(crate) struct CoreParts {
@@ -146,15 +175,19 @@ impl ServerCore {
     }
 
     /// Validate events and resolve the heads of lane-function and concurrent consumers.
+    /// `id_for(ordinal)` names an event the caller gave no id, after the lane
+    /// functions ran: a lane function sees an id only when the caller gave one.
     pub(crate) fn new_events(
         &self,
         session_id: &str,
         events: Vec<AppendInput>,
         cause: Option<&Cause>,
+        id_for: &IdFor<'_>,
     ) -> Result<Vec<NewEvent>, A2Error> {
         events
             .into_iter()
-            .map(|input| {
+            .enumerate()
+            .map(|(ordinal, input)| {
                 self.contract.validate(&input.event_type, &input.payload)?;
                 let mut targets = Vec::new();
                 for consumer in self.consumers.iter().filter(|c| c.takes(&input.event_type)) {
@@ -163,7 +196,7 @@ impl ServerCore {
                         Lane::Log(_) => {}
                         Lane::Concurrent => targets.push(Target { consumer: consumer_name, lane: None }),
                         // No lane means: run it concurrently, not: drop it.
-                        Lane::Function(lane_of) => match lane_of(session_id, &input) {
+                        Lane::Function(lane_of) => match lane_of_event(lane_of, &consumer_name, session_id, &input)? {
                             Some(lane) if lane.is_empty() => {
                                 return Err(A2Error::InvalidArgument {
                                     message: format!(
@@ -178,7 +211,7 @@ impl ServerCore {
                     }
                 }
                 Ok(NewEvent {
-                    id: input.id.unwrap_or_else(ids::random_event_id),
+                    id: input.id.unwrap_or_else(|| id_for(ordinal)),
                     event_type: input.event_type,
                     payload: input.payload,
                     cause: cause.cloned(),
@@ -200,8 +233,9 @@ impl ServerCore {
         session_id: &str,
         events: Vec<AppendInput>,
         cause: Option<Cause>,
-        from_consumer: bool,
+        id_for: &IdFor<'_>,
     ) -> Result<Vec<Event>, A2Error> {
+        let from_consumer = cause.is_some();
         let span = tracing::info_span!(
             "a2.append",
             a2.contract = %self.contract.name(),
@@ -214,7 +248,10 @@ impl ServerCore {
             a2.append.head = tracing::field::Empty,
         );
         async {
-            let new = self.new_events(session_id, events, cause.as_ref())?;
+            if events.is_empty() {
+                return Err(A2Error::InvalidArgument { message: "append requires at least one event".into() });
+            }
+            let new = self.new_events(session_id, events, cause.as_ref(), id_for)?;
             let work = self.has_work(&new);
             let key = self.key(session_id);
             let appended = self
@@ -273,16 +310,27 @@ impl ServerCore {
             if through <= clear_index {
                 return Ok(StateAt { state: reducer.initial.clone(), index: clear_index });
             }
-            let found = self
+            // A snapshot is a cache: one that cannot be read is a miss, and the fold answers.
+            let found = match self
                 .store
                 .snapshot_get(SnapshotGet { session: key.clone(), reducer: reducer.name.clone(), at_most: through })
-                .await?;
+                .await
+            {
+                Ok(found) => found,
+                Err(error) => {
+                    tracing::warn!(code = error.code(), %error, "could not read a snapshot; folding from the log");
+                    None
+                }
+            };
             let outcome = match &found {
                 None => "miss",
                 Some(s) if reducer.state_check.as_ref().is_some_and(|check| !check(&s.state)) => "rejected",
                 Some(_) => "hit",
             };
             tracing::Span::current().record("a2.state.snapshot", outcome);
+            // A rejected snapshot is rewritten by the read that folds past it (the seeds' `repairsHead`).
+            let repair_at = found.as_ref().filter(|_| outcome == "rejected").map(|s| s.index);
+            let mut repaired = None;
             let snapshot = found.filter(|_| outcome == "hit");
             let (mut state, mut at) = match snapshot {
                 Some(s) => (s.state, s.index),
@@ -303,23 +351,31 @@ impl ServerCore {
                 let Some(last) = page.last().map(|e| e.index) else { break };
                 for event in &page {
                     state = (reducer.fold)(state, event);
+                    if Some(event.index) == repair_at {
+                        repaired = Some(state.clone());
+                    }
                 }
                 folded += page.len() as u64;
                 at = last;
             }
             tracing::Span::current().record("a2.state.folded", folded);
             tracing::Span::current().record("a2.state.index", at);
-            // A snapshot is a cache: worth a write once enough was folded, or when a running head pins it.
+            // Worth a write once enough was folded, or when a running head pins it.
+            let mut writes = Vec::new();
             if (folded > 0 && at - base >= self.snapshot_every) || pin.is_some() {
-                self.store
-                    .snapshot_put(SnapshotPut {
-                        session: key,
-                        reducer: reducer.name.clone(),
-                        index: at,
-                        state: state.clone(),
-                        pin,
-                    })
-                    .await?;
+                writes.push((at, state.clone(), pin));
+            }
+            if let (Some(index), Some(good)) = (repair_at, repaired) {
+                if writes.first().is_none_or(|(written, _, _)| *written != index) {
+                    writes.push((index, good, None));
+                }
+            }
+            // Write-back is disposable: a failure costs the next read a fold, never this read its answer.
+            for (index, state, pin) in writes {
+                let put = SnapshotPut { session: key.clone(), reducer: reducer.name.clone(), index, state, pin };
+                if let Err(error) = self.store.snapshot_put(put).await {
+                    tracing::warn!(code = error.code(), %error, "could not write a snapshot; the next read folds again");
+                }
             }
             Ok(StateAt { state, index: at })
         }
@@ -337,13 +393,19 @@ impl ServerCore {
         if index == 0 {
             return Err(A2Error::InvalidArgument { message: "redrive requires a positive index".into() });
         }
+        if consumer.is_empty() {
+            return Err(A2Error::InvalidArgument { message: "redrive requires a consumer name".into() });
+        }
         let span = tracing::info_span!(
             "a2.redrive",
             a2.contract = %self.contract.name(),
             a2.session_id = %session_id,
             a2.redrive.consumer = %consumer,
             a2.redrive.index = index,
-            a2.redrive.action = ?action,
+            a2.redrive.action = match action {
+                RedriveAction::Retry => "retry",
+                RedriveAction::Skip => "skip",
+            },
             a2.redrive.redriven = tracing::field::Empty,
         );
         async {

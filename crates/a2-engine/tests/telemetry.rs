@@ -120,7 +120,7 @@ async fn spans_of_append_drain_dead_letter_and_redrive() {
     assert_eq!(redrives.len(), 1);
     assert_eq!(get(&redrives[0], "a2.redrive.consumer"), "charger");
     assert_eq!(get(&redrives[0], "a2.redrive.index"), "1");
-    assert_eq!(get(&redrives[0], "a2.redrive.action"), "Skip");
+    assert_eq!(get(&redrives[0], "a2.redrive.action"), "skip", "the seeds' value");
     assert_eq!(get(&redrives[0], "a2.redrive.redriven"), "true");
 }
 

@@ -1,0 +1,280 @@
+//! What a session handle and a run's context do as the seeds say: state
+//! reads that answer the latest unless pinned, a snapshot cache that never
+//! fails a read, one id rule for a run's appends and returns, `abort_on`
+//! seen before a run starts, a consume wait that can be cancelled, and the
+//! small rules each a line.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use a2_engine::*;
+use a2_store::{session_key, RedriveAction, SnapshotGet, SnapshotPut};
+use serde_json::{json, Value};
+use tokio::sync::Notify;
+
+use crate::engine::{eventually, open, quiet_server, server_with, tick, Pace};
+use crate::faulty::Faulty;
+use crate::StoreFactory;
+
+fn code<T>(result: Result<T, A2Error>) -> Result<(), &'static str> {
+    result.map(|_| ()).map_err(|e| e.code())
+}
+
+/// A run's `state(reducer, None)` reads the latest state (what it or others
+/// appended since its trigger included) and pins nothing; only an explicit
+/// `through` reads the past and pins that snapshot for the running head.
+pub async fn consumer_state_reads_latest_by_default(factory: &dyn StoreFactory, pace: Pace) {
+    let store = open(factory).await;
+    let observed: Arc<Mutex<Vec<(Value, u64)>>> = Arc::new(Mutex::new(Vec::new()));
+    let o = observed.clone();
+    let reader = Consumer::builder("reader")
+        .lane("main")
+        .types(["stop"])
+        .run(move |ctx| {
+            let observed = o.clone();
+            async move {
+                let latest = ctx.session.state("count", None).await?;
+                let pinned = ctx.session.state("count", Some(ctx.event.index)).await?;
+                if let Ok(mut o) = observed.lock() {
+                    o.push((latest.state, latest.index));
+                    o.push((pinned.state, pinned.index));
+                }
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = server_with(pace, store.clone(), vec![reader], |b| b.snapshot_every(1));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    let batch = vec![tick(1), tick(2), tick(3), AppendInput::new("stop", json!({})), tick(5)];
+    session.append(batch).await.unwrap_or_else(|e| panic!("{e}"));
+    eventually("the reader read", || observed.lock().map(|o| o.len() == 2).unwrap_or(false)).await;
+    let seen = observed.lock().map(|o| o.clone()).unwrap_or_default();
+    assert_eq!(seen[0], (json!(4), 5), "no through: the latest state, past the trigger");
+    assert_eq!(seen[1], (json!(3), 4), "through the trigger when asked");
+    let snapshots = store.snapshot_list(&session_key("shop", "s")).await.unwrap_or_else(|e| panic!("{e}"));
+    let pins = |index: u64| snapshots.iter().find(|s| s.index == index).map(|s| s.pins.len()).unwrap_or(0);
+    assert_eq!((pins(5), pins(4)), (0, 1), "only the explicit read pinned its snapshot: {snapshots:#?}");
+}
+
+/// A snapshot store that fails neither fails a state read nor a run's: the
+/// read folds from the log, and the write-back is given up.
+pub async fn snapshot_failure_never_fails_a_state_read(factory: &dyn StoreFactory, pace: Pace) {
+    let faulty = Faulty::new(open(factory).await);
+    let states = Arc::new(Mutex::new(Vec::new()));
+    let s = states.clone();
+    let reader = Consumer::builder("reader")
+        .lane("main")
+        .types(["stop"])
+        .run(move |ctx| {
+            let states = s.clone();
+            async move {
+                let state = ctx.session.state("count", Some(ctx.event.index)).await?;
+                if let Ok(mut v) = states.lock() {
+                    v.push(state.state);
+                }
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = server_with(pace, faulty.clone(), vec![reader], |b| b.snapshot_every(1));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append((1..=4).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
+    faulty.fail_snapshots.store(true, Ordering::SeqCst);
+    let read = session.state("count", None).await.unwrap_or_else(|e| panic!("a failing cache failed the read: {e}"));
+    assert_eq!((read.state, read.index), (json!(4), 4));
+    session.append(vec![AppendInput::new("stop", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
+    eventually("the run read its state", || states.lock().map(|v| v.len() == 1).unwrap_or(false)).await;
+    assert_eq!(states.lock().map(|v| v[0].clone()).unwrap_or_default(), json!(4), "the run read it from the log");
+    faulty.fail_snapshots.store(false, Ordering::SeqCst);
+    let read = session.state("count", None).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(read.state, json!(4));
+}
+
+/// A snapshot that fails the reducer's state check is refolded, and the read
+/// that folds past it writes a good one in its place (the seeds' `repairsHead`).
+pub async fn rejected_snapshot_is_repaired(factory: &dyn StoreFactory, pace: Pace) {
+    let store = open(factory).await;
+    let server = server_with(pace, store.clone(), vec![], |b| b.snapshot_every(100));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append((1..=5).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
+    let key = session_key("shop", "s");
+    let garbage = SnapshotPut { session: key.clone(), reducer: "count".into(), index: 3, state: json!("x"), pin: None };
+    store.snapshot_put(garbage).await.unwrap_or_else(|e| panic!("{e}"));
+    let read = session.state("count", None).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((read.state, read.index), (json!(5), 5), "the rejected snapshot is refolded");
+    let at_three = SnapshotGet { session: key, reducer: "count".into(), at_most: 3 };
+    let repaired = store.snapshot_get(at_three).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(repaired.map(|s| (s.index, s.state)), Some((3, json!(3))), "the read repaired the snapshot at 3");
+}
+
+/// A run's appends and its returned events follow one id rule: any id of
+/// 1-256 characters, one shaped like A2's derived ids included (the seeds
+/// refuse those only on the push route); an empty id is refused for both.
+pub async fn returned_event_ids_follow_the_append_rule(factory: &dyn StoreFactory, pace: Pace) {
+    let derived_appended = ids::appended_event_id("elsewhere", "copy", 0, "other");
+    let derived_returned = ids::returned_event_id("elsewhere", 0, "other");
+    let refused = Arc::new(Mutex::new(Vec::new()));
+    let (a, r, f) = (derived_appended.clone(), derived_returned.clone(), refused.clone());
+    let echo = Consumer::builder("echo")
+        .lane("main")
+        .types(["stop"])
+        .run(move |ctx| {
+            let (appended, returned, refused) = (a.clone(), r.clone(), f.clone());
+            async move {
+                let empty = ctx.session.append("bad", vec![AppendInput::new("tock", json!({})).with_id("")]).await;
+                if let Ok(mut v) = refused.lock() {
+                    v.push(code(empty));
+                }
+                ctx.session.append("copy", vec![AppendInput::new("tock", json!({})).with_id(appended)]).await?;
+                Ok::<_, BoxError>(AppendInput::new("tock", json!({})).with_id(returned))
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = server_with(pace, open(factory).await, vec![echo], |b| b);
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![AppendInput::new("stop", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
+    let history = || {
+        let session = session.clone();
+        async move {
+            let events = session.history(EventRange::all()).unwrap_or_else(|e| panic!("{e}")).collect().await;
+            events.unwrap_or_else(|e| panic!("{e}")).into_iter().map(|e| e.id).collect::<Vec<_>>()
+        }
+    };
+    for _ in 0..2_000 {
+        if history().await.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let ids = history().await;
+    assert!(ids.contains(&derived_appended), "a run's append kept its derived-looking id: {ids:?}");
+    assert!(ids.contains(&derived_returned), "a run's return kept its derived-looking id: {ids:?}");
+    assert_eq!(refused.lock().map(|v| v[0]).unwrap_or(Ok(())), Err("INVALID_EVENT_ID"), "an empty id is refused");
+}
+
+/// A run whose `abort_on` event is already in the log when it starts sees
+/// its token cancelled from its first line.
+pub async fn abort_on_event_already_logged_cancels_before_start(factory: &dyn StoreFactory, pace: Pace) {
+    let saw = Arc::new(Mutex::new(Vec::new()));
+    let s = saw.clone();
+    let worker = Consumer::builder("worker")
+        .lane("main")
+        .types(["tick"])
+        .abort_on(["stop"])
+        .run(move |ctx| {
+            let saw = s.clone();
+            async move {
+                if let Ok(mut v) = saw.lock() {
+                    v.push(ctx.cancel.is_cancelled());
+                }
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = quiet_server(pace, open(factory).await, vec![worker]);
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![tick(1), AppendInput::new("stop", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
+    session.drain().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(saw.lock().map(|v| v.clone()).unwrap_or_default(), vec![true], "cancelled before the run began");
+}
+
+/// Cancelling a consume's wait (or dropping its future) stops the wait
+/// only: the head it started runs to its end and moves the cursor.
+pub async fn consume_cancel_stops_the_wait_only(factory: &dyn StoreFactory, pace: Pace) {
+    let (started, finished) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let release = Arc::new(Notify::new());
+    let (s, f, r) = (started.clone(), finished.clone(), release.clone());
+    let slow = Consumer::builder("slow")
+        .lane("main")
+        .types(["tick"])
+        .run(move |_| {
+            let (started, finished, release) = (s.clone(), f.clone(), r.clone());
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                release.notified().await;
+                finished.fetch_add(1, Ordering::SeqCst);
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let store = open(factory).await;
+    let server = quiet_server(pace, store.clone(), vec![slow.clone()]);
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![tick(1), tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
+
+    let token = tokio_util::sync::CancellationToken::new();
+    let waiting = tokio::spawn({
+        let (session, slow, token) = (session.clone(), slow.clone(), token.clone());
+        async move { session.consume_until_cancelled(&slow, Some(1), token).await }
+    });
+    eventually("the first head runs", || started.load(Ordering::SeqCst) == 1).await;
+    token.cancel();
+    let cancelled = waiting.await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(code(cancelled), Err("CANCELLED"));
+    assert_eq!(finished.load(Ordering::SeqCst), 0, "the run was not stopped by the wait's end");
+    release.notify_one();
+    eventually("the first head finished", || finished.load(Ordering::SeqCst) == 1).await;
+
+    // Dropping a consume's future is the same: the head it started runs on.
+    let dropped = tokio::spawn({
+        let (session, slow) = (session.clone(), slow.clone());
+        async move { session.consume(&slow, Some(2)).await }
+    });
+    eventually("the second head runs", || started.load(Ordering::SeqCst) == 2).await;
+    dropped.abort();
+    let _ = dropped.await;
+    release.notify_one();
+    eventually("the second head finished", || finished.load(Ordering::SeqCst) == 2).await;
+    // The completion is written after the run returns: wait for the cursor.
+    let key = session_key("shop", "s");
+    let mut heads = Vec::new();
+    for _ in 0..2_000 {
+        heads = store.head_list(&key).await.unwrap_or_else(|e| panic!("{e}"));
+        if heads.iter().all(|h| h.next_index == 3) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(heads.iter().all(|h| h.next_index == 3), "the cursor moved past both: {heads:#?}");
+}
+
+/// The small rules, a line each: an empty append, a redrive with no
+/// consumer, a lane function that sees only the ids callers gave, and one
+/// that panics.
+pub async fn small_rules_of_the_seeds_hold(factory: &dyn StoreFactory, pace: Pace) {
+    let given = Arc::new(Mutex::new(Vec::new()));
+    let panicked = Arc::new(AtomicBool::new(false));
+    let (g, p) = (given.clone(), panicked.clone());
+    let laned = Consumer::builder("laned")
+        .types(["tick"])
+        .lane_fn(move |_, event| {
+            if event.payload["panic"].as_bool() == Some(true) {
+                p.store(true, Ordering::SeqCst);
+                panic!("this lane function panics on purpose");
+            }
+            if let Ok(mut v) = g.lock() {
+                v.push(event.id.clone());
+            }
+            Some("one".into())
+        })
+        .run(|_| async { Ok::<(), BoxError>(()) })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = quiet_server(pace, open(factory).await, vec![laned]);
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(code(session.append(vec![]).await), Err("INVALID_ARGUMENT"), "an empty append is refused");
+    assert_eq!(code(session.redrive("", 1, RedriveAction::Retry).await), Err("INVALID_ARGUMENT"));
+    session.append(vec![tick(1), tick(2).with_id("mine")]).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        given.lock().map(|v| v.clone()).unwrap_or_default(),
+        vec![None, Some("mine".to_owned())],
+        "the lane function sees an id only when the caller gave one"
+    );
+    let bad = session.append(vec![AppendInput::new("tick", json!({ "panic": true }))]).await;
+    assert!(panicked.load(Ordering::SeqCst));
+    assert_eq!(code(bad), Err("INVALID_CONSUMER"), "a panicking lane function is an error, not an unwind");
+    assert_eq!(
+        session.history(EventRange::all()).unwrap_or_else(|e| panic!("{e}")).collect().await.map(|v| v.len()),
+        Ok(2),
+        "the refused append wrote nothing"
+    );
+}
