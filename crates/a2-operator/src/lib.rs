@@ -397,8 +397,14 @@ impl Operator {
         let redriven = self.store().dead_letter_redrive(params).await?;
         if redriven {
             if let Some(server) = self.hosted.iter().find(|s| s.contract().name() == contract) {
-                // A hosted consumer runs the retried head now.
-                let _ = server.session(session)?.drain().await;
+                // A hosted consumer runs the retried head now, after this answer: the
+                // request returns when the redrive is committed, not when the consumer has run.
+                let hosted = server.session(session)?;
+                tokio::spawn(async move {
+                    if let Err(error) = hosted.drain().await {
+                        tracing::warn!(code = error.code(), %error, "the drain after a redrive failed; the rescuer retries");
+                    }
+                });
             }
         }
         Ok(Redriven { redriven })

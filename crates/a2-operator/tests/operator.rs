@@ -256,3 +256,79 @@ async fn sqlite_reads_and_actions() {
 async fn postgres_reads_and_actions() {
     reads_and_actions(StoreKind::Postgres).await;
 }
+
+/// A redrive answers once it is committed: the hosted consumer that runs the
+/// retried head afterwards (here one that never finishes) does not hold the answer.
+#[tokio::test]
+async fn redrive_returns_when_committed_not_when_the_consumer_ran() {
+    use a2_engine::{BoxError, Consumer, Contract, Server};
+
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let store: Arc<dyn Store> = Arc::new(a2_store::memory::MemoryStore::new(clock.clone()));
+    let slow = [StoreConsumer::targeted("slow")];
+    let target = vec![Target { consumer: "slow".into(), lane: None }];
+    let append = EventAppend {
+        session: session_key("shop", "o-1"),
+        events: vec![event("e1", target)],
+        consumers: slow.to_vec(),
+    };
+    store.event_append(append).await.unwrap_or_else(|e| panic!("{e}"));
+    for _ in 0..10 {
+        clock.advance(86_400_000);
+        let claim = HeadClaim {
+            session: session_key("shop", "o-1"),
+            holder: "h".into(),
+            ttl_ms: 30_000,
+            consumers: slow.to_vec(),
+            through: None,
+            exclude: Vec::new(),
+            max_failures: 10,
+            limit: 1,
+        };
+        let claimed = store.head_claim(claim).await.unwrap_or_else(|e| panic!("{e}"));
+        let head = claimed.heads.first().unwrap_or_else(|| panic!("a head to fail"));
+        let fail = HeadFail {
+            session: session_key("shop", "o-1"),
+            head: head.head.clone(),
+            attempt: head.attempt,
+            error: "boom".into(),
+            aborted: false,
+            max_failures: 10,
+            backoff: Backoff::default(),
+        };
+        store.head_fail(fail).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    let started = Arc::new(tokio::sync::Notify::new());
+    let signal = started.clone();
+    let hanging = Consumer::builder("slow")
+        .types(["order.placed"])
+        .run(move |_| {
+            let started = signal.clone();
+            async move {
+                started.notify_one();
+                std::future::pending::<()>().await;
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let contract =
+        Contract::new("shop").and_then(|c| c.event_with("order.placed", |_| Ok(()))).unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::builder(contract, store.clone())
+        .consumer(hanging)
+        .run_in_background(false)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut op = Operator::new(Attached::new(store, StoreKind::Memory, Mode::ReadWrite), Actor::current());
+    op.host(server);
+    let answer = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        op.dead_letter_redrive(redrive("o-1", "slow", 1, RedriveAction::Retry)),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the redrive waited for the consumer's run"));
+    assert!(answer.unwrap_or_else(|e| panic!("{e}")).redriven);
+    tokio::time::timeout(std::time::Duration::from_secs(5), started.notified())
+        .await
+        .unwrap_or_else(|_| panic!("the hosted consumer did not run the retried head"));
+}
