@@ -78,7 +78,8 @@ pub async fn lapsed_attempts_count_and_exhaust_on_takeover(factory: &dyn StoreFa
     let letters =
         store.dead_letter_list(DeadLetterList { limit: 10, ..Default::default() }).await.expect("dead letters");
     assert_eq!(letters.len(), 1);
-    assert!(letters[0].last_error.as_deref().is_some_and(|e| e.contains("lapsed")));
+    // The seeds leave it empty when every failure was a lapse (an error was invented here before).
+    assert_eq!(letters[0].last_error, None);
 }
 
 pub async fn dead_head_blocks_its_lane_but_not_other_lanes_or_consumers(factory: &dyn StoreFactory) {

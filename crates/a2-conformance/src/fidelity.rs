@@ -90,6 +90,25 @@ pub async fn lapse_keeps_last_error(factory: &dyn StoreFactory) {
     assert_eq!(heads[0].last_error.as_deref(), Some("boom at attempt 1"), "the thrown error is kept: {heads:#?}");
 }
 
+/// A head whose every failure was a lapse is dead-lettered on takeover with
+/// no `last_error`: nothing threw, and none is invented.
+pub async fn lapse_only_failures_leave_last_error_null(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    let consumers = [StoreConsumer::targeted("par")];
+    append(&*store, "s", vec![targeted("a", "tick", &[("par", None)])], &consumers).await;
+    for holder in 0..10 {
+        let claimed = claim(&*store, "s", &format!("h{holder}"), &consumers).await;
+        assert_eq!(claimed.heads.len(), 1, "lapse {holder} leaves the head to claim: {claimed:?}");
+        clock.advance(TTL + 1);
+    }
+    let last = claim(&*store, "s", "h10", &consumers).await;
+    assert!(last.heads.is_empty() && last.exhausted.len() == 1, "the tenth lapse dead-letters it: {last:?}");
+    let letters = store.dead_letter_list(DeadLetterList { limit: 10, ..DeadLetterList::default() }).await;
+    let letters = letters.expect("dead letters");
+    assert_eq!(letters.len(), 1);
+    assert_eq!((letters[0].failure_count, letters[0].last_error.as_deref()), (10, None), "{letters:#?}");
+}
+
 /// Walk every session of the contract with `session_list_runnable`, `limit` at a time.
 async fn runnable(store: &dyn Store, consumers: &[&str], limit: u32) -> Vec<String> {
     let mut found = Vec::new();

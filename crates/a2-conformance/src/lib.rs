@@ -109,6 +109,7 @@ macro_rules! conformance_suite {
                     redrive_and_clear_record_their_audit_entry_with_the_outcome,
                     log_consumer_never_runs_an_untaken_type,
                     lapse_keeps_last_error,
+                    lapse_only_failures_leave_last_error_null,
                     session_list_runnable_finds_work_no_live_claim_holds,
                     cursor_advance_is_one_transaction,
                     paused_consumer_is_not_claimed,

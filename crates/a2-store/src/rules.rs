@@ -62,14 +62,12 @@ impl HeadState {
         if let Some(at) = self.next_attempt_at.filter(|at| *at > now) {
             return ClaimStep::Waiting(at);
         }
-        if let Some(holder) = self.lease_holder.take() {
+        if self.lease_holder.take().is_some() {
             self.lease_expires_at = None;
             self.failure_count += 1;
-            // The lapse is counted; the error the consumer last threw is what an operator needs.
-            if self.last_error.is_none() {
-                self.last_error =
-                    Some(format!("attempt {} by holder {holder} lapsed without completing", self.attempt_count));
-            }
+            // The lapse is counted; `last_error` stays what the consumer last threw, and
+            // stays empty when every failure was a lapse (the seeds: the attempt history
+            // says what happened, no error is invented).
             if self.failure_count >= max_failures {
                 self.failed_at = Some(now);
                 self.next_attempt_at = None;
