@@ -52,7 +52,12 @@ async fn seed(store: &dyn Store) {
             })
             .collect();
         store
-            .event_append(EventAppend { session: key.clone(), events, consumers: consumers.clone() })
+            .event_append(EventAppend {
+                session: key.clone(),
+                events,
+                consumers: consumers.clone(),
+                origin_index: None,
+            })
             .await
             .unwrap_or_else(|e| panic!("{e}"));
     }

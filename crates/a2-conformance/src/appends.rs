@@ -20,6 +20,7 @@ pub async fn gap_free_indexes_under_concurrent_appenders(factory: &dyn StoreFact
                         session: key("s"),
                         events: vec![event(&id, "tick")],
                         consumers: vec![],
+                        origin_index: None,
                     })
                     .await
                     .expect("concurrent append");
@@ -54,6 +55,7 @@ pub async fn idempotent_reappend_by_id(factory: &dyn StoreFactory) {
             session: key("s"),
             events: vec![event("a", "tick"), event("b", "tick")],
             consumers: vec![],
+            origin_index: None,
         })
         .await
         .expect("re-append");
@@ -71,6 +73,7 @@ pub async fn partial_duplicate_batch_is_refused_whole(factory: &dyn StoreFactory
             session: key("s"),
             events: vec![event("a", "tick"), event("b", "tick")],
             consumers: vec![],
+            origin_index: None,
         })
         .await;
     let error = mixed.expect_err("a mixed batch is refused");
@@ -80,6 +83,7 @@ pub async fn partial_duplicate_batch_is_refused_whole(factory: &dyn StoreFactory
             session: key("s"),
             events: vec![event("c", "tick"), event("c", "tick")],
             consumers: vec![],
+            origin_index: None,
         })
         .await;
     assert_eq!(repeated.expect_err("an id twice in a batch").code(), "PARTIAL_DUPLICATE_BATCH");
@@ -92,7 +96,12 @@ pub async fn two_contracts_with_one_session_id_never_collide(factory: &dyn Store
     let a = session_key("alpha", "same");
     let b = session_key("beta", "same");
     store
-        .event_append(EventAppend { session: a.clone(), events: vec![event("x", "tick")], consumers: vec![] })
+        .event_append(EventAppend {
+            session: a.clone(),
+            events: vec![event("x", "tick")],
+            consumers: vec![],
+            origin_index: None,
+        })
         .await
         .expect("a");
     let appended = store
@@ -100,6 +109,7 @@ pub async fn two_contracts_with_one_session_id_never_collide(factory: &dyn Store
             session: b.clone(),
             events: vec![event("x", "tick"), event("y", "tick")],
             consumers: vec![],
+            origin_index: None,
         })
         .await
         .expect("b");
@@ -119,6 +129,7 @@ pub async fn two_contracts_with_one_session_id_never_collide(factory: &dyn Store
             session: session_key("alph", "other"),
             events: vec![event("z", "tick")],
             consumers: vec![],
+            origin_index: None,
         })
         .await
         .expect("alph");

@@ -95,3 +95,29 @@ pub async fn snapshot_pins_are_kept_while_their_head_runs(factory: &dyn StoreFac
     store.snapshot_put(put(5, None)).await.expect("snapshot");
     assert_eq!(indexes(store.snapshot_list(&key("s")).await.expect("list")), vec![5], "its head done, the pin lets go");
 }
+
+/// A run's append names its trigger (`origin_index`); once the session was
+/// cleared through it, the store refuses the append in the append's own
+/// transaction (`SESSION_CLEARED`) and writes nothing, so a clear committed
+/// between a run's check and its append cannot let it append past the boundary.
+pub async fn cleared_trigger_append_is_refused_atomically(factory: &dyn StoreFactory) {
+    let (store, _) = open(factory).await;
+    let consumers = [log("c")];
+    append(&*store, "s", vec![event("a", "tick"), event("b", "tick")], &consumers).await;
+    let cleared = store.session_clear(SessionClear { session: key("s"), if_last_index: None, audit: None }).await;
+    assert_eq!(cleared.expect("clear").index, 2);
+    let from = |origin: u64, id: &str| EventAppend {
+        session: key("s"),
+        events: vec![event(id, "tick")],
+        consumers: consumers.to_vec(),
+        origin_index: Some(origin),
+    };
+    let refused = store.event_append(from(2, "late")).await;
+    assert_eq!(refused.map(|_| ()).map_err(|e| e.code()), Err("SESSION_CLEARED"), "the cleared run's append");
+    let bounds = store.session_bounds(&key("s")).await.expect("bounds");
+    assert_eq!((bounds.head, bounds.clear_index), (2, 2), "nothing was written");
+    let after = store.event_append(from(3, "next")).await.expect("a run past the boundary appends");
+    assert_eq!(after.head, 3);
+    let plain = EventAppend { origin_index: None, ..from(0, "external") };
+    assert_eq!(store.event_append(plain).await.expect("an external append").head, 4);
+}

@@ -25,7 +25,7 @@ pub async fn concurrent_appends_are_each_atomic(factory: &dyn StoreFactory) {
                 .map(|n| targeted(&format!("w{writer}-e{n}"), "tick", &[("charger", None)]))
                 .collect::<Vec<_>>();
             let appended = store
-                .event_append(EventAppend { session: key(&session), events, consumers })
+                .event_append(EventAppend { session: key(&session), events, consumers, origin_index: None })
                 .await
                 .expect("a concurrent append");
             (session, writer, size, appended)
@@ -120,7 +120,7 @@ pub async fn grouped_appends_keep_payloads_and_cursors(factory: &dyn StoreFactor
                 wave_tasks.push(tokio::spawn(async move {
                     let sent = events.clone();
                     let appended = store
-                        .event_append(EventAppend { session: key(&session), events, consumers })
+                        .event_append(EventAppend { session: key(&session), events, consumers, origin_index: None })
                         .await
                         .unwrap_or_else(|e| panic!("{session}: {e}"));
                     (session, sent, appended)
@@ -175,7 +175,17 @@ pub async fn a_failing_append_does_not_fail_its_batch(factory: &dyn StoreFactory
                     11 => (format!("dup-{round}"), vec![event("x", "tick"), event("x", "tick")]),
                     _ => (format!("ok-{writer}"), vec![event(&format!("r{round}-w{writer}"), "tick")]),
                 };
-                (writer, store.event_append(EventAppend { session: key(&session), events, consumers: vec![] }).await)
+                (
+                    writer,
+                    store
+                        .event_append(EventAppend {
+                            session: key(&session),
+                            events,
+                            consumers: vec![],
+                            origin_index: None,
+                        })
+                        .await,
+                )
             }));
         }
         for task in tasks {

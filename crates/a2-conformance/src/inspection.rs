@@ -254,6 +254,7 @@ pub async fn hostile_session_ids_round_trip(factory: &dyn StoreFactory) {
                 session: session_key(CONTRACT, id),
                 events: vec![event("x", "tick")],
                 consumers: vec![],
+                origin_index: None,
             })
             .await
             .expect(id);
@@ -280,6 +281,7 @@ pub async fn hostile_session_ids_round_trip(factory: &dyn StoreFactory) {
             session: session_key(CONTRACT, "a\u{1f}b"),
             events: vec![event("x", "tick")],
             consumers: vec![],
+            origin_index: None,
         })
         .await;
     assert_eq!(bad.expect_err("separator in id").code(), "INVALID_INPUT");
@@ -287,7 +289,7 @@ pub async fn hostile_session_ids_round_trip(factory: &dyn StoreFactory) {
     let mut large = event("large", "tick");
     large.payload = big.clone();
     store
-        .event_append(EventAppend { session: key("large"), events: vec![large], consumers: vec![] })
+        .event_append(EventAppend { session: key("large"), events: vec![large], consumers: vec![], origin_index: None })
         .await
         .expect("1 MB payload");
     let back = store
@@ -372,6 +374,7 @@ pub async fn inspection_sessions_by_last_activity(factory: &dyn StoreFactory) {
             session: session_key("other", "x"),
             events: vec![event("o", "tick")],
             consumers: vec![],
+            origin_index: None,
         })
         .await
         .expect("another contract");
@@ -398,6 +401,7 @@ pub async fn consumer_totals_are_kept_until_refreshed(factory: &dyn StoreFactory
             session: session_key("other", "x"),
             events: vec![event("o", "tick")],
             consumers: vec![log("c")],
+            origin_index: None,
         })
         .await
         .expect("another contract");
@@ -427,7 +431,8 @@ pub async fn consumer_totals_in_chunks_match_the_whole(whole: Arc<dyn Store>, ch
             whole.cursor_wake(CursorWake { session: session.clone(), consumer: log("c") }).await.expect("wake");
             let events =
                 (0..=s % 3).map(|n| targeted(&format!("{contract}-{s}-{n}"), "tick", &[("par", None)])).collect();
-            let params = EventAppend { session: session.clone(), events, consumers: consumers.to_vec() };
+            let params =
+                EventAppend { session: session.clone(), events, consumers: consumers.to_vec(), origin_index: None };
             whole.event_append(params).await.expect("append");
             if s % 2 == 0 {
                 // Half the sessions drained: no lag there.

@@ -94,6 +94,7 @@ macro_rules! conformance_suite {
                     a_completion_that_appends_records_what_it_appended,
                     complete_many_settles_current_attempts_only,
                     clear_with_matching_and_mismatching_guard,
+                    cleared_trigger_append_is_refused_atomically,
                     snapshot_pins_are_kept_while_their_head_runs,
                     two_contracts_with_one_session_id_never_collide,
                     inspection_session_pages_and_summary,

@@ -349,6 +349,7 @@ pub async fn payload_search_walks_sessions_in_chunks(factory: &dyn StoreFactory)
         session: session_key("other", "s1"),
         events: vec![order("x", "tick", "c-1", "NL")],
         consumers: Vec::new(),
+        origin_index: None,
     };
     store.event_append(elsewhere).await.expect("append elsewhere");
 

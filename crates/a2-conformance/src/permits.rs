@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use a2_engine::*;
-use a2_store::{session_key, AttemptList, AttemptOutcome};
+use a2_store::{session_key, AttemptOutcome};
 
 use crate::engine::{eventually, open, record, recorder, seen, server_with, snapshot, tick, Pace};
 use crate::StoreFactory;
@@ -84,15 +84,8 @@ pub async fn lapse_charges_only_started_attempts(factory: &dyn StoreFactory, pac
     let restarted = server_with(pace, store.clone(), vec![work], |b| b);
     restarted.session("s").unwrap_or_else(|e| panic!("{e}")).drain().await.unwrap_or_else(|e| panic!("{e}"));
     eventually("every event ran after the restart", || snapshot(&done).len() == 6).await;
-    let list = AttemptList {
-        session: key,
-        consumer: Some("work".into()),
-        index: None,
-        after: None,
-        oldest_first: true,
-        limit: 100,
-    };
-    let attempts = store.attempt_list(list).await.unwrap_or_else(|e| panic!("{e}"));
+    // The completions are written after the runs return: wait for all six in the history.
+    let attempts = crate::engine::completed_attempts(&*store, &key, "work", 6).await;
     let lapsed: Vec<u64> = attempts.iter().filter(|a| a.outcome == AttemptOutcome::Lapsed).map(|a| a.index).collect();
     assert_eq!(lapsed.len(), 2, "a lapse is charged to each run that started, and to no other head: {attempts:#?}");
     let completed = attempts.iter().filter(|a| a.outcome == AttemptOutcome::Completed).count();

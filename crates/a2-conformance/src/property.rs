@@ -78,7 +78,7 @@ async fn run_case(
         .map_err(|e| e.to_string())?;
     let events = (0..3).map(|i| targeted(&format!("e{i}"), "tick", &[("par", None)])).collect();
     store
-        .event_append(EventAppend { session: key(session), events, consumers: consumers.to_vec() })
+        .event_append(EventAppend { session: key(session), events, consumers: consumers.to_vec(), origin_index: None })
         .await
         .map_err(|e| e.to_string())?;
     let mut held: Vec<Vec<HeldHead>> = vec![Vec::new(); holders];
@@ -251,8 +251,12 @@ impl TypesCase<'_> {
         self.appended += 1;
         let mut new = event(&format!("x{}", self.appended), if audit { "audit" } else { "work" });
         new.cause = cause;
-        let params =
-            EventAppend { session: key(self.session), events: vec![new], consumers: typed_consumers().to_vec() };
+        let params = EventAppend {
+            session: key(self.session),
+            events: vec![new],
+            consumers: typed_consumers().to_vec(),
+            origin_index: None,
+        };
         self.store.event_append(params).await.map(|_| ()).map_err(|e| e.to_string())
     }
 

@@ -45,7 +45,7 @@ pub async fn open(factory: &dyn StoreFactory) -> (Arc<dyn Store>, Arc<ManualCloc
 
 pub async fn append(store: &dyn Store, session: &str, events: Vec<NewEvent>, consumers: &[StoreConsumer]) -> u64 {
     store
-        .event_append(EventAppend { session: key(session), events, consumers: consumers.to_vec() })
+        .event_append(EventAppend { session: key(session), events, consumers: consumers.to_vec(), origin_index: None })
         .await
         .expect("append")
         .head

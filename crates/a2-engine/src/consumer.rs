@@ -285,13 +285,15 @@ pub(crate) trait RunHost: Send + Sync {
         id_for: Box<dyn Fn(usize) -> String + Send + Sync + 'a>,
     ) -> HostFuture<'a, Vec<Event>>;
     /// A reducer's state through `through` (the latest when `None`), its
-    /// snapshot pinned for `pin` when given.
+    /// snapshot pinned for `pin` when given; `SESSION_CLEARED` once the
+    /// session was cleared through `origin` (the run's trigger).
     fn state<'a>(
         self: Arc<Self>,
         session_id: &'a str,
         reducer: &'a str,
         through: Option<u64>,
         pin: Option<HeadRef>,
+        origin: Option<u64>,
     ) -> HostFuture<'a, StateAt>;
     /// Run another log consumer through an index, as `waiter`'s run waits;
     /// `cancel` stops the wait (not the heads it started).
@@ -355,7 +357,7 @@ impl ConsumerSession {
         for id in events.iter().filter_map(|e| e.id.as_deref()) {
             ids::validate_event_id(id)?;
         }
-        self.check_trigger_not_cleared().await?;
+        // The store refuses it in the append's own transaction once the session was cleared through the trigger.
         let (trigger, name, consumer) = (self.trigger_id.clone(), name.to_owned(), self.head.consumer.clone());
         let id_for = Box::new(move |ordinal| ids::appended_event_id(&trigger, &name, ordinal, &consumer));
         self.host.clone().append(&self.session_id, events, self.cause(), id_for).await
@@ -364,10 +366,10 @@ impl ConsumerSession {
     /// The reducer's state: the latest when `through` is `None`, as any
     /// session's read; through an explicit index, with that snapshot pinned
     /// while this head runs, so a retry reads the same state without refolding.
+    /// A run whose trigger was cleared gets `SESSION_CLEARED`, not the initial state.
     pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<StateAt, A2Error> {
-        self.check_trigger_not_cleared().await?;
         let pin = through.map(|_| self.head.clone());
-        self.host.clone().state(&self.session_id, reducer, through, pin).await
+        self.host.clone().state(&self.session_id, reducer, through, pin, Some(self.head.index)).await
     }
 
     /// The session's events in `range`, oldest first, read as they are asked for.
@@ -393,17 +395,6 @@ impl ConsumerSession {
             self.cancel.cancel();
         }
         Ok(cleared)
-    }
-
-    /// A run whose trigger lies at or below the clear boundary works on
-    /// events that are gone: it may neither append nor read state.
-    async fn check_trigger_not_cleared(&self) -> Result<(), A2Error> {
-        let key = self.host.key(&self.session_id);
-        let clear_index = self.host.store().session_bounds(&key).await?.clear_index;
-        if clear_index >= self.head.index {
-            return Err(A2Error::SessionCleared { session: self.session_id.clone(), index: clear_index });
-        }
-        Ok(())
     }
 
     /// Run another log consumer through an index (see `Session::consume`).

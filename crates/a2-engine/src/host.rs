@@ -37,8 +37,9 @@ impl RunHost for ServerCore {
         reducer: &'a str,
         through: Option<u64>,
         pin: Option<HeadRef>,
+        origin: Option<u64>,
     ) -> HostFuture<'a, StateAt> {
-        Box::pin(async move { ServerCore::state(&self, session_id, reducer, through, pin).await })
+        Box::pin(async move { ServerCore::state(&self, session_id, reducer, through, pin, origin).await })
     }
 
     fn consume<'a>(

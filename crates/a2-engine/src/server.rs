@@ -169,7 +169,7 @@ impl Session {
 
     /// A reducer's state through `through` (default: the head), with the index it reflects.
     pub async fn state(&self, reducer: &str, through: Option<u64>) -> Result<StateAt, A2Error> {
-        self.core.state(&self.id, reducer, through, None).await
+        self.core.state(&self.id, reducer, through, None, None).await
     }
 
     /// Clear through the head, only if the head is `if_last_index` when given.

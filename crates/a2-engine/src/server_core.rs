@@ -260,6 +260,8 @@ impl ServerCore {
                     session: key.clone(),
                     events: new,
                     consumers: self.store_consumers.clone(),
+                    // A run's append names its trigger: the store refuses it past a clear, atomically.
+                    origin_index: cause.as_ref().map(|c| c.index),
                 })
                 .await?;
             tracing::Span::current().record("a2.append.head", appended.head);
@@ -288,6 +290,7 @@ impl ServerCore {
         reducer: &str,
         through: Option<u64>,
         pin: Option<HeadRef>,
+        origin: Option<u64>,
     ) -> Result<StateAt, A2Error> {
         let reducer = self.contract.reducer_named(reducer)?;
         let span = tracing::info_span!(
@@ -305,6 +308,10 @@ impl ServerCore {
             let key = self.key(session_id);
             let summary = self.store.session_get(&key).await?;
             let (head, clear_index) = summary.map_or((0, 0), |s| (s.head, s.clear_index));
+            // A run whose trigger was cleared works on events that are gone.
+            if origin.is_some_and(|o| clear_index >= o) {
+                return Err(A2Error::SessionCleared { session: session_id.to_owned(), index: clear_index });
+            }
             let through = through.unwrap_or(head).min(head);
             tracing::Span::current().record("a2.state.through", through);
             if through <= clear_index {

@@ -185,7 +185,7 @@ pub async fn seed_long_history(store: Arc<dyn Store>, id: &str, attempts: u64) -
                 targets: vec![a2_store::Target { consumer: "charger".into(), lane: None }],
             })
             .collect();
-        let append = a2_store::EventAppend { session: key.clone(), events, consumers: Vec::new() };
+        let append = a2_store::EventAppend { session: key.clone(), events, consumers: Vec::new(), origin_index: None };
         store.event_append(append).await?;
         let claim = a2_store::HeadClaim {
             session: key.clone(),

@@ -46,7 +46,12 @@ async fn seed(store: &dyn Store) {
         let charged = vec![Target { consumer: "charger".into(), lane: None }];
         let events = (1..=4).map(|n| event(&format!("e{n}"), if n == 1 { charged.clone() } else { vec![] })).collect();
         store
-            .event_append(EventAppend { session: key.clone(), events, consumers: consumers.clone() })
+            .event_append(EventAppend {
+                session: key.clone(),
+                events,
+                consumers: consumers.clone(),
+                origin_index: None,
+            })
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         if s % 2 == 1 {
@@ -271,6 +276,7 @@ async fn redrive_returns_when_committed_not_when_the_consumer_ran() {
         session: session_key("shop", "o-1"),
         events: vec![event("e1", target)],
         consumers: slow.to_vec(),
+        origin_index: None,
     };
     store.event_append(append).await.unwrap_or_else(|e| panic!("{e}"));
     for _ in 0..10 {

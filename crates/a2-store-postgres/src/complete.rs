@@ -61,6 +61,7 @@ pub(crate) async fn complete_appending(
         session: params.session.clone(),
         events: params.events.clone(),
         consumers: params.consumers.clone(),
+        origin_index: None,
     };
     match fast_append_many(&mut *tx, &[&append], now).await {
         Ok(mut appended) => {

@@ -323,6 +323,10 @@ impl SqlBackend for Postgres {
 
     async fn append_fast(&self, params: &EventAppend) -> Result<Option<Appended>, StoreError> {
         self.writable()?;
+        // A run's append checks the clear boundary under the session's lock: the shared transaction does.
+        if params.origin_index.is_some() {
+            return Ok(None);
+        }
         self.appends
             .submit(params.clone())
             .await

@@ -109,7 +109,12 @@ async fn a_read_only_store_refuses_writes() {
     let event =
         NewEvent { id: "x".into(), event_type: "tick".into(), payload: json!({}), cause: None, targets: vec![] };
     let refused = store
-        .event_append(EventAppend { session: session_key("live", "s"), events: vec![event], consumers: vec![] })
+        .event_append(EventAppend {
+            session: session_key("live", "s"),
+            events: vec![event],
+            consumers: vec![],
+            origin_index: None,
+        })
         .await;
     assert_eq!(refused.expect_err("read-only").code(), "READ_ONLY");
     assert!(store
@@ -258,7 +263,12 @@ async fn dropping_a_store_closes_its_connections() {
     let store = Postgres::connect(&url(), options, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
     let event =
         NewEvent { id: "e1".into(), event_type: "tick".into(), payload: json!({}), cause: None, targets: Vec::new() };
-    let append = EventAppend { session: session_key("live", "s"), events: vec![event], consumers: Vec::new() };
+    let append = EventAppend {
+        session: session_key("live", "s"),
+        events: vec![event],
+        consumers: Vec::new(),
+        origin_index: None,
+    };
     store.event_append(append).await.unwrap_or_else(|e| panic!("{e}"));
     let admin = admin().await;
     let open = || async {

@@ -163,7 +163,10 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
         for (params, outcome) in batch.iter().zip(outcomes.iter_mut()) {
             if outcome.is_none() {
                 let events = params.events.clone();
-                *outcome = Some(self.append_in(tx.as_mut(), &params.session, events, &params.consumers, now).await?);
+                *outcome = Some(
+                    self.append_in(tx.as_mut(), &params.session, events, &params.consumers, params.origin_index, now)
+                        .await?,
+                );
             }
         }
         tx.commit().await?;

@@ -4,7 +4,7 @@
 //! backend, decisions from `a2_store::rules`, so every backend does them the same way.
 
 use a2_store::codec::{kind_code, lane_column, target_kind, to_i64};
-use a2_store::rules::{check_batch, head_infos, plan_batch, BatchPlan, HeadState};
+use a2_store::rules::{check_batch, check_origin, head_infos, plan_batch, BatchPlan, HeadState};
 use a2_store::*;
 
 use crate::conn::Conn;
@@ -125,6 +125,7 @@ impl<B: SqlBackend> SqlStore<B> {
         key: &str,
         events: Vec<NewEvent>,
         consumers: &[StoreConsumer],
+        origin_index: Option<u64>,
         now: Millis,
     ) -> Result<Appended, StoreError> {
         check_batch(key, &events)?;
@@ -135,6 +136,7 @@ impl<B: SqlBackend> SqlStore<B> {
         // Lock (creating if need be) the session row: appends to one session serialize here.
         let row = conn.fetch_one(self.sql().session_open, vec![Arg::text(key), Arg::Int(now)]).await?;
         let (head, clear) = (row.u64("head")?, row.u64("clear_index")?);
+        check_origin(key, origin_index, clear)?;
         let ids: Vec<&str> = events.iter().map(|e| e.id.as_str()).collect();
         let present = conn.fetch(self.sql().events_by_ids, vec![Arg::text(key), Arg::texts(&ids)]).await?;
         let present: Vec<Event> = present.iter().map(|r| event(r, key, "")).collect::<Result<_, _>>()?;

@@ -25,8 +25,9 @@ impl<B: SqlBackend> SqlStore<B> {
             return Ok(appended);
         }
         let mut tx = self.backend.begin().await?;
-        let appended =
-            self.append_in(tx.as_mut(), &params.session, params.events, &params.consumers, self.now()).await?;
+        let appended = self
+            .append_in(tx.as_mut(), &params.session, params.events, &params.consumers, params.origin_index, self.now())
+            .await?;
         tx.commit().await?;
         if !appended.duplicate {
             self.backend.announce(&params.session);
@@ -51,12 +52,14 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             let head = self.session_row(conn.as_mut(), &params.session).await?.map_or(0, |(h, _)| h);
             return Ok(Appended { head, events: Vec::new(), duplicate: false });
         }
+        // A run's append is checked against the clear boundary in its own transaction.
+        let guarded = params.origin_index.is_some();
         match &self.grouped {
-            Some(grouped) => grouped
+            Some(grouped) if !guarded => grouped
                 .submit(params)
                 .await
                 .unwrap_or_else(|| Err(StoreError::unavailable("the store's append queue stopped"))),
-            None => self.append_alone(params).await,
+            _ => self.append_alone(params).await,
         }
     }
     async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
@@ -199,7 +202,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         };
         let mut attempt = Attempt::ended(&params.head, &state, params.attempt, now, AttemptOutcome::Completed);
         let Appended { head: session_head, events: appended, duplicate } =
-            self.append_in(tx.as_mut(), key, params.events, &params.consumers, now).await?;
+            self.append_in(tx.as_mut(), key, params.events, &params.consumers, None, now).await?;
         attempt.appended = appended.iter().map(|e| e.id.clone()).collect();
         self.attempts_put(tx.as_mut(), key, &[attempt]).await?;
         // No touch of the session row: completions of one session's heads must not queue on it.

@@ -47,12 +47,22 @@ async fn a_read_only_store_refuses_writes_at_the_api_and_the_database() {
     let path = fresh_path();
     let writer = open(&path, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
     writer
-        .event_append(EventAppend { session: session_key("c", "s"), events: vec![event("a")], consumers: vec![] })
+        .event_append(EventAppend {
+            session: session_key("c", "s"),
+            events: vec![event("a")],
+            consumers: vec![],
+            origin_index: None,
+        })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let reader = open(&path, Access::ReadOnly).await.unwrap_or_else(|e| panic!("{e}"));
     let refused = reader
-        .event_append(EventAppend { session: session_key("c", "s"), events: vec![event("b")], consumers: vec![] })
+        .event_append(EventAppend {
+            session: session_key("c", "s"),
+            events: vec![event("b")],
+            consumers: vec![],
+            origin_index: None,
+        })
         .await;
     assert_eq!(refused.expect_err("read-only").code(), "READ_ONLY");
     let listed =

@@ -29,6 +29,8 @@ pub enum StoreError {
     #[error("not an A2 store: {message}")]
     NotAStore { message: String },
     /// The connection's TLS was refused or failed: no plain-text fallback is tried.
+    #[error("session '{session}' was cleared through index {index}: the run whose event it cleared may not append")]
+    SessionCleared { session: String, index: u64 },
     #[error("TLS: {message}")]
     Tls { message: String },
 }
@@ -58,6 +60,7 @@ impl StoreError {
             Self::Timeout { .. } => "STORE_TIMEOUT",
             Self::NotAStore { .. } => "NOT_AN_A2_STORE",
             Self::Tls { .. } => "TLS_FAILED",
+            Self::SessionCleared { .. } => "SESSION_CLEARED",
         }
     }
 

@@ -259,6 +259,18 @@ pub fn head_infos(session_key: &str, session_head: u64, rows: Vec<HeadRow>) -> V
     infos
 }
 
+/// Refuse the append of a run whose event (`origin_index`) the session was
+/// cleared through; checked under the session's lock, in the append's transaction.
+pub fn check_origin(session: &str, origin_index: Option<u64>, clear_index: u64) -> Result<(), crate::StoreError> {
+    match origin_index {
+        Some(origin) if clear_index >= origin => {
+            let (_, session_id) = crate::split_session_key(session);
+            Err(crate::StoreError::SessionCleared { session: session_id.to_owned(), index: clear_index })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Refuse a batch with an empty id or an id twice, before anything is written.
 pub fn check_batch(session: &str, events: &[crate::NewEvent]) -> Result<(), crate::StoreError> {
     let mut seen = std::collections::HashSet::new();

@@ -169,6 +169,11 @@ pub struct EventAppend {
     /// Every consumer the appender runs: log consumers get a cursor here if
     /// they have none, so a new session's first event is theirs too.
     pub consumers: Vec<StoreConsumer>,
+    /// The index of the event whose run appends (a consumer's trigger): a
+    /// clear through it refuses the append with `SESSION_CLEARED`, decided in
+    /// the append's own transaction, so a clear committed a moment before
+    /// cannot let a cleared run append past the boundary.
+    pub origin_index: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

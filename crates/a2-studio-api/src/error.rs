@@ -143,6 +143,7 @@ mod tests {
             StoreError::ReadOnly { message: text() },
             StoreError::Schema { message: text() },
             StoreError::Timeout { message: text() },
+            StoreError::SessionCleared { session: text(), index: 1 },
         ];
         let engine = [
             A2Error::UnknownEventType { contract: text(), event_type: text() },

@@ -190,6 +190,7 @@ impl Store for MemoryStore {
         let mut sessions = self.lock();
         let mut row =
             sessions.get(&params.session).cloned().unwrap_or_else(|| SessionRow::new(params.session.clone(), now));
+        crate::rules::check_origin(&params.session, params.origin_index, row.clear_index)?;
         let (events, duplicate) = row.append(params.events, &params.consumers, now)?;
         let head = row.head;
         if row.head > 0 {
