@@ -43,7 +43,12 @@ async fn seed(store: &dyn Store) {
             })
             .collect();
         store
-            .event_append(EventAppend { session: key.clone(), events, consumers: consumers.clone() })
+            .event_append(EventAppend {
+                session: key.clone(),
+                events,
+                consumers: consumers.clone(),
+                origin_index: None,
+            })
             .await
             .unwrap_or_else(|e| panic!("seed: {e}"));
         // Every session's first ordered event runs once: attempt history to read.

@@ -132,7 +132,8 @@ async fn store_appends(store: Arc<dyn Store>) -> Result<f64, String> {
                     targets: Vec::new(),
                 };
                 let session = a2_store::session_key("bench", &format!("store-w{w}-s{}", n % 64));
-                let append = a2_store::EventAppend { session, events: vec![event], consumers: Vec::new() };
+                let append =
+                    a2_store::EventAppend { session, events: vec![event], consumers: Vec::new(), origin_index: None };
                 if store.event_append(append).await.is_ok() {
                     count.fetch_add(1, Ordering::Relaxed);
                 }

@@ -1,0 +1,162 @@
+//! The operator's reads: contracts, sessions, events, heads, totals, dead
+//! letters, attempts, snapshots and the audit log; none writes.
+
+use a2_store::*;
+
+use crate::*;
+
+impl Operator {
+    pub async fn contract_list(&self) -> Result<Vec<String>> {
+        Ok(self.store().contract_list().await?)
+    }
+
+    /// Sessions of a contract by id; filters read on until the page fills
+    /// (at most ten store pages, so a filter that matches little stays cheap).
+    pub async fn session_list(&self, query: SessionQuery) -> Result<Page<SessionSummary, String>> {
+        let limit = page_size(query.limit);
+        // Unfiltered, a store page is the page; filtered, read wider pages to fill it.
+        let filtered = query.has_dead_letters || query.lagging;
+        let fetch = if filtered { MAX_PAGE } else { limit as u32 };
+        let mut items = Vec::new();
+        let mut after = query.after.clone();
+        for _ in 0..10 {
+            let page = self
+                .store()
+                .session_list(SessionList {
+                    contract: query.contract.clone(),
+                    id_prefix: query.id_prefix.clone(),
+                    after: after.clone(),
+                    limit: fetch,
+                })
+                .await?;
+            let full = page.len() == fetch as usize;
+            for summary in page {
+                after = Some(summary.session_id.clone());
+                if (query.has_dead_letters && summary.dead_letters == 0) || (query.lagging && summary.lag == 0) {
+                    continue;
+                }
+                items.push(summary);
+                if items.len() == limit {
+                    return Ok(Page { next: after, items });
+                }
+            }
+            if !full {
+                return Ok(Page { items, next: None });
+            }
+        }
+        Ok(Page { items, next: after })
+    }
+
+    /// Sessions of a contract, most recently active first (appends, clears and redrives count).
+    pub async fn session_list_by_activity(&self, query: ActivityQuery) -> Result<Page<SessionSummary, ActivityCursor>> {
+        let before = query.before.map(|c| (c.at, c.session));
+        let params = SessionsByActivity { contract: query.contract, before, limit: query.limit };
+        let items = self.store().session_list_by_activity(params).await?;
+        let next = (items.len() == page_size(query.limit))
+            .then(|| items.last().map(|s| ActivityCursor { at: s.updated_at, session: s.session_id.clone() }))
+            .flatten();
+        Ok(Page { items, next })
+    }
+
+    pub async fn session_get(&self, target: &SessionRef) -> Result<SessionSummary> {
+        let SessionRef { contract, session } = target;
+        self.store()
+            .session_get(&target.key()?)
+            .await?
+            .ok_or_else(|| OperatorError::NotFound { what: format!("session '{session}' of contract '{contract}'") })
+    }
+
+    pub async fn event_list(&self, query: EventQuery) -> Result<Vec<Event>> {
+        let EventQuery { session, after, before, newest_first, limit } = query;
+        self.session_get(&session).await?;
+        let mut events =
+            self.store().event_list(EventList { session: session.key()?, after, before, limit, newest_first }).await?;
+        for event in &mut events {
+            event.session.clone_from(&session.session);
+        }
+        Ok(events)
+    }
+
+    pub async fn head_list(&self, session: &SessionRef) -> Result<Vec<HeadView>> {
+        let now = self.now();
+        let heads = self.store().head_list(&session.key()?).await?;
+        self.exists_if_empty(&heads, session).await?;
+        Ok(heads.into_iter().map(|h| HeadView::from_info(h, now)).collect())
+    }
+
+    /// Consumer totals computed now: a pass over every cursor (seconds on a big store).
+    pub async fn consumer_totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>> {
+        Ok(self.store().consumer_totals(contract).await?)
+    }
+
+    /// Consumer totals no older than `max_age_ms`: the kept ones when fresh
+    /// enough, else recomputed (and kept, on a read-write connection).
+    pub async fn consumer_overview(&self, query: TotalsQuery) -> Result<TotalsSnapshot> {
+        let (contract, max_age_ms) = (query.contract.as_deref(), query.max_age_ms);
+        let now = self.now();
+        let kept = self.store().consumer_totals_snapshot(contract).await?;
+        if let Some(kept) = kept.as_ref().filter(|k| now - k.computed_at <= max_age_ms) {
+            return Ok(kept.clone());
+        }
+        // A replica cannot refresh them: the primary's last refresh is what there is, its age shown.
+        if let (true, Some(kept)) = (self.is_replica(), kept) {
+            return Ok(kept);
+        }
+        if self.is_read_only() {
+            return Ok(TotalsSnapshot { computed_at: now, totals: self.store().consumer_totals(contract).await? });
+        }
+        let mut fresh = self.store().consumer_totals_refresh().await?;
+        fresh.totals.retain(|t| contract.is_none_or(|c| c == t.contract));
+        Ok(fresh)
+    }
+
+    pub async fn dead_letter_list(&self, query: DeadLetterList) -> Result<Page<DeadLetter, HeadKey>> {
+        let limit = page_size(query.limit);
+        let items = self.store().dead_letter_list(query).await?;
+        let next = (items.len() == limit).then(|| items.last().map(DeadLetter::key)).flatten();
+        Ok(Page { items, next })
+    }
+
+    /// A session's attempts: newest first (a head's history) or oldest first (its timeline).
+    pub async fn attempt_list(&self, query: AttemptQuery) -> Result<Page<Attempt, AttemptKey>> {
+        let AttemptQuery { session, consumer, index, after, oldest_first, limit } = query;
+        let params = AttemptList { session: session.key()?, consumer, index, after, oldest_first, limit };
+        let items = self.store().attempt_list(params).await?;
+        self.exists_if_empty(&items, &session).await?;
+        let next = (items.len() == page_size(limit)).then(|| items.last().map(Attempt::key)).flatten();
+        Ok(Page { items, next })
+    }
+
+    /// Each consumer's completions and failures per minute over the last `minutes`, from the attempt history.
+    pub async fn attempt_rates(&self, contract: Option<String>, minutes: u32) -> Result<Vec<AttemptRate>> {
+        if !(1..=24 * 60).contains(&minutes) {
+            return Err(OperatorError::invalid(format!("minutes must be between 1 and 1440, not {minutes}")));
+        }
+        let since = self.now() - i64::from(minutes) * 60_000;
+        Ok(self.store().attempt_rates(AttemptRates { contract, since, bucket_ms: 60_000 }).await?)
+    }
+
+    /// Dead letters grouped by consumer and cause, largest group first.
+    pub async fn dead_letter_groups(&self, contract: Option<String>) -> Result<Vec<DeadLetterGroup>> {
+        Ok(self.store().dead_letter_groups(DeadLetterGroups { contract }).await?)
+    }
+
+    pub async fn snapshot_list(&self, session: &SessionRef) -> Result<Vec<SnapshotInfo>> {
+        let snapshots = self.store().snapshot_list(&session.key()?).await?;
+        self.exists_if_empty(&snapshots, session).await?;
+        Ok(snapshots)
+    }
+
+    /// An empty page may mean no such session: only then is the session looked up,
+    /// so the common read costs one query, not two.
+    pub(crate) async fn exists_if_empty<T>(&self, page: &[T], session: &SessionRef) -> Result<()> {
+        if page.is_empty() {
+            self.session_get(session).await?;
+        }
+        Ok(())
+    }
+
+    pub async fn audit_list(&self, query: AuditList) -> Result<Vec<AuditRecord>> {
+        Ok(self.store().audit_list(query).await?)
+    }
+}
