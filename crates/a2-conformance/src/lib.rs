@@ -165,6 +165,7 @@ macro_rules! conformance_suite {
                     abort_on_event_already_logged_cancels_before_start,
                     consume_cancel_stops_the_wait_only,
                     small_rules_of_the_seeds_hold,
+                    dead_letters_lists_every_letter,
                 );
             }
         }

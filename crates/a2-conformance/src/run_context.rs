@@ -278,3 +278,39 @@ pub async fn small_rules_of_the_seeds_hold(factory: &dyn StoreFactory, pace: Pac
         "the refused append wrote nothing"
     );
 }
+
+/// `dead_letters` returns every dead head, however many (it stopped at one
+/// page of 500); read by page, each page continues where the last stopped.
+pub async fn dead_letters_lists_every_letter(factory: &dyn StoreFactory, pace: Pace) {
+    let failing = Consumer::builder("failing")
+        .types(["tick"])
+        .run(|_| async { Err::<(), BoxError>("always".into()) })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let timings = DrainTimings { backoff: a2_store::Backoff { base_ms: 1, max_ms: 2 }, ..pace.timings() };
+    let server = server_with(pace, open(factory).await, vec![failing], |b| b.run_in_background(false).timings(timings));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append((1..=5).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
+    for _ in 0..200 {
+        let drained = session.drain().await.unwrap_or_else(|e| panic!("{e}"));
+        if drained.outcome == DrainOutcome::Settled {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let all = session.dead_letters().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(all.iter().map(|d| d.letter.index).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5], "every dead head");
+    let mut pages = session.dead_letter_pages(2);
+    let mut sizes = Vec::new();
+    let mut seen = Vec::new();
+    // Bounded, so paging that never moves on fails here instead of looping.
+    for _ in 0..10 {
+        let page = pages.next_page().await.unwrap_or_else(|e| panic!("{e}"));
+        if page.is_empty() {
+            break;
+        }
+        sizes.push(page.len());
+        seen.extend(page.into_iter().map(|d| (d.letter.index, d.payload["n"].as_u64())));
+    }
+    assert_eq!(sizes, vec![2, 2, 1], "pages of two, each after the last");
+    assert_eq!(seen, (1..=5).map(|n| (n, Some(n))).collect::<Vec<_>>(), "each with its event's payload");
+}

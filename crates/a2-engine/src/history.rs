@@ -139,22 +139,59 @@ pub struct DeadHead {
     pub created_at: Millis,
 }
 
-/// Every dead head of the session `key`, with the payload and time of its event.
-pub(crate) async fn dead_heads(store: &dyn Store, key: &str) -> Result<Vec<DeadHead>, A2Error> {
-    let page = DeadLetterList { session: Some(key.to_owned()), limit: a2_store::MAX_PAGE, ..DeadLetterList::default() };
-    let letters = store.dead_letter_list(page).await?;
-    let mut heads = Vec::with_capacity(letters.len());
-    for letter in letters {
-        let params = EventList {
-            session: key.to_owned(),
-            after: Some(letter.index - 1),
-            before: Some(letter.index + 1),
-            limit: 1,
-            newest_first: false,
-        };
-        // A letter's event is above the clear boundary (clearing drops dead letters below it).
-        let Some(event) = store.event_list(params).await?.pop() else { continue };
-        heads.push(DeadHead { letter, payload: event.payload, created_at: event.created_at });
+/// A session's dead heads, a page at a time, however many there are.
+pub struct DeadHeads {
+    store: Arc<dyn Store>,
+    key: String,
+    limit: u32,
+    after: Option<a2_store::HeadKey>,
+    done: bool,
+}
+
+impl DeadHeads {
+    pub(crate) fn new(store: Arc<dyn Store>, key: String, limit: u32) -> Self {
+        Self { store, key, limit: limit.clamp(1, a2_store::MAX_PAGE), after: None, done: false }
     }
-    Ok(heads)
+
+    /// The next page (empty once every dead head was read).
+    pub async fn next_page(&mut self) -> Result<Vec<DeadHead>, A2Error> {
+        if self.done {
+            return Ok(Vec::new());
+        }
+        let page = DeadLetterList {
+            session: Some(self.key.clone()),
+            after: self.after.clone(),
+            limit: self.limit,
+            ..DeadLetterList::default()
+        };
+        let letters = self.store.dead_letter_list(page).await?;
+        self.done = letters.len() < self.limit as usize;
+        self.after = letters.last().map(DeadLetter::key);
+        let mut heads = Vec::with_capacity(letters.len());
+        for letter in letters {
+            let params = EventList {
+                session: self.key.clone(),
+                after: Some(letter.index - 1),
+                before: Some(letter.index + 1),
+                limit: 1,
+                newest_first: false,
+            };
+            // A letter's event is above the clear boundary (clearing drops dead letters below it).
+            let Some(event) = self.store.event_list(params).await?.pop() else { continue };
+            heads.push(DeadHead { letter, payload: event.payload, created_at: event.created_at });
+        }
+        Ok(heads)
+    }
+
+    /// Every page at once (mind how many there are).
+    pub async fn collect(mut self) -> Result<Vec<DeadHead>, A2Error> {
+        let mut all = Vec::new();
+        loop {
+            let page = self.next_page().await?;
+            if page.is_empty() {
+                return Ok(all);
+            }
+            all.extend(page);
+        }
+    }
 }

@@ -29,6 +29,6 @@ pub use consumer::{
 pub use contract::{Contract, Reducer, StateAt};
 pub use drain::{DrainOutcome, DrainResult};
 pub use error::A2Error;
-pub use history::{DeadHead, EventRange, EventStream, History};
+pub use history::{DeadHead, DeadHeads, EventRange, EventStream, History};
 pub use server::{Server, ServerBuilder, Session};
 pub use timings::{DrainTimings, MAX_FAILURES};

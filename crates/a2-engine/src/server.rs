@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::background::Background;
 use crate::drain::{run_drain, DrainOptions, DrainResult};
-use crate::history::{dead_heads, DeadHead, EventRange, EventStream, History};
+use crate::history::{DeadHead, DeadHeads, EventRange, EventStream, History};
 use crate::server_core::{random_ids, CoreParts, ServerCore};
 use crate::timings::DrainTimings;
 use crate::{ids, A2Error, AppendInput, Consumer, Contract, StateAt};
@@ -221,8 +221,14 @@ impl Session {
         EventStream::new(History::after(self.core.store().clone(), key, self.id.clone(), after), signals)
     }
 
-    /// Every dead head of the session, with the payload and time of its event.
+    /// Every dead head of the session, with the payload and time of its event
+    /// (all of them, read a page at a time).
     pub async fn dead_letters(&self) -> Result<Vec<DeadHead>, A2Error> {
-        dead_heads(self.core.store().as_ref(), &self.core.key(&self.id)).await
+        self.dead_letter_pages(a2_store::MAX_PAGE).collect().await
+    }
+
+    /// The session's dead heads, `limit` a page, each page read as it is asked for.
+    pub fn dead_letter_pages(&self, limit: u32) -> DeadHeads {
+        DeadHeads::new(self.core.store().clone(), self.core.key(&self.id), limit)
     }
 }
