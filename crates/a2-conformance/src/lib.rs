@@ -166,6 +166,7 @@ macro_rules! conformance_suite {
                     consume_cancel_stops_the_wait_only,
                     small_rules_of_the_seeds_hold,
                     dead_letters_lists_every_letter,
+                    lapsed_run_sees_claim_expired_and_may_clean_up,
                 );
             }
         }

@@ -314,3 +314,38 @@ pub async fn dead_letters_lists_every_letter(factory: &dyn StoreFactory, pace: P
     assert_eq!(sizes, vec![2, 2, 1], "pages of two, each after the last");
     assert_eq!(seen, (1..=5).map(|n| (n, Some(n))).collect::<Vec<_>>(), "each with its event's payload");
 }
+
+/// A run whose lease lapses sees why (`CLAIM_EXPIRED`) and is given its
+/// grace to clean up across an await before it is stopped; the attempt it
+/// ends with is charged as a lapse, not run twice at once by this holder.
+pub async fn lapsed_run_sees_claim_expired_and_may_clean_up(factory: &dyn StoreFactory, pace: Pace) {
+    let ttl = pace.timings().claim_ttl;
+    // Renewing less often than the lease lasts: every lease lapses.
+    let timings = DrainTimings { claim_heartbeat: ttl * 4, ..pace.timings() };
+    let seen: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let careful = Consumer::builder("careful")
+        .lane("main")
+        .types(["tick"])
+        .run(move |ctx| {
+            let seen = s.clone();
+            async move {
+                ctx.cancel.cancelled().await;
+                let reason = ctx.cancel_reason().map_or("none", CancelReason::code).to_owned();
+                // Cleaning up takes an await: within the grace, it gets to finish.
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                if let Ok(mut v) = seen.lock() {
+                    v.push(reason);
+                }
+                Err::<(), BoxError>("stopped: the claim expired".into())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = server_with(pace, open(factory).await, vec![careful], |b| b.run_in_background(false).timings(timings));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
+    let drained = session.drain().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(drained.processed, 0, "the lapsed attempt completed nothing");
+    eventually("the run cleaned up", || seen.lock().map(|v| !v.is_empty()).unwrap_or(false)).await;
+    assert_eq!(seen.lock().map(|v| v.clone()).unwrap_or_default(), vec!["CLAIM_EXPIRED".to_owned()]);
+}

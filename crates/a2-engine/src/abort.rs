@@ -6,6 +6,7 @@ use std::sync::Arc;
 use a2_store::{Event, EventList, Store};
 use tokio_util::sync::CancellationToken;
 
+use crate::cancel::{cancel_for, CancelCause, CancelReason};
 use crate::guard::AbortOnDrop;
 use crate::signals::SessionSignals;
 
@@ -39,6 +40,7 @@ pub(crate) struct AbortWatch {
     pub key: String,
     pub trigger: Event,
     pub attempt: u32,
+    pub reason: CancelCause,
 }
 
 /// Watch for `rules` while a run goes. The events already past the trigger
@@ -53,13 +55,13 @@ pub(crate) async fn watch(
         return None;
     }
     let rules = rules.to_vec();
-    let AbortWatch { store, mut signals, key, trigger, attempt } = watched;
+    let AbortWatch { store, mut signals, key, trigger, attempt, reason } = watched;
     let mut seen = trigger.index;
     let fires = move |events: &[Event]| events.iter().any(|e| rules.iter().any(|r| r.fires(e, &trigger, attempt)));
     // The log as it stands before the run starts.
     match newer(&*store, &key, seen).await {
         Ok(events) if fires(&events) => {
-            token.cancel();
+            cancel_for(&reason, &token, CancelReason::AbortOn);
             return None;
         }
         Ok(events) => seen = events.last().map_or(seen, |e| e.index),
@@ -71,7 +73,7 @@ pub(crate) async fn watch(
             match newer(&*store, &key, seen).await {
                 Ok(events) => {
                     if fires(&events) {
-                        token.cancel();
+                        cancel_for(&reason, &token, CancelReason::AbortOn);
                         return;
                     }
                     seen = events.last().map_or(seen, |e| e.index);

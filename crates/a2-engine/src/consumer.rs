@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::abort::AbortRule;
+use crate::cancel::{cancel_for, CancelCause, CancelReason};
 use crate::history::{EventRange, EventStream, History};
 use crate::signals::SessionSignals;
 use crate::{ids, A2Error, Contract, StateAt};
@@ -319,6 +320,14 @@ pub struct ConsumerContext {
     pub attempt: u32,
     pub session: ConsumerSession,
     pub cancel: CancellationToken,
+    pub(crate) reason: CancelCause,
+}
+
+impl ConsumerContext {
+    /// Why `cancel` was cancelled, once it was.
+    pub fn cancel_reason(&self) -> Option<CancelReason> {
+        self.reason.get().copied()
+    }
 }
 
 /// A session handle scoped to one running head: its appends carry the
@@ -331,6 +340,7 @@ pub struct ConsumerSession {
     pub(crate) attempt: u32,
     /// The run's own token: clearing the session from the run ends the attempt.
     pub(crate) cancel: CancellationToken,
+    pub(crate) reason: CancelCause,
 }
 
 impl ConsumerSession {
@@ -392,7 +402,7 @@ impl ConsumerSession {
         let cleared =
             self.host.store().session_clear(SessionClear { session: key, if_last_index, audit: None }).await?;
         if cleared.cleared && cleared.index >= self.head.index {
-            self.cancel.cancel();
+            cancel_for(&self.reason, &self.cancel, CancelReason::Cleared);
         }
         Ok(cleared)
     }

@@ -12,6 +12,7 @@ use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::cancel::{cancel_for, CancelCause, CancelReason};
 use crate::guard::AbortOnDrop;
 use crate::run::{event_span, run_head, spawn_settler, Fence, HeadOutcome, SettleQueue};
 use crate::server_core::ServerCore;
@@ -87,18 +88,32 @@ struct Active {
     completing: Arc<AtomicBool>,
     /// Local lease estimate (claim request time + ttl): at or before the store's.
     expires_at: Millis,
+    reason: CancelCause,
 }
 
 impl Active {
-    /// Give the head up: its run sees the cancellation and is stopped
-    /// outright, unless it is already writing its outcome — then the store's
-    /// fence decides, and the drain waits for the answer (`false`).
-    fn abandon(&self) -> bool {
-        self.cancel.cancel();
+    /// Give the head up: its run sees the cancellation, with its reason, and
+    /// is stopped where it awaits after `grace` unless it returned, or unless
+    /// it is already writing its outcome: then the store's fence decides, and
+    /// the drain waits for the answer (`false`).
+    fn abandon(&self, reason: CancelReason, grace: Duration) -> bool {
+        cancel_for(&self.reason, &self.cancel, reason);
         if self.completing.load(Ordering::SeqCst) {
             return false;
         }
-        self.abort.abort();
+        if grace.is_zero() {
+            self.abort.abort();
+        } else {
+            let abort = self.abort.clone();
+            let completing = self.completing.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(grace).await;
+                // A run that returned within its grace writes an outcome the store fences.
+                if !completing.load(Ordering::SeqCst) {
+                    abort.abort();
+                }
+            });
+        }
         true
     }
 }
@@ -253,6 +268,8 @@ impl Drain {
             if self.active.is_empty() && waiting.is_none() {
                 if let Some(error) = self.claim_error.take() {
                     self.wake_if_moved();
+                    // Runs given up and still in their grace end by themselves.
+                    self.tasks.detach_all();
                     return Err(error);
                 }
                 // One more look before settling: work may have arrived since the last claim.
@@ -260,6 +277,8 @@ impl Drain {
                     claim_again = true;
                     continue;
                 }
+                // Runs given up and still in their grace end by themselves.
+                self.tasks.detach_all();
                 return self.finish(&last);
             }
             let lapse_in = self.next_lapse_in();
@@ -313,7 +332,7 @@ impl Drain {
     fn stop(&mut self) -> A2Error {
         let heads: Vec<HeadRef> = self.active.keys().cloned().collect();
         for head in &heads {
-            self.give_up(head);
+            self.give_up(head, CancelReason::Shutdown);
         }
         if !heads.is_empty() {
             tracing::warn!(
@@ -522,17 +541,23 @@ impl Drain {
         let head = claimed.head.clone();
         // Re-claiming a head this drain still tracks proves the old attempt lost.
         if let Some(previous) = self.active.remove(&head) {
-            previous.abandon();
+            previous.abandon(CancelReason::SupersededAttempt, self.core.timings().cancel_grace);
         }
         let cancel = CancellationToken::new();
         let completing = Arc::new(AtomicBool::new(false));
+        let reason = CancelCause::default();
         let attempt = claimed.attempt;
-        let fence =
-            Fence { cancel: cancel.clone(), completing: completing.clone(), settle: self.settle.clone(), permit };
+        let fence = Fence {
+            cancel: cancel.clone(),
+            completing: completing.clone(),
+            settle: self.settle.clone(),
+            permit,
+            reason: reason.clone(),
+        };
         let task = run_head(self.core.clone(), consumer, claimed, self.session_id.to_owned(), fence, session_head);
         let task_head = head.clone();
         let abort = self.tasks.spawn(async move { (task_head, attempt, task.await) });
-        self.active.insert(head, Active { attempt, cancel, abort, expires_at, completing });
+        self.active.insert(head, Active { attempt, cancel, abort, expires_at, completing, reason });
     }
 
     /// Self-fencing: a head whose local lease estimate passed is abandoned with no I/O.
@@ -550,15 +575,16 @@ impl Drain {
                 head.consumer,
                 self.session_id
             );
-            self.give_up(&head);
+            self.give_up(&head, CancelReason::ClaimExpired);
         }
     }
 
     /// Abandon a head; one already writing its outcome stays tracked (with no
     /// further lapse) until that outcome arrives.
-    fn give_up(&mut self, head: &HeadRef) {
+    fn give_up(&mut self, head: &HeadRef, reason: CancelReason) {
+        let grace = if reason == CancelReason::Shutdown { Duration::ZERO } else { self.core.timings().cancel_grace };
         let Some(active) = self.active.get_mut(head) else { return };
-        if active.abandon() {
+        if active.abandon(reason, grace) {
             self.active.remove(head);
         } else {
             active.expires_at = Millis::MAX;
@@ -610,7 +636,7 @@ impl Drain {
                 head.consumer,
                 self.session_id
             );
-            self.give_up(&head);
+            self.give_up(&head, CancelReason::SupersededAttempt);
         }
         true
     }

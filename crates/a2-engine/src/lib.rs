@@ -5,6 +5,7 @@
 
 mod abort;
 mod background;
+mod cancel;
 mod consume;
 mod consume_waits;
 mod consumer;
@@ -22,6 +23,7 @@ mod signals;
 mod timings;
 
 pub use abort::AbortPredicate;
+pub use cancel::CancelReason;
 pub use consumer::{
     validate_consumer_name, AppendInput, BoxError, Consumer, ConsumerBuilder, ConsumerContext, ConsumerSession, Lane,
     Returned,

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::abort::AbortWatch;
+use crate::cancel::CancelCause;
 use crate::guard::AbortOnDrop;
 use crate::server_core::ServerCore;
 use crate::timings::MAX_FAILURES;
@@ -67,6 +68,8 @@ pub(crate) struct Fence {
     /// held until the outcome is written; `None` for a nested consume's
     /// heads, whose waiting run holds one for them.
     pub permit: Option<OwnedSemaphorePermit>,
+    /// Why the run was cancelled, set by whoever cancels it first.
+    pub reason: CancelCause,
 }
 
 type SettleReply = tokio::sync::oneshot::Sender<Result<bool, StoreError>>;
@@ -142,6 +145,7 @@ async fn run_and_settle(
             key: claimed.event.session.clone(),
             trigger: claimed.event.clone(),
             attempt: claimed.attempt,
+            reason: fence.reason.clone(),
         };
         crate::abort::watch(&consumer.def.abort_on, watched, run_token.clone()).await
     };
@@ -157,8 +161,10 @@ async fn run_and_settle(
             head: claimed.head.clone(),
             attempt: claimed.attempt,
             cancel: run_token.clone(),
+            reason: fence.reason.clone(),
         },
         cancel: run_token.clone(),
+        reason: fence.reason.clone(),
     };
     // Run in its own task so a panic is a failed attempt, not a lost drain.
     let mut task = AbortOnDrop(tokio::spawn((consumer.def.run)(ctx)));
