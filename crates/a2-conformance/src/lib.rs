@@ -24,6 +24,7 @@ mod grouping;
 mod healing;
 mod history;
 mod inspection;
+mod leases;
 mod operations;
 mod permits;
 pub mod property;
