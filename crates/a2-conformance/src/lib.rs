@@ -168,6 +168,8 @@ macro_rules! conformance_suite {
                     small_rules_of_the_seeds_hold,
                     dead_letters_lists_every_letter,
                     lapsed_run_sees_claim_expired_and_may_clean_up,
+                    consume_of_own_consumer_kicks_its_drain,
+                    reappend_of_an_id_cleared_away_dedupes,
                 );
             }
         }

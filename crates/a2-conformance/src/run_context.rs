@@ -349,3 +349,52 @@ pub async fn lapsed_run_sees_claim_expired_and_may_clean_up(factory: &dyn StoreF
     eventually("the run cleaned up", || seen.lock().map(|v| !v.is_empty()).unwrap_or(false)).await;
     assert_eq!(seen.lock().map(|v| v.clone()).unwrap_or_default(), vec!["CLAIM_EXPIRED".to_owned()]);
 }
+
+/// `consume` of a consumer this server runs kicks its background drain when
+/// the cursor is behind the session's head (the seeds' `own && woken.cursor.head
+/// !== null`), even when the consume itself has nothing to wait for.
+pub async fn consume_of_own_consumer_kicks_its_drain(factory: &dyn StoreFactory, pace: Pace) {
+    let store = open(factory).await;
+    let handled = Arc::new(AtomicU32::new(0));
+    let h = handled.clone();
+    let own = Consumer::builder("own")
+        .lane("main")
+        .types(["tick"])
+        .backfill()
+        .run(move |_| {
+            let handled = h.clone();
+            async move {
+                handled.fetch_add(1, Ordering::SeqCst);
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The rescuer looks once at start and then not for a day: only the kick can drain.
+    let timings = DrainTimings { rescue_every: std::time::Duration::from_secs(86_400), ..pace.timings() };
+    let server = server_with(pace, store.clone(), vec![own.clone()], |b| b.timings(timings));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    tokio::time::sleep(pace.settle()).await;
+    // Another process appends: this one hears nothing of it.
+    let elsewhere = quiet_server(pace, store.clone(), vec![]);
+    let other = elsewhere.session("s").unwrap_or_else(|e| panic!("{e}"));
+    other.append(vec![tick(1), tick(2), tick(3)]).await.unwrap_or_else(|e| panic!("{e}"));
+    tokio::time::sleep(pace.settle()).await;
+    assert_eq!(handled.load(Ordering::SeqCst), 0, "nothing drained the session yet");
+    let through = session.consume(&own, Some(0)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(through, 0, "nothing to wait for through 0");
+    eventually("the kicked drain ran all three", || handled.load(Ordering::SeqCst) == 3).await;
+}
+
+/// Re-appending an id that existed before a clear dedupes: the event is
+/// still known by its id (the log keeps ids below the boundary), so the
+/// append is an idempotent no-op that returns the stored event.
+pub async fn reappend_of_an_id_cleared_away_dedupes(factory: &dyn StoreFactory, pace: Pace) {
+    let server = quiet_server(pace, open(factory).await, vec![]);
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![tick(1).with_id("kept-id")]).await.unwrap_or_else(|e| panic!("{e}"));
+    session.clear(None).await.unwrap_or_else(|e| panic!("{e}"));
+    let again = session.append(vec![tick(1).with_id("kept-id")]).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.iter().map(|e| (e.id.as_str(), e.index)).collect::<Vec<_>>(), vec![("kept-id", 1)]);
+    let history = session.history(EventRange::all()).unwrap_or_else(|e| panic!("{e}")).collect().await;
+    assert_eq!(history.map(|v| v.len()), Ok(0), "nothing was appended past the boundary");
+}

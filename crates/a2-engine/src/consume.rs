@@ -29,7 +29,8 @@ pub(crate) async fn consume(
         )));
     }
     consumer.check_against(core.contract())?;
-    if let Some(own) = core.consumers().iter().find(|c| c.name() == consumer.name()) {
+    let own = core.consumers().iter().find(|c| c.name() == consumer.name());
+    if let Some(own) = own {
         if !Arc::ptr_eq(&own.def, &consumer.def) {
             return Err(A2Error::invalid_consumer(format!(
                 "this server runs a different consumer named '{}'",
@@ -49,9 +50,19 @@ pub(crate) async fn consume(
         a2.consume.drains = tracing::field::Empty,
     );
     let nested = waiter.is_some();
-    let result = consume_loop(core, session_id, consumer, through, &wait, nested, cancel).instrument(span).await;
+    let own = own.is_some();
+    let how = ConsumeHow { nested, own, cancel };
+    let result = consume_loop(core, session_id, consumer, through, &wait, how).instrument(span).await;
     drop(wait);
     result
+}
+
+/// How a consume runs: from a run (`nested`), of a consumer this server runs
+/// (`own`), with a cancellable wait.
+struct ConsumeHow {
+    nested: bool,
+    own: bool,
+    cancel: Option<CancellationToken>,
 }
 
 async fn consume_loop(
@@ -60,9 +71,9 @@ async fn consume_loop(
     consumer: &Consumer,
     through: Option<u64>,
     wait_record: &ConsumeWait,
-    nested: bool,
-    cancel: Option<CancellationToken>,
+    how: ConsumeHow,
 ) -> Result<u64, A2Error> {
+    let ConsumeHow { nested, own, cancel } = how;
     let cancelled = || async {
         match &cancel {
             Some(token) => token.cancelled().await,
@@ -71,6 +82,11 @@ async fn consume_loop(
     };
     let wake = CursorWake { session: core.key(session_id), consumer: consumer.store_consumer() };
     let mut woken = core.store().cursor_wake(wake.clone()).await?;
+    // The seeds' `own && woken.cursor.head !== null`: this server's own consumer
+    // behind the head gets a background drain, whatever this consume waits for.
+    if own && woken.next.is_some() {
+        core.wake(session_id);
+    }
     let through = through.unwrap_or(woken.session_head).min(woken.session_head);
     tracing::Span::current().record("a2.consume.through", through);
     let done = |next: Option<u64>| next.is_none_or(|n| n > through);
