@@ -10,7 +10,7 @@ export type Commands = typeof generated;
 
 let backend: Backend | null = null;
 
-/** Choose where commands run (once, at start; tests hand in a fake, and null to forget it). */
+/** Choose where commands run (once, at start; a test hands in a backend of its own, and null to forget it). */
 export function setBackend(chosen: Backend | null): void {
   backend = chosen;
 }

@@ -158,6 +158,12 @@ pub(crate) async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
     panic!("timed out waiting until {what}");
 }
 
+/// Every event the session still has.
+pub(crate) async fn all_events(session: &Session) -> Vec<a2_store::Event> {
+    let history = session.history(EventRange::all()).unwrap_or_else(|e| panic!("{e}"));
+    history.collect().await.unwrap_or_else(|e| panic!("{e}"))
+}
+
 pub(crate) async fn dead_letters(session: &Session) -> Vec<a2_store::DeadLetter> {
     let heads = session.dead_letters().await.unwrap_or_else(|e| panic!("dead letters: {e}"));
     heads.into_iter().map(|h| h.letter).collect()
@@ -207,16 +213,7 @@ pub async fn engine_rejects_unknown_types_and_invalid_payloads(factory: &dyn Sto
     );
     let v5 = ids::appended_event_id("t", "n", 0, "c");
     assert_eq!(code(session.append(vec![tick(1).with_id(v5)]).await), Err("INVALID_EVENT_ID"));
-    assert!(
-        session
-            .history(EventRange::all())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .collect()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .is_empty(),
-        "a refused batch wrote nothing"
-    );
+    assert!(all_events(&session).await.is_empty(), "a refused batch wrote nothing");
     assert_eq!(server.session("a\u{1f}b").map(|_| ()).map_err(|e| e.code()), Err("INVALID_SESSION_ID"));
     assert_eq!(server.session("").map(|_| ()).map_err(|e| e.code()), Err("INVALID_SESSION_ID"));
     let build = |b: ConsumerBuilder| b.run(|_| async { Ok::<(), BoxError>(()) }).map(|_| ()).map_err(|e| e.code());
@@ -488,26 +485,13 @@ pub async fn engine_deterministic_ids_survive_a_rerun(factory: &dyn StoreFactory
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let trigger = session.append(vec![order("ann", 1)]).await.unwrap_or_else(|e| panic!("{e}")).remove(0);
     for _ in 0..4_000 {
-        if session
-            .history(EventRange::all())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .collect()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .len()
-            >= 4
-        {
+        if all_events(&session).await.len() >= 4 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(pace.settle()).await;
-    let history = session
-        .history(EventRange::all())
-        .unwrap_or_else(|e| panic!("{e}"))
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let history = all_events(&session).await;
     assert_eq!(history.len(), 4, "trigger, two notes once, one returned event: {history:#?}");
     assert_eq!(history[1].id, ids::appended_event_id(&trigger.id, "notes", 0, "notifier"));
     assert_eq!(history[2].id, ids::appended_event_id(&trigger.id, "notes", 1, "notifier"));
@@ -606,26 +590,12 @@ pub async fn engine_clear_supersedes_running_attempts(factory: &dyn StoreFactory
     assert_eq!((cleared.cleared, cleared.index), (true, 1));
     gate.notify_one();
     tokio::time::sleep(pace.settle()).await;
-    assert!(
-        session
-            .history(EventRange::all())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .collect()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .is_empty(),
-        "the superseded run appended nothing"
-    );
+    assert!(all_events(&session).await.is_empty(), "the superseded run appended nothing");
     let appended = session.append(vec![tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(appended[0].index, 2, "indexes continue after the boundary");
     eventually("the echo of 2", || started.load(Ordering::SeqCst) == 2).await;
     tokio::time::sleep(pace.settle()).await;
-    let history = session
-        .history(EventRange::all())
-        .unwrap_or_else(|e| panic!("{e}"))
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let history = all_events(&session).await;
     assert_eq!(
         history.iter().map(|e| (e.index, e.event_type.as_str())).collect::<Vec<_>>(),
         vec![(2, "tick"), (3, "tock")]
@@ -683,12 +653,7 @@ pub async fn engine_abort_on_cancels_a_running_attempt(factory: &dyn StoreFactor
     session.append(vec![AppendInput::new("stop", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("the stop event cancelled it", || saw_cancel.load(Ordering::SeqCst)).await;
     tokio::time::sleep(pace.settle()).await;
-    let history = session
-        .history(EventRange::all())
-        .unwrap_or_else(|e| panic!("{e}"))
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let history = all_events(&session).await;
     let returned: Vec<_> = history.iter().filter(|e| e.event_type == "tock").collect();
     assert_eq!(returned.len(), 2, "a run returning a batch appends all of it: {history:#?}");
     assert!(returned.iter().all(|e| e.cause.as_ref().is_some_and(|c| c.consumer == "watcher" && c.index == 1)));

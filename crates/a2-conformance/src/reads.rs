@@ -8,7 +8,7 @@ use a2_engine::*;
 use a2_store::Store;
 use serde_json::json;
 
-use crate::engine::{open, server_with, tick, Pace};
+use crate::engine::{all_events, open, server_with, tick, Pace};
 use crate::StoreFactory;
 
 fn snapshotting(pace: Pace, store: Arc<dyn Store>, every: u64, consumers: Vec<Consumer>) -> Server {
@@ -53,12 +53,7 @@ pub async fn engine_history_reads_any_range_of_any_length(factory: &dyn StoreFac
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let total = a2_store::MAX_PAGE as u64 + 120;
     session.append((1..=total).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
-    let all = session
-        .history(EventRange::all())
-        .unwrap_or_else(|e| panic!("{e}"))
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let all = all_events(&session).await;
     assert_eq!(all.len() as u64, total, "no page cap");
     assert!(all.windows(2).all(|w| w[1].index == w[0].index + 1));
     let middle = EventRange { gte: Some(499), lte: Some(502) };

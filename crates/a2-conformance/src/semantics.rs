@@ -11,7 +11,9 @@ use a2_store::Store;
 use serde_json::json;
 use tokio::sync::{Barrier, Notify};
 
-use crate::engine::{eventually, open, quiet_server, record, recorder, seen, server_with, snapshot, tick, Pace, Seen};
+use crate::engine::{
+    all_events, eventually, open, quiet_server, record, recorder, seen, server_with, snapshot, tick, Pace, Seen,
+};
 use crate::faulty::Faulty;
 use crate::StoreFactory;
 
@@ -67,17 +69,7 @@ pub async fn lane_fn_none_runs_concurrently(factory: &dyn StoreFactory, pace: Pa
     assert_eq!(attempts.len(), 3, "no attempt failed or lapsed: {attempts:#?}");
     let empty = session.append(vec![AppendInput::new("tick", json!({ "n": 4, "lane": "" }))]).await;
     assert_eq!(empty.map(|_| ()).map_err(|e| e.code()), Err("INVALID_ARGUMENT"));
-    assert_eq!(
-        session
-            .history(EventRange::all())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .collect()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .len(),
-        3,
-        "the refused event was not written"
-    );
+    assert_eq!(all_events(&session).await.len(), 3, "the refused event was not written");
 }
 
 /// A run whose trigger was cleared while it ran can neither append nor read
@@ -112,16 +104,7 @@ pub async fn cleared_trigger_cannot_append(factory: &dyn StoreFactory, pace: Pac
     eventually("the run tried both", || taken(&codes).len() == 2).await;
     assert_eq!(taken(&codes), vec!["SESSION_CLEARED", "SESSION_CLEARED"]);
     tokio::time::sleep(pace.settle()).await;
-    assert!(
-        session
-            .history(EventRange::all())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .collect()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .is_empty(),
-        "nothing was appended"
-    );
+    assert!(all_events(&session).await.is_empty(), "nothing was appended");
 }
 
 /// `ctx.session.clear()` through the run's own trigger ends the attempt:
@@ -154,16 +137,7 @@ pub async fn run_clearing_its_session_ends_its_attempt(factory: &dyn StoreFactor
     tokio::time::sleep(pace.settle()).await;
     assert_eq!(taken(&codes), vec!["cleared", "cancelled", "SESSION_CLEARED"]);
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the ended attempt is not retried");
-    assert!(
-        session
-            .history(EventRange::all())
-            .unwrap_or_else(|e| panic!("{e}"))
-            .collect()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .is_empty(),
-        "what it returned was dropped"
-    );
+    assert!(all_events(&session).await.is_empty(), "what it returned was dropped");
 }
 
 /// `a` consumes `b` from its run while `b`'s run consumes `a`: the second

@@ -391,7 +391,7 @@ impl ConsumerSession {
     pub fn stream(&self, after: u64) -> EventStream {
         let key = self.host.key(&self.session_id);
         let signals = self.host.signals(key.clone());
-        EventStream::new(History::after(self.host.store().clone(), key, self.session_id.clone(), after), signals)
+        EventStream::after(self.host.store().clone(), key, self.session_id.clone(), after, signals)
     }
 
     /// Clear the session (see `Session::clear`). Clearing through its own
@@ -409,13 +409,7 @@ impl ConsumerSession {
 
     /// Run another log consumer through an index (see `Session::consume`).
     pub async fn consume(&self, consumer: &Consumer, through: Option<u64>) -> Result<u64, A2Error> {
-        if consumer.name() == self.head.consumer {
-            return Err(A2Error::invalid_consumer(format!(
-                "consumer '{}' can't consume itself: its own head is running",
-                consumer.name()
-            )));
-        }
-        self.host.clone().consume(&self.session_id, consumer, through, &self.head.consumer, None).await
+        self.consume_with(consumer, through, None).await
     }
 
     /// `consume`, whose wait `cancel` stops with `CANCELLED`; the heads it
@@ -426,12 +420,21 @@ impl ConsumerSession {
         through: Option<u64>,
         cancel: CancellationToken,
     ) -> Result<u64, A2Error> {
+        self.consume_with(consumer, through, Some(cancel)).await
+    }
+
+    async fn consume_with(
+        &self,
+        consumer: &Consumer,
+        through: Option<u64>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<u64, A2Error> {
         if consumer.name() == self.head.consumer {
             return Err(A2Error::invalid_consumer(format!(
                 "consumer '{}' can't consume itself: its own head is running",
                 consumer.name()
             )));
         }
-        self.host.clone().consume(&self.session_id, consumer, through, &self.head.consumer, Some(cancel)).await
+        self.host.clone().consume(&self.session_id, consumer, through, &self.head.consumer, cancel).await
     }
 }

@@ -113,8 +113,15 @@ pub struct EventStream {
 }
 
 impl EventStream {
-    pub(crate) fn new(history: History, signals: SessionSignals) -> Self {
-        Self { history, signals }
+    /// Every event of the session `key` after `after`, woken by `signals` (subscribed by the caller).
+    pub(crate) fn after(
+        store: Arc<dyn Store>,
+        key: String,
+        session_id: String,
+        after: u64,
+        signals: SessionSignals,
+    ) -> Self {
+        Self { history: History::after(store, key, session_id, after), signals }
     }
 
     /// The next event; waits for an append here or (by the store's feed or a poll) elsewhere.

@@ -218,7 +218,7 @@ impl Session {
     pub fn stream(&self, after: u64) -> EventStream {
         let key = self.core.key(&self.id);
         let signals = self.core.signals(key.clone());
-        EventStream::new(History::after(self.core.store().clone(), key, self.id.clone(), after), signals)
+        EventStream::after(self.core.store().clone(), key, self.id.clone(), after, signals)
     }
 
     /// Every dead head of the session, with the payload and time of its event
