@@ -24,7 +24,7 @@ pub async fn open_store(url: &str, schema: Option<&str>) -> Result<Arc<dyn Store
 
 /// Open a store through the one URL registry, on the system clock.
 pub async fn open_with(url: &str, options: StoreOptions) -> Result<Arc<dyn Store>, StoreError> {
-    Ok(a2_store_registry::open(url, &options, Arc::new(SystemClock)).await?.store())
+    Ok(a2_store::OpenedStore::store(&a2_store_registry::open(url, &options, Arc::new(SystemClock)).await?))
 }
 
 pub fn contract() -> Contract {

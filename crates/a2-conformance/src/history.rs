@@ -147,8 +147,8 @@ pub async fn attempt_history_records_every_outcome(factory: &dyn StoreFactory) {
     assert!(attempts(&*store, list("elsewhere", None, None, false)).await.is_empty());
 
     // A dead letter's attempts are all there, the last one failed.
-    append_n(&*store, "d", 1, &[c.clone()]).await;
-    let dead = fail_until_dead(&*store, &clock, "d", &[c.clone()], "c").await;
+    append_n(&*store, "d", 1, std::slice::from_ref(&c)).await;
+    let dead = fail_until_dead(&*store, &clock, "d", std::slice::from_ref(&c), "c").await;
     let history = attempts(&*store, list("d", Some("c"), Some(dead.index), false)).await;
     assert_eq!(history.len(), 10);
     assert!(history.iter().all(|a| a.outcome == AttemptOutcome::Failed));

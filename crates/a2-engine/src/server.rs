@@ -199,7 +199,21 @@ impl Session {
     /// Retry or skip a dead head; `false` when it is not dead.
     pub async fn redrive(&self, consumer: &str, index: u64, action: RedriveAction) -> Result<bool, A2Error> {
         self.background.ensure_started();
-        self.core.redrive(&self.id, consumer, index, action).await
+        self.core.redrive(&self.id, consumer, index, action, None).await
+    }
+
+    /// [`Self::redrive`] with an audit entry written in the redrive's own
+    /// transaction: the operator's path when it hosts the contract, so a
+    /// Studio redrive wakes the background drain like any other.
+    pub async fn redrive_audited(
+        &self,
+        consumer: &str,
+        index: u64,
+        action: RedriveAction,
+        audit: a2_store::AuditEntry,
+    ) -> Result<bool, A2Error> {
+        self.background.ensure_started();
+        self.core.redrive(&self.id, consumer, index, action, Some(audit)).await
     }
 
     /// Drain the session here and now, returning how it ended.

@@ -396,6 +396,7 @@ impl ServerCore {
         consumer: &str,
         index: u64,
         action: RedriveAction,
+        audit: Option<a2_store::AuditEntry>,
     ) -> Result<bool, A2Error> {
         if index == 0 {
             return Err(A2Error::InvalidArgument { message: "redrive requires a positive index".into() });
@@ -421,7 +422,7 @@ impl ServerCore {
                 consumer: consumer.to_owned(),
                 index,
                 action,
-                audit: None,
+                audit,
             };
             let redriven = self.store.dead_letter_redrive(params).await?;
             tracing::Span::current().record("a2.redrive.redriven", redriven);

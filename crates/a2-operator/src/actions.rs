@@ -24,21 +24,9 @@ impl Operator {
             return Err(OperatorError::invalid("indexes start at 1"));
         }
         self.session_get(&target).await?;
-        let audit = Some(self.entry(name, contract, session, json!({ "consumer": consumer, "index": index })));
-        let params = DeadLetterRedrive { session: target.key()?, consumer, index, action, audit };
-        let redriven = self.store().dead_letter_redrive(params).await?;
-        if redriven {
-            if let Some(server) = self.hosted.iter().find(|s| s.contract().name() == contract) {
-                // A hosted consumer runs the retried head now, after this answer: the
-                // request returns when the redrive is committed, not when the consumer has run.
-                let hosted = server.session(session)?;
-                tokio::spawn(async move {
-                    if let Err(error) = hosted.drain().await {
-                        tracing::warn!(code = error.code(), %error, "the drain after a redrive failed; the rescuer retries");
-                    }
-                });
-            }
-        }
+        let audit = self.entry(name, contract, session, json!({ "consumer": consumer, "index": index }));
+        let params = DeadLetterRedrive { session: target.key()?, consumer, index, action, audit: Some(audit) };
+        let redriven = self.redrive_committed(contract, session, params).await?;
         Ok(Redriven { redriven })
     }
 
@@ -80,6 +68,29 @@ impl Operator {
         result?;
         recorded?;
         Ok(state)
+    }
+
+    /// Every redrive's one path: the engine's when this process hosts the
+    /// contract (its consumers then run a retried head after the answer),
+    /// the store's otherwise. Either way it returns once committed.
+    async fn redrive_committed(&self, contract: &str, session_id: &str, params: DeadLetterRedrive) -> Result<bool> {
+        match (self.hosted.iter().find(|s| s.contract().name() == contract), params.audit) {
+            (Some(server), Some(audit)) => {
+                let session = server.session(session_id)?;
+                let redriven = session.redrive_audited(&params.consumer, params.index, params.action, audit).await?;
+                if redriven {
+                    // The hosted server drains only when asked (it runs no background
+                    // work in the Studio): run the retried head now, after this answer.
+                    tokio::spawn(async move {
+                        if let Err(error) = session.drain().await {
+                            tracing::warn!(code = error.code(), %error, "the drain after a redrive failed; the rescuer retries");
+                        }
+                    });
+                }
+                Ok(redriven)
+            }
+            (_, audit) => Ok(self.store().dead_letter_redrive(DeadLetterRedrive { audit, ..params }).await?),
+        }
     }
 
     async fn redrive_each(
@@ -131,11 +142,11 @@ impl Operator {
                 action: job.action,
                 audit: Some(audit),
             };
-            match self.store().dead_letter_redrive(params).await {
+            match self.redrive_committed(&contract, &letter.session_id, params).await {
                 Ok(true) => state.done += 1,
                 Ok(false) => state.failed += 1,
                 // A store that stopped answering ends the job; one letter's refusal does not.
-                Err(error) if error.is_retryable() => return Err(error.into()),
+                Err(error) if error.is_retryable() => return Err(error),
                 Err(_) => state.failed += 1,
             }
             progress(*state);

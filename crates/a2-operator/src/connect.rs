@@ -3,9 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2_store::{DatabaseServer, Store, SystemClock};
-use a2_store_registry::{Opened, StoreOptions};
-use serde::{Deserialize, Serialize};
+use a2_store::{is_postgres_url, DatabaseServer, OpenOptions, OpenedStore, Store, StoreOpener};
 
 use crate::OperatorError;
 
@@ -47,21 +45,14 @@ impl Connect {
 /// runs says nothing about whose it is), a SQLite file or memory read-write.
 /// Decided here only: the UI and the CLI ask, they do not guess.
 pub fn default_mode(url: &str) -> Mode {
-    if a2_store_registry::is_postgres(url.trim()) {
+    if is_postgres_url(url) {
         Mode::ReadOnly
     } else {
         Mode::ReadWrite
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub enum StoreKind {
-    Memory,
-    Sqlite,
-    Postgres,
-}
+pub use a2_store::StoreKind;
 
 /// An attached store. The store itself stays inside: shells reach it only
 /// through the operator's methods, so every action is checked and audited.
@@ -78,7 +69,7 @@ pub struct Attached {
     pub server: Option<DatabaseServer>,
     /// The same store as opened, for what only some backends do (granting a
     /// reader role, a payload index); `None` for a store attached by hand.
-    pub(crate) opened: Option<Opened>,
+    pub(crate) opened: Option<Arc<dyn OpenedStore>>,
 }
 
 impl Attached {
@@ -88,33 +79,31 @@ impl Attached {
     }
 }
 
-pub async fn attach(connect: &Connect) -> Result<Attached, OperatorError> {
+/// Open `connect.url` through `opener` (the registry, in every shell) with
+/// the operator's own policy: the mode, and a gentle pool on a database server.
+pub async fn attach(connect: &Connect, opener: &dyn StoreOpener) -> Result<Attached, OperatorError> {
     let url = connect.url.trim();
     let access = connect.mode.unwrap_or_else(|| default_mode(url));
-    let mut options = StoreOptions {
+    let mut options = OpenOptions {
         access: Some(access),
         statement_timeout: Some(connect.statement_timeout),
         password: connect.password.clone(),
         init: connect.init,
         must_exist: connect.must_exist,
-        ..StoreOptions::default()
+        ..OpenOptions::default()
     };
-    if a2_store_registry::is_postgres(url) {
+    if is_postgres_url(url) {
         // Gently: a DBA sees the Studio by name, it holds few connections,
         // and its writes give up rather than queue behind the application's locks.
-        let local = a2_store_registry::is_local(url)?;
+        let local = opener.is_local(url)?;
         options.max_connections = Some(if local { 10 } else { 2 });
         options.read_connections = Some(2);
         options.application_name = Some("a2-studio".into());
         options.lock_timeout = Some(Duration::from_secs(5));
     }
-    let opened = a2_store_registry::open(url, &options, Arc::new(SystemClock)).await?;
+    let opened = opener.open(url, &options).await?;
     let mode = opened.access(access);
-    let kind = match &opened {
-        Opened::Memory(_) => StoreKind::Memory,
-        Opened::Sqlite(_) => StoreKind::Sqlite,
-        Opened::Postgres(_) => StoreKind::Postgres,
-    };
+    let kind = opened.kind();
     let role_can_write = match opened.role_can_write().await {
         Some(Ok(can)) => Some(can),
         Some(Err(error)) => {

@@ -18,7 +18,6 @@ mod views;
 use a2_engine::Server;
 use a2_store::*;
 
-pub use a2_store_registry::dev_store_path;
 pub use connect::{attach, default_mode, Attached, Connect, Mode, StoreKind};
 pub use console::ConsumerRef;
 pub use error::{exit_code, OperatorError};
@@ -133,8 +132,8 @@ impl Operator {
         Self { attached, actor, hosted: Vec::new() }
     }
 
-    pub async fn connect(connect: &Connect) -> Result<Self> {
-        Ok(Self::new(attach(connect).await?, Actor::current()))
+    pub async fn connect(connect: &Connect, opener: &dyn a2_store::StoreOpener) -> Result<Self> {
+        Ok(Self::new(attach(connect, opener).await?, Actor::current()))
     }
 
     /// Run consumers of this server's contract with their own code in `consume`.

@@ -27,7 +27,7 @@ async fn store_of(kind: StoreKind) -> Arc<dyn Store> {
     };
     let options = a2_store_registry::StoreOptions { schema, ..Default::default() };
     match a2_store_registry::open(&url, &options, Arc::new(SystemClock)).await {
-        Ok(opened) => opened.store(),
+        Ok(opened) => a2_store::OpenedStore::store(&opened),
         Err(error) => panic!("opening {url}: {error}"),
     }
 }

@@ -11,6 +11,7 @@ use a2_store::{Access, SystemClock};
 use a2_store_sqlite::Sqlite;
 
 use crate::Opened;
+use a2_store::OpenedStore;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Environment {

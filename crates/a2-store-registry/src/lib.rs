@@ -7,10 +7,13 @@
 //! a backend crate. The environment's default store is chosen here as well.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use a2_store::memory::MemoryStore;
-use a2_store::{Access, Clock, DatabaseServer, Store, StoreError};
+use a2_store::{
+    is_postgres_url, Access, Clock, DatabaseServer, OpenOptions, OpenedStore, Store, StoreError, StoreKind, StoreOpener,
+    SystemClock,
+};
+use async_trait::async_trait;
 use a2_store_postgres::{PgOptions, PgStore, Postgres};
 use a2_store_sqlite::{Sqlite, SqliteOpen, SqliteStore};
 
@@ -18,28 +21,8 @@ mod environment;
 
 pub use environment::{dev_store_path, resolve_store, server_builder_from_env, Environment};
 
-/// How to open; `None` leaves the backend's own default.
-#[derive(Debug, Clone, Default)]
-pub struct StoreOptions {
-    pub access: Option<Access>,
-    /// Postgres: keep the A2 tables in this schema.
-    pub schema: Option<String>,
-    /// Postgres: connections for the engine's work, and for inspection reads.
-    pub max_connections: Option<u32>,
-    pub read_connections: Option<u32>,
-    /// Postgres: inspection reads running longer are cancelled.
-    pub statement_timeout: Option<Duration>,
-    /// Postgres: the password, given to the driver apart from the URL.
-    pub password: Option<String>,
-    /// Postgres: the name `pg_stat_activity` shows.
-    pub application_name: Option<String>,
-    /// Postgres: writes waiting longer for a row lock give up.
-    pub lock_timeout: Option<Duration>,
-    /// Create the A2 schema even beside other tables (`a2 init`).
-    pub init: bool,
-    /// SQLite: open only a file that exists (never create one).
-    pub must_exist: bool,
-}
+/// How to open: the backend-neutral options, named as callers knew them.
+pub type StoreOptions = OpenOptions;
 
 /// An opened store, by backend, for what only one backend does.
 #[derive(Debug, Clone)]
@@ -49,8 +32,9 @@ pub enum Opened {
     Postgres(PgStore),
 }
 
-impl Opened {
-    pub fn store(&self) -> Arc<dyn Store> {
+#[async_trait]
+impl OpenedStore for Opened {
+    fn store(&self) -> Arc<dyn Store> {
         match self {
             Self::Memory(store) => store.clone(),
             Self::Sqlite(store) => store.clone(),
@@ -58,8 +42,15 @@ impl Opened {
         }
     }
 
-    /// The access the store was opened with (a `?mode=ro` URL wins over the options).
-    pub fn access(&self, asked: Access) -> Access {
+    fn kind(&self) -> StoreKind {
+        match self {
+            Self::Memory(_) => StoreKind::Memory,
+            Self::Sqlite(_) => StoreKind::Sqlite,
+            Self::Postgres(_) => StoreKind::Postgres,
+        }
+    }
+
+    fn access(&self, asked: Access) -> Access {
         let read_only = match self {
             Self::Memory(_) => asked == Access::ReadOnly,
             Self::Sqlite(store) => store.is_read_only(),
@@ -71,59 +62,64 @@ impl Opened {
             Access::ReadWrite
         }
     }
-}
 
-impl Opened {
-    /// The database server behind the store, when it is a server (not a file or memory).
-    pub fn server(&self) -> Option<&DatabaseServer> {
+    fn server(&self) -> Option<&DatabaseServer> {
         match self {
             Self::Postgres(store) => Some(store.server()),
             Self::Memory(_) | Self::Sqlite(_) => None,
         }
     }
 
-    /// Whether the role the store logged in as could change A2's tables
-    /// (a read-only attach with such a role is protected by its session
-    /// setting alone); `None` where there is no role.
-    pub async fn role_can_write(&self) -> Option<Result<bool, StoreError>> {
+    async fn role_can_write(&self) -> Option<Result<bool, StoreError>> {
         match self {
             Self::Postgres(store) => Some(store.role_can_write().await),
             Self::Memory(_) | Self::Sqlite(_) => None,
         }
     }
 
-    /// On a hot standby, how far it trails its primary (ms); `None` elsewhere.
-    pub async fn replica_delay_ms(&self) -> Result<Option<i64>, StoreError> {
+    async fn replica_delay_ms(&self) -> Result<Option<i64>, StoreError> {
         match self {
             Self::Postgres(store) => store.replica_delay_ms().await,
             Self::Memory(_) | Self::Sqlite(_) => Ok(None),
         }
     }
 
-    /// Whether the store has database roles that can be granted read access.
-    pub fn has_roles(&self) -> bool {
+    fn has_roles(&self) -> bool {
         matches!(self, Self::Postgres(_))
     }
 
-    /// Let `role` read this store and nothing more.
-    pub async fn reader_role_grant(&self, role: &str) -> Result<(), StoreError> {
+    async fn reader_role_grant(&self, role: &str) -> Result<(), StoreError> {
         match self {
             Self::Postgres(store) => store.reader_role_grant(role).await,
             Self::Memory(_) | Self::Sqlite(_) => Err(StoreError::invalid("this store has no database roles to grant")),
         }
     }
 
-    /// Whether event payloads can be indexed for searches (else a search scans).
-    pub fn has_payload_index(&self) -> bool {
+    fn has_payload_index(&self) -> bool {
         matches!(self, Self::Postgres(_))
     }
 
-    /// Index event payloads for searches; `true` when made now.
-    pub async fn payload_index_create(&self) -> Result<bool, StoreError> {
+    async fn payload_index_create(&self) -> Result<bool, StoreError> {
         match self {
             Self::Postgres(store) => store.payload_index_create().await,
             Self::Memory(_) | Self::Sqlite(_) => Err(StoreError::invalid("this store has no payload index")),
         }
+    }
+}
+
+/// The registry as a [`StoreOpener`], handed to the operator; every store
+/// it opens keeps time by the system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Registry;
+
+#[async_trait]
+impl StoreOpener for Registry {
+    async fn open(&self, url: &str, options: &OpenOptions) -> Result<Arc<dyn OpenedStore>, StoreError> {
+        Ok(Arc::new(open(url, options, Arc::new(SystemClock)).await?))
+    }
+
+    fn is_local(&self, url: &str) -> Result<bool, StoreError> {
+        is_local(url)
     }
 }
 
@@ -139,7 +135,7 @@ pub fn is_local(url: &str) -> Result<bool, StoreError> {
 
 /// Whether `url` names a Postgres database.
 pub fn is_postgres(url: &str) -> bool {
-    url.starts_with("postgres://") || url.starts_with("postgresql://")
+    is_postgres_url(url)
 }
 
 /// Open the store `url` names.

@@ -3,6 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use a2_engine::{AppendInput, Contract, Server};
+use a2_store::OpenedStore;
 use a2_store_registry::{dev_store_path, resolve_store, Environment, Opened};
 use serde_json::json;
 

@@ -58,7 +58,7 @@ pub fn split_password(url: &str) -> (String, Option<String>) {
     if !parsed.has_host() && parsed.password().is_none() && !url.contains("password") {
         return (url.to_owned(), None);
     }
-    let mut password = parsed.password().map(|p| percent_decode(p));
+    let mut password = parsed.password().map(percent_decode);
     if parsed.password().is_some() {
         // Only fails for URLs that cannot have a password, which this one just had.
         let _ = parsed.set_password(None);

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use a2_operator::{Connect, Mode, Operator, SessionCopy};
 
+use a2_store_registry::Registry;
+
 use crate::commands::lock_error;
 use crate::*;
 
@@ -51,7 +53,7 @@ impl Studio {
         let url = format!("sqlite:{}", path.display());
         let mut connect = Connect::new(url.clone());
         connect.mode = Some(Mode::ReadWrite);
-        let target = Operator::connect(&connect).await?;
+        let target = Operator::connect(&connect, &Registry).await?;
         let as_session = request.as_session.as_deref().filter(|s| !s.is_empty());
         let (copied, imported) = target.session_import(copy, as_session).await?;
         self.copies.lock().map_err(lock_error)?.insert(url.clone());
@@ -70,7 +72,7 @@ impl Studio {
         if self.limits.web {
             return self.export_file(to.unwrap_or("copies.sqlite"));
         }
-        Ok(to.map_or_else(a2_operator::dev_store_path, PathBuf::from))
+        Ok(to.map_or_else(a2_store_registry::dev_store_path, PathBuf::from))
     }
 
     /// Whether `url` names a file this process copied a session into.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use a2_operator::demo::DemoOptions;
 use a2_operator::{Connect, Operator};
+use a2_store_registry::Registry;
 use a2_studio_api::*;
 use common::{http, open};
 
@@ -45,7 +46,7 @@ async fn seeded(kind: StoreKind) -> (String, Studio) {
         return (url, studio);
     }
     let writer = Connect { mode: Some(a2_operator::Mode::ReadWrite), ..Connect::new(url.clone()) };
-    let operator = Operator::connect(&writer).await.unwrap_or_else(|e| panic!("{e}"));
+    let operator = Operator::connect(&writer, &Registry).await.unwrap_or_else(|e| panic!("{e}"));
     operator.demo_seed(DemoOptions { sessions: 24, ..DemoOptions::default() }).await.unwrap_or_else(|e| panic!("{e}"));
     // Reopen, so the Studio sees the demo contract and hosts its consumers.
     studio.connection_open(open(&url, Some(false))).await.unwrap_or_else(|e| panic!("{e}"));
@@ -334,7 +335,7 @@ async fn a_store_without_notifications_is_polled() {
 async fn the_web_mode_needs_its_token_and_refuses_actions_read_only() {
     let dir = scratch();
     let url = format!("sqlite:{}", dir.join("web.sqlite").display());
-    let operator = Operator::connect(&Connect::new(url.clone())).await.unwrap_or_else(|e| panic!("{e}"));
+    let operator = Operator::connect(&Connect::new(url.clone()), &Registry).await.unwrap_or_else(|e| panic!("{e}"));
     operator.demo_seed(DemoOptions { sessions: 8, ..DemoOptions::default() }).await.unwrap_or_else(|e| panic!("{e}"));
     let studio = Arc::new(Studio::new(&dir));
     studio.connection_open(open(&url, Some(true))).await.unwrap_or_else(|e| panic!("{e}"));

@@ -417,7 +417,7 @@ async fn replica_reads(sessions: usize) -> Result<(), String> {
     seed_reads("postgres-primary", store.clone(), sessions, Some((&primary.url, "public"))).await?;
     let mut connect = a2_operator::Connect::new(standby.url.clone());
     connect.statement_timeout = Duration::from_secs(30);
-    let op = a2_operator::Operator::connect(&connect).await.map_err(|e| e.to_string())?;
+    let op = a2_operator::Operator::connect(&connect, &a2_store_registry::Registry).await.map_err(|e| e.to_string())?;
     let started = Instant::now();
     while op.replica_delay_ms().await.map_err(|e| e.to_string())? != Some(0) {
         if started.elapsed() > Duration::from_secs(300) {

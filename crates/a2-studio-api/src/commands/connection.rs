@@ -71,7 +71,7 @@ impl Studio {
         connect.password = password;
         connect.init = request.init;
         connect.must_exist = self.limits.web;
-        let mut operator = Operator::new(a2_operator::attach(&connect).await?, Actor::current());
+        let mut operator = Operator::new(a2_operator::attach(&connect, &Registry).await?, Actor::current());
         let attached = operator.attached().clone();
         let read_only = attached.mode == Mode::ReadOnly;
         let hosts_demo = host_demo && !read_only && operator.contract_list().await?.iter().any(|c| c == demo::CONTRACT);

@@ -12,6 +12,8 @@ use a2_operator::{
     HeadView, JobProgress, Mode, Operator, Redrive, RedriveAll, Redriven, SessionQuery, StoreKind, TotalsQuery,
 };
 
+use a2_store_registry::Registry;
+
 use crate::connection::Connection;
 use crate::jobs::Jobs;
 use crate::profiles::{redact, Profiles};
@@ -140,7 +142,7 @@ impl Studio {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", dir.display())))?;
             }
-            let operator = Operator::connect(&Connect::new(url.clone())).await?;
+            let operator = Operator::connect(&Connect::new(url.clone()), &Registry).await?;
             operator.demo_seed(DemoOptions::default()).await?;
         }
         let request = ConnectionOpen { url: Some(url), profile: None, password: None, read_only: None, init: false };
