@@ -15,10 +15,10 @@ export const commands = {
 	profileSave: (request: ProfileSave) => typedError<Profile, ApiError>(__TAURI_INVOKE("profile_save", { request })),
 	profileDelete: (request: ProfileRef) => typedError<boolean, ApiError>(__TAURI_INVOKE("profile_delete", { request })),
 	contractList: (request: NoArgs) => typedError<string[], ApiError>(__TAURI_INVOKE("contract_list", { request })),
-	consumerOverview: (request: ConsumerOverview) => typedError<TotalsSnapshot, ApiError>(__TAURI_INVOKE("consumer_overview", { request })),
+	consumerOverview: (request: TotalsQuery) => typedError<TotalsSnapshot, ApiError>(__TAURI_INVOKE("consumer_overview", { request })),
 	sessionList: (request: SessionListRequest) => typedError<SessionPage, ApiError>(__TAURI_INVOKE("session_list", { request })),
 	sessionGet: (request: SessionRef) => typedError<SessionSummary, ApiError>(__TAURI_INVOKE("session_get", { request })),
-	eventList: (request: EventListRequest) => typedError<EventView[], ApiError>(__TAURI_INVOKE("event_list", { request })),
+	eventList: (request: EventQuery) => typedError<EventView[], ApiError>(__TAURI_INVOKE("event_list", { request })),
 	headList: (request: SessionRef) => typedError<HeadView[], ApiError>(__TAURI_INVOKE("head_list", { request })),
 	deadLetterList: (request: DeadLetterQuery) => typedError<DeadLetterPage, ApiError>(__TAURI_INVOKE("dead_letter_list", { request })),
 	deadLetterGroups: (request: DeadLetterGroupQuery) => typedError<DeadLetterGroup[], ApiError>(__TAURI_INVOKE("dead_letter_groups", { request })),
@@ -26,16 +26,16 @@ export const commands = {
 	attemptRates: (request: ThroughputQuery) => typedError<AttemptRate[], ApiError>(__TAURI_INVOKE("attempt_rates", { request })),
 	snapshotList: (request: SessionRef) => typedError<SnapshotView[], ApiError>(__TAURI_INVOKE("snapshot_list", { request })),
 	auditList: (request: AuditQuery) => typedError<AuditView[], ApiError>(__TAURI_INVOKE("audit_list", { request })),
-	deadLetterRedrive: (request: RedriveOne) => typedError<Redriven, ApiError>(__TAURI_INVOKE("dead_letter_redrive", { request })),
+	deadLetterRedrive: (request: Redrive) => typedError<Redriven, ApiError>(__TAURI_INVOKE("dead_letter_redrive", { request })),
 	deadLetterRedriveMany: (request: RedriveMany) => typedError<JobProgress, ApiError>(__TAURI_INVOKE("dead_letter_redrive_many", { request })),
-	jobRedriveAll: (request: RedriveAllRequest) => typedError<JobView, ApiError>(__TAURI_INVOKE("job_redrive_all", { request })),
+	jobRedriveAll: (request: RedriveAll) => typedError<JobView, ApiError>(__TAURI_INVOKE("job_redrive_all", { request })),
 	jobGet: (request: JobRef) => typedError<JobView, ApiError>(__TAURI_INVOKE("job_get", { request })),
 	jobCancel: (request: JobRef) => typedError<JobView, ApiError>(__TAURI_INVOKE("job_cancel", { request })),
 	consumePreview: (request: ConsumeRequest) => typedError<ConsumePreview, ApiError>(__TAURI_INVOKE("consume_preview", { request })),
 	sessionConsume: (request: ConsumeRequest) => typedError<Consumed, ApiError>(__TAURI_INVOKE("session_consume", { request })),
-	sessionClear: (request: ClearRequest) => typedError<Cleared, ApiError>(__TAURI_INVOKE("session_clear", { request })),
+	sessionClear: (request: ClearSession) => typedError<Cleared, ApiError>(__TAURI_INVOKE("session_clear", { request })),
 	consumerPause: (request: PauseRequest) => typedError<PausedConsumer, ApiError>(__TAURI_INVOKE("consumer_pause", { request })),
-	consumerResume: (request: ConsumerTarget) => typedError<boolean, ApiError>(__TAURI_INVOKE("consumer_resume", { request })),
+	consumerResume: (request: ConsumerRef) => typedError<boolean, ApiError>(__TAURI_INVOKE("consumer_resume", { request })),
 	consumerPauseList: (request: PauseQuery) => typedError<PausedConsumer[], ApiError>(__TAURI_INVOKE("consumer_pause_list", { request })),
 	sessionExport: (request: SessionRef) => typedError<string, ApiError>(__TAURI_INVOKE("session_export", { request })),
 	sessionImport: (request: ImportRequest) => typedError<ImportOutcome, ApiError>(__TAURI_INVOKE("session_import", { request })),
@@ -112,7 +112,8 @@ export type AttemptPage = {
 
 /**
  *  A session's attempts: newest first (a head's history, with `consumer`
- *  and `index`) or oldest first (the session's timeline).
+ *  and `index`) or oldest first (the session's timeline). An empty consumer
+ *  name means every consumer.
  */
 export type AttemptQuery = {
 	contract: string,
@@ -175,7 +176,8 @@ export type ChangeWait = {
 	timeout_ms: number,
 };
 
-export type ClearRequest = {
+/**  Clear a session through its head, only if the head is still `if_last_index` when given. */
+export type ClearSession = {
 	contract: string,
 	session: string,
 	/**  The head the operator saw: nothing is cleared if it moved since. */
@@ -288,14 +290,8 @@ export type Consumed = {
 	index: number,
 };
 
-export type ConsumerOverview = {
-	contract: string | null,
-	/**  Kept totals older than this are recomputed. */
-	max_age_ms: number,
-};
-
-/**  One consumer of a contract, store-wide. */
-export type ConsumerTarget = {
+/**  A consumer of a contract, store-wide. */
+export type ConsumerRef = {
 	contract: string,
 	consumer: string,
 };
@@ -370,7 +366,7 @@ export type DeadLetterQuery = {
 	limit: number,
 };
 
-/**  One dead letter, by where it is. */
+/**  One dead letter: a consumer's head at `index` in a session. */
 export type DeadLetterRef = {
 	contract: string,
 	session: string,
@@ -437,7 +433,8 @@ export type EventFilterView = {
 	scanned_through: number | null,
 };
 
-export type EventListRequest = {
+/**  A page of a session's events. */
+export type EventQuery = {
 	contract: string,
 	session: string,
 	after: number | null,
@@ -594,30 +591,33 @@ export type ReaderGrant = {
 	role: string,
 };
 
+/**  Retry or skip one dead letter. */
+export type Redrive = {
+	target: DeadLetterRef,
+	action: RedriveAction,
+};
+
 export type RedriveAction = 
 /**  Run it again with a fresh failure budget. */
 "retry" | 
 /**  Settle it without running and move on. */
 "skip";
 
-export type RedriveAllRequest = {
+/**  Which dead letters a bulk redrive takes, and how fast (empty names: any). */
+export type RedriveAll = {
 	contract: string | null,
 	consumer: string | null,
-	/**  Only the dead letters of one cause: redrive a group of the grouped queue. */
+	/**  Only the dead letters of this cause: a group of the grouped queue. */
 	cause: string | null,
 	action: RedriveAction,
+	/**  Stop after this many. */
 	stop_at: number | null,
-	/**  Redrives a second, at most. */
+	/**  At most this many a second. */
 	rate: number | null,
 };
 
 export type RedriveMany = {
 	targets: DeadLetterRef[],
-	action: RedriveAction,
-};
-
-export type RedriveOne = {
-	target: DeadLetterRef,
 	action: RedriveAction,
 };
 
@@ -683,6 +683,7 @@ export type SessionPage = {
 	next: string | null,
 };
 
+/**  One session of one contract. */
 export type SessionRef = {
 	contract: string,
 	session: string,
@@ -716,6 +717,7 @@ export type SnapshotView = {
 	created_at: number,
 };
 
+/**  Which kind of store a URL opened. */
 export type StoreKind = "memory" | "sqlite" | "postgres";
 
 /**  Throughput per consumer: completions and failures per minute over the last `minutes`. */
@@ -726,6 +728,13 @@ export type ThroughputQuery = {
 
 /**  The connection's TLS: off, encrypted without checking the server, or verified. */
 export type TlsView = "off" | "encrypted" | "verified";
+
+/**  Consumer totals no older than `max_age_ms`, of one contract or all. */
+export type TotalsQuery = {
+	contract: string | null,
+	/**  Kept totals older than this are recomputed. */
+	max_age_ms: number,
+};
 
 /**
  *  Consumer totals as last computed: a whole-store aggregate is too costly

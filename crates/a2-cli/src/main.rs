@@ -13,10 +13,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use a2_studio_api::{
-    web, ApiError, AttemptKey, AttemptQuery, AuditQuery, ClearRequest, ConnectionInfo, ConnectionOpen, ConsumeMode,
-    ConsumeRequest, ConsumerOverview, ConsumerTarget, CopyRequest, DeadLetterGroupQuery, DeadLetterQuery,
-    DeadLetterRef, DemoSeed, EventFilterRequest, EventListRequest, HeadKey, ImportRequest, JobProgress, JobRef, Limits,
-    NoArgs, PauseQuery, PauseRequest, ReaderGrant, RedriveAction, RedriveAllRequest, RedriveOne, SearchHit,
+    web, ApiError, AttemptKey, AttemptQuery, AuditQuery, ClearSession, ConnectionInfo, ConnectionOpen, ConsumeMode,
+    ConsumeRequest, TotalsQuery, ConsumerRef, CopyRequest, DeadLetterGroupQuery, DeadLetterQuery,
+    DeadLetterRef, DemoSeed, EventFilterRequest, EventQuery, HeadKey, ImportRequest, JobProgress, JobRef, Limits,
+    NoArgs, PauseQuery, PauseRequest, ReaderGrant, RedriveAction, RedriveAll, Redrive, SearchHit,
     SearchRequest, SessionListRequest, SessionRef, SessionSort, Studio, ThroughputQuery,
 };
 use args::{Action, Cli, Command, ConsumeKind, GroupBy, IndexKind, Sort};
@@ -164,7 +164,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.events(&events);
         }
         Command::Events { target, after, before, newest_first, limit, .. } => {
-            let request = EventListRequest {
+            let request = EventQuery {
                 contract: target.contract,
                 session: target.session,
                 after,
@@ -179,7 +179,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.header(&info);
             let max_age_ms = max_age.saturating_mul(1000);
             let pauses = studio.consumer_pause_list(PauseQuery { contract: contract.clone() }).await?;
-            out.consumers(&studio.consumer_overview(ConsumerOverview { contract, max_age_ms }).await?.totals, &pauses);
+            out.consumers(&studio.consumer_overview(TotalsQuery { contract, max_age_ms }).await?.totals, &pauses);
         }
         Command::DeadLetters { group_by: Some(GroupBy::Cause), contract, consumer, .. } => {
             let mut groups = studio.dead_letter_groups(DeadLetterGroupQuery { contract }).await?;
@@ -232,7 +232,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
                 Action::Skip => RedriveAction::Skip,
             };
             if all {
-                let request = RedriveAllRequest { contract, consumer, cause, action, stop_at, rate };
+                let request = RedriveAll { contract, consumer, cause, action, stop_at, rate };
                 let done = redrive_all(&studio, request, !cli.json).await?;
                 out.value(&json!(done), &format!("done {} of {}, {} failed", done.done, done.total, done.failed));
                 return Ok(if done.done > 0 { Done::Changed } else { Done::Unchanged });
@@ -244,7 +244,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
                 ));
             };
             let target = DeadLetterRef { contract, session, consumer, index };
-            let done = studio.dead_letter_redrive(RedriveOne { target, action }).await?;
+            let done = studio.dead_letter_redrive(Redrive { target, action }).await?;
             out.value(&json!(done), &format!("redriven: {}", done.redriven));
             return Ok(if done.redriven { Done::Changed } else { Done::Unchanged });
         }
@@ -269,7 +269,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.value(&json!(done), &format!("handled through index {}", done.index));
         }
         Command::Clear { target, if_last_index } => {
-            let request = ClearRequest { contract: target.contract, session: target.session, if_last_index };
+            let request = ClearSession { contract: target.contract, session: target.session, if_last_index };
             let done = studio.session_clear(request).await?;
             out.value(&json!(done), &format!("cleared: {} (index {})", done.cleared, done.index));
             return Ok(if done.cleared { Done::Changed } else { Done::Unchanged });
@@ -283,7 +283,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.value(&json!(paused), &line);
         }
         Command::Resume { contract, consumer } => {
-            let resumed = studio.consumer_resume(ConsumerTarget { contract, consumer: consumer.clone() }).await?;
+            let resumed = studio.consumer_resume(ConsumerRef { contract, consumer: consumer.clone() }).await?;
             let line = if resumed {
                 format!("consumer '{consumer}' resumed")
             } else {
@@ -384,7 +384,7 @@ async fn search(studio: &Studio, mut request: SearchRequest, show: bool) -> Resu
 
 /// Redrive every matching dead letter as a Studio job, showing its progress;
 /// Ctrl-C cancels it between two redrives (what was done stays done and is audited).
-async fn redrive_all(studio: &Studio, request: RedriveAllRequest, show: bool) -> Result<JobProgress, ApiError> {
+async fn redrive_all(studio: &Studio, request: RedriveAll, show: bool) -> Result<JobProgress, ApiError> {
     let job = studio.job_redrive_all(request).await?;
     let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = interrupted.clone();

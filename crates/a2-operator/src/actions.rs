@@ -13,16 +13,15 @@ use crate::*;
 impl Operator {
     /// Retry or skip one dead letter; `redriven: false` when the head is not dead.
     pub async fn dead_letter_redrive(&self, redrive: Redrive) -> Result<Redriven> {
-        let Redrive { session: target, consumer, index, action } = redrive;
-        let (contract, session) = (target.contract.as_str(), target.session.as_str());
+        let Redrive { target: DeadLetterRef { contract, session, consumer, index }, action } = redrive;
+        let target = SessionRef::new(&contract, &session);
+        let (contract, session) = (contract.as_str(), session.as_str());
         let name = match action {
             RedriveAction::Retry => "redrive.retry",
             RedriveAction::Skip => "redrive.skip",
         };
         self.writable(name)?;
-        if index == 0 {
-            return Err(OperatorError::invalid("indexes start at 1"));
-        }
+        event_index(index, "the dead letter's index")?;
         self.session_get(&target).await?;
         let audit = self.entry(name, contract, session, json!({ "consumer": consumer, "index": index }));
         let params = DeadLetterRedrive { session: target.key()?, consumer, index, action, audit: Some(audit) };
@@ -46,10 +45,8 @@ impl Operator {
             RedriveAction::Skip => "redrive.all.skip",
         };
         self.writable(action_name)?;
-        // Slower than one a hundred seconds is a job that never ends; the bound also keeps the pause finite.
-        if job.rate.is_some_and(|r| !(0.01..=100_000.0).contains(&r)) {
-            return Err(OperatorError::invalid("--rate must be between 0.01 and 100000 redrives a second"));
-        }
+        job.check()?;
+        let job = RedriveAll { contract: non_empty(job.contract), consumer: non_empty(job.consumer), ..job };
         let mut state = JobProgress::default();
         let result = self.redrive_each(&job, action_name, &cancelled, &mut state, &mut progress).await;
         let mut entry = self.wide_entry(
@@ -173,7 +170,8 @@ impl Operator {
 
     /// Clear a session through its head, only if the head is still `if_last_index` when given.
     pub async fn session_clear(&self, clear: ClearSession) -> Result<Cleared> {
-        let ClearSession { session: target, if_last_index } = clear;
+        let target = SessionRef::new(&clear.contract, &clear.session);
+        let if_last_index = clear.if_last_index;
         self.writable("clear")?;
         self.session_get(&target).await?;
         let audit =
@@ -188,14 +186,15 @@ impl Operator {
 
     /// Where a consume through `through` would start and how many events it would take.
     pub async fn consume_plan(&self, target: &ConsumeTarget) -> Result<ConsumePlan> {
+        target.through.map(|t| event_index(t, "through")).transpose()?;
         let cursor = self.log_cursor(target).await?;
         let through = target.through.unwrap_or(cursor.session_head).min(cursor.session_head);
         Ok(ConsumePlan { from_index: cursor.next_index, events: (through + 1).saturating_sub(cursor.next_index) })
     }
 
     async fn log_cursor(&self, target: &ConsumeTarget) -> Result<HeadView> {
-        let (session, consumer) = (target.session.session.as_str(), target.consumer.as_str());
-        let heads = self.head_list(&target.session).await?;
+        let (session, consumer) = (target.session.as_str(), target.consumer.as_str());
+        let heads = self.head_list(&target.session_ref()).await?;
         let Some(head) = heads.into_iter().find(|h| h.consumer == consumer) else {
             return Err(OperatorError::NotFound { what: format!("consumer '{consumer}' in session '{session}'") });
         };
@@ -216,7 +215,8 @@ impl Operator {
         mode: ConsumeMode,
         export_to: Option<&std::path::Path>,
     ) -> Result<Consumed> {
-        let ConsumeTarget { session: SessionRef { contract, session }, consumer, through } = target;
+        target.through.map(|t| event_index(t, "through")).transpose()?;
+        let ConsumeTarget { contract, session, consumer, through } = target;
         let (contract, session, consumer, through) = (contract.as_str(), session.as_str(), consumer.as_str(), *through);
         let action = match mode {
             ConsumeMode::Run => "consume.run",

@@ -8,7 +8,9 @@ use serde_json::json;
 use crate::{ConsumeTarget, Consumed, HeadView, Operator, OperatorError, Result};
 
 /// A consumer of a contract, store-wide.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ConsumerRef {
     pub contract: String,
     pub consumer: String,
@@ -27,16 +29,16 @@ impl Operator {
     /// Move a string-lane consumer's cursor through an index without running
     /// it: one transaction, audited in it, whatever the distance.
     pub(crate) async fn cursor_ack(&self, target: &ConsumeTarget, cursor: &HeadView) -> Result<Consumed> {
-        let ConsumeTarget { session, consumer, through } = target;
+        let ConsumeTarget { contract, session, consumer, through } = target;
         let audit = self.entry(
             "consume.ack",
-            &session.contract,
-            &session.session,
+            contract,
+            session,
             json!({ "consumer": consumer, "through": through, "from": cursor.next_index }),
         );
         let lane = cursor.lane.clone().unwrap_or_default();
         let params = CursorAdvance {
-            session: session.key()?,
+            session: target.session_ref().key()?,
             consumer: StoreConsumer::log(consumer, lane),
             through: *through,
             audit: Some(audit),
@@ -49,13 +51,13 @@ impl Operator {
                     what: format!(
                         "consumer '{consumer}' is running event {index} in session '{}' (holder {holder}, lease {left:.1} s more): \
                          nothing was acknowledged; try again when that attempt ends",
-                        session.session
+                        session
                     ),
                 })
             }
             CursorAdvanced::DeadLettered { index, last_error } => Err(A2Error::ConsumerDeadLettered {
                 consumer: consumer.clone(),
-                session: session.session.clone(),
+                session: session.clone(),
                 index,
                 last_error: last_error.unwrap_or_else(|| "every attempt ended before it finished".into()),
             }

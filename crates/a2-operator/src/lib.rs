@@ -22,8 +22,8 @@ pub use connect::{attach, default_mode, Attached, Connect, Mode, StoreKind};
 pub use console::ConsumerRef;
 pub use error::{exit_code, OperatorError};
 pub use params::{
-    ActivityCursor, ActivityQuery, AttemptQuery, ClearSession, ConsumeTarget, EventQuery, Redrive, SessionQuery,
-    SessionRef, TotalsQuery,
+    event_index, non_empty, page_limit, ActivityCursor, ActivityQuery, AttemptQuery, ClearSession, ConsumeTarget,
+    DeadLetterRef, EventQuery, Redrive, SessionQuery, SessionRef, TotalsQuery,
 };
 pub use search::{path_pattern, SearchQuery};
 pub use transfer::{ExportCounts, ExportHeader, Imported, SessionCopy, EXPORT_FORMAT};
@@ -85,8 +85,10 @@ fn export_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     options.open(path)
 }
 
-/// Which dead letters a bulk redrive takes, and how fast.
-#[derive(Debug, Clone)]
+/// Which dead letters a bulk redrive takes, and how fast (empty names: any).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RedriveAll {
     pub contract: Option<String>,
     pub consumer: Option<String>,
@@ -97,6 +99,25 @@ pub struct RedriveAll {
     pub stop_at: Option<u64>,
     /// At most this many a second.
     pub rate: Option<f64>,
+}
+
+impl RedriveAll {
+    /// Bulk redrives a second, at least and at most: slower is a job that
+    /// waits for days between two, faster is no limit at all.
+    pub const RATES: std::ops::RangeInclusive<f64> = 0.01..=100_000.0;
+
+    /// Refuse a job that cannot run as asked, before it starts (a shell that
+    /// runs it in the background asks this up front).
+    pub fn check(&self) -> Result<()> {
+        if self.rate.is_some_and(|r| !Self::RATES.contains(&r)) {
+            return Err(OperatorError::invalid(format!(
+                "the rate must be between {} and {} redrives a second",
+                Self::RATES.start(),
+                Self::RATES.end()
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// How far a job got.

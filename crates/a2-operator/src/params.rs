@@ -1,15 +1,21 @@
 //! What each operator call takes: one struct a call, named for the entity
-//! it reads or changes, so the CLI, the Studio and the tests say the same thing.
+//! it reads or changes, so the CLI, the Studio and the tests say the same
+//! thing. The Studio's commands take these as they are (their TypeScript is
+//! generated from them), and the operator checks them once: a limit past a
+//! page, index 0, an empty name.
 
 use std::fmt;
 use std::str::FromStr;
 
-use a2_store::{Millis, RedriveAction};
+use a2_store::{AttemptKey, Millis, RedriveAction, MAX_PAGE};
+use serde::{Deserialize, Serialize};
 
 use crate::OperatorError;
 
 /// One session of one contract.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SessionRef {
     pub contract: String,
     pub session: String,
@@ -35,6 +41,35 @@ pub struct SessionQuery {
     pub lagging: bool,
     pub after: Option<String>,
     pub limit: u32,
+}
+
+impl EventQuery {
+    pub fn session_ref(&self) -> SessionRef {
+        SessionRef::new(&self.contract, &self.session)
+    }
+}
+
+/// A page's size as asked: 0 is the default page of 100; past [`MAX_PAGE`]
+/// is refused, not cut short, so a caller never mistakes a cut page for the end.
+pub fn page_limit(limit: u32) -> Result<u32, OperatorError> {
+    match limit {
+        0 => Ok(100),
+        1..=MAX_PAGE => Ok(limit),
+        _ => Err(OperatorError::invalid(format!("a page holds at most {MAX_PAGE} rows, not {limit}"))),
+    }
+}
+
+/// An index as asked: indexes start at 1.
+pub fn event_index(index: u64, what: &str) -> Result<u64, OperatorError> {
+    if index == 0 {
+        return Err(OperatorError::invalid(format!("{what}: indexes start at 1")));
+    }
+    Ok(index)
+}
+
+/// An optional name as asked: empty means none (a filter left blank).
+pub fn non_empty(name: Option<String>) -> Option<String> {
+    name.filter(|n| !n.is_empty())
 }
 
 /// Where a page of sessions by activity ends: the last one's update time and
@@ -70,9 +105,12 @@ pub struct ActivityQuery {
 }
 
 /// A page of a session's events.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct EventQuery {
-    pub session: SessionRef,
+    pub contract: String,
+    pub session: String,
     pub after: Option<u64>,
     pub before: Option<u64>,
     pub newest_first: bool,
@@ -80,34 +118,67 @@ pub struct EventQuery {
 }
 
 /// Consumer totals no older than `max_age_ms`, of one contract or all.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct TotalsQuery {
     pub contract: Option<String>,
-    pub max_age_ms: i64,
+    /// Kept totals older than this are recomputed.
+    pub max_age_ms: u32,
+}
+
+/// One dead letter: a consumer's head at `index` in a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct DeadLetterRef {
+    pub contract: String,
+    pub session: String,
+    pub consumer: String,
+    pub index: u64,
+}
+
+impl DeadLetterRef {
+    pub fn session_ref(&self) -> SessionRef {
+        SessionRef::new(&self.contract, &self.session)
+    }
 }
 
 /// Retry or skip one dead letter.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Redrive {
-    pub session: SessionRef,
-    pub consumer: String,
-    pub index: u64,
+    pub target: DeadLetterRef,
     pub action: RedriveAction,
 }
 
 /// Clear a session through its head, only if the head is still `if_last_index` when given.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ClearSession {
-    pub session: SessionRef,
+    pub contract: String,
+    pub session: String,
+    /// The head the operator saw: nothing is cleared if it moved since.
     pub if_last_index: Option<u64>,
 }
 
 /// A string-lane consumer of a session, moved through `through` (`None`: the head).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ConsumeTarget {
-    pub session: SessionRef,
+    pub contract: String,
+    pub session: String,
     pub consumer: String,
     pub through: Option<u64>,
+}
+
+impl ConsumeTarget {
+    pub fn session_ref(&self) -> SessionRef {
+        SessionRef::new(&self.contract, &self.session)
+    }
 }
 
 #[cfg(test)]
@@ -124,13 +195,24 @@ mod tests {
     }
 }
 
-/// A session's attempts, optionally of one consumer or one index.
-#[derive(Debug, Clone)]
+/// A session's attempts: newest first (a head's history, with `consumer`
+/// and `index`) or oldest first (the session's timeline). An empty consumer
+/// name means every consumer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct AttemptQuery {
-    pub session: SessionRef,
+    pub contract: String,
+    pub session: String,
     pub consumer: Option<String>,
     pub index: Option<u64>,
-    pub after: Option<a2_store::AttemptKey>,
+    pub after: Option<AttemptKey>,
     pub oldest_first: bool,
     pub limit: u32,
+}
+
+impl AttemptQuery {
+    pub fn session_ref(&self) -> SessionRef {
+        SessionRef::new(&self.contract, &self.session)
+    }
 }

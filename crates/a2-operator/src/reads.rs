@@ -13,7 +13,7 @@ impl Operator {
     /// Sessions of a contract by id; filters read on until the page fills
     /// (at most ten store pages, so a filter that matches little stays cheap).
     pub async fn session_list(&self, query: SessionQuery) -> Result<Page<SessionSummary, String>> {
-        let limit = page_size(query.limit);
+        let limit = page_limit(query.limit)? as usize;
         // Unfiltered, a store page is the page; filtered, read wider pages to fill it.
         let filtered = query.has_dead_letters || query.lagging;
         let fetch = if filtered { MAX_PAGE } else { limit as u32 };
@@ -49,10 +49,11 @@ impl Operator {
 
     /// Sessions of a contract, most recently active first (appends, clears and redrives count).
     pub async fn session_list_by_activity(&self, query: ActivityQuery) -> Result<Page<SessionSummary, ActivityCursor>> {
+        let limit = page_limit(query.limit)?;
         let before = query.before.map(|c| (c.at, c.session));
-        let params = SessionsByActivity { contract: query.contract, before, limit: query.limit };
+        let params = SessionsByActivity { contract: query.contract, before, limit };
         let items = self.store().session_list_by_activity(params).await?;
-        let next = (items.len() == page_size(query.limit))
+        let next = (items.len() == limit as usize)
             .then(|| items.last().map(|s| ActivityCursor { at: s.updated_at, session: s.session_id.clone() }))
             .flatten();
         Ok(Page { items, next })
@@ -67,12 +68,14 @@ impl Operator {
     }
 
     pub async fn event_list(&self, query: EventQuery) -> Result<Vec<Event>> {
-        let EventQuery { session, after, before, newest_first, limit } = query;
-        self.session_get(&session).await?;
+        let target = query.session_ref();
+        let EventQuery { session, after, before, newest_first, limit, .. } = query;
+        let limit = page_limit(limit)?;
+        self.session_get(&target).await?;
         let mut events =
-            self.store().event_list(EventList { session: session.key()?, after, before, limit, newest_first }).await?;
+            self.store().event_list(EventList { session: target.key()?, after, before, limit, newest_first }).await?;
         for event in &mut events {
-            event.session.clone_from(&session.session);
+            event.session.clone_from(&session);
         }
         Ok(events)
     }
@@ -92,7 +95,8 @@ impl Operator {
     /// Consumer totals no older than `max_age_ms`: the kept ones when fresh
     /// enough, else recomputed (and kept, on a read-write connection).
     pub async fn consumer_overview(&self, query: TotalsQuery) -> Result<TotalsSnapshot> {
-        let (contract, max_age_ms) = (query.contract.as_deref(), query.max_age_ms);
+        let contract = query.contract.as_deref().filter(|c| !c.is_empty());
+        let max_age_ms = i64::from(query.max_age_ms);
         let now = self.now();
         let kept = self.store().consumer_totals_snapshot(contract).await?;
         if let Some(kept) = kept.as_ref().filter(|k| now - k.computed_at <= max_age_ms) {
@@ -111,19 +115,23 @@ impl Operator {
     }
 
     pub async fn dead_letter_list(&self, query: DeadLetterList) -> Result<Page<DeadLetter, HeadKey>> {
-        let limit = page_size(query.limit);
+        let limit = page_limit(query.limit)?;
+        let query = DeadLetterList { limit, consumer: non_empty(query.consumer), ..query };
         let items = self.store().dead_letter_list(query).await?;
-        let next = (items.len() == limit).then(|| items.last().map(DeadLetter::key)).flatten();
+        let next = (items.len() == limit as usize).then(|| items.last().map(DeadLetter::key)).flatten();
         Ok(Page { items, next })
     }
 
     /// A session's attempts: newest first (a head's history) or oldest first (its timeline).
     pub async fn attempt_list(&self, query: AttemptQuery) -> Result<Page<Attempt, AttemptKey>> {
-        let AttemptQuery { session, consumer, index, after, oldest_first, limit } = query;
+        let session = query.session_ref();
+        let AttemptQuery { consumer, index, after, oldest_first, limit, .. } = query;
+        let limit = page_limit(limit)?;
+        let consumer = non_empty(consumer);
         let params = AttemptList { session: session.key()?, consumer, index, after, oldest_first, limit };
         let items = self.store().attempt_list(params).await?;
         self.exists_if_empty(&items, &session).await?;
-        let next = (items.len() == page_size(limit)).then(|| items.last().map(Attempt::key)).flatten();
+        let next = (items.len() == limit as usize).then(|| items.last().map(Attempt::key)).flatten();
         Ok(Page { items, next })
     }
 
@@ -157,6 +165,7 @@ impl Operator {
     }
 
     pub async fn audit_list(&self, query: AuditList) -> Result<Vec<AuditRecord>> {
+        let query = AuditList { limit: page_limit(query.limit)?, ..query };
         Ok(self.store().audit_list(query).await?)
     }
 }

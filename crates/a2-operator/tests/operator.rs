@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use a2_operator::{
-    Actor, Attached, ClearSession, ConsumeMode, ConsumeTarget, EventQuery, Mode, Operator, OperatorError, Redrive,
+    Actor, Attached, ClearSession, ConsumeMode, ConsumeTarget, DeadLetterRef, EventQuery, Mode, Operator, OperatorError, Redrive,
     SessionQuery, SessionRef, StoreKind,
 };
 use a2_store::*;
@@ -96,11 +96,12 @@ fn shop(session: &str) -> SessionRef {
 }
 
 fn redrive(session: &str, consumer: &str, index: u64, action: RedriveAction) -> Redrive {
-    Redrive { session: shop(session), consumer: consumer.into(), index, action }
+    let target = DeadLetterRef { contract: "shop".into(), session: session.into(), consumer: consumer.into(), index };
+    Redrive { target, action }
 }
 
 fn consume(session: &str, consumer: &str, through: Option<u64>) -> ConsumeTarget {
-    ConsumeTarget { session: shop(session), consumer: consumer.into(), through }
+    ConsumeTarget { contract: "shop".into(), session: session.into(), consumer: consumer.into(), through }
 }
 
 fn operator(store: Arc<dyn Store>, kind: StoreKind, mode: Mode) -> Operator {
@@ -127,7 +128,7 @@ async fn reads_and_actions(kind: StoreKind) {
     let summary = op.session_get(&shop("o-1")).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((summary.head, summary.dead_letters), (4, 1));
     let events = op
-        .event_list(EventQuery { session: shop("o-1"), after: Some(1), before: None, newest_first: false, limit: 2 })
+        .event_list(EventQuery { contract: "shop".into(), session: "o-1".into(), after: Some(1), before: None, newest_first: false, limit: 2 })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(events.iter().map(|e| e.index).collect::<Vec<_>>(), vec![2, 3]);
@@ -209,12 +210,12 @@ async fn reads_and_actions(kind: StoreKind) {
         "nothing moved"
     );
     let missed = op
-        .session_clear(ClearSession { session: shop("o-4"), if_last_index: Some(3) })
+        .session_clear(ClearSession { contract: "shop".into(), session: "o-4".into(), if_last_index: Some(3) })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(!missed.cleared);
     let cleared = op
-        .session_clear(ClearSession { session: shop("o-4"), if_last_index: Some(4) })
+        .session_clear(ClearSession { contract: "shop".into(), session: "o-4".into(), if_last_index: Some(4) })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((cleared.cleared, cleared.index), (true, 4));
@@ -232,7 +233,7 @@ async fn reads_and_actions(kind: StoreKind) {
     let before = op.audit_list(AuditList { before: None, limit: 50 }).await.map(|a| a.len()).ok();
     let refusals: Vec<Result<(), OperatorError>> = vec![
         ro.dead_letter_redrive(redrive("o-1", "charger", 1, RedriveAction::Retry)).await.map(|_| ()),
-        ro.session_clear(ClearSession { session: shop("o-0"), if_last_index: None }).await.map(|_| ()),
+        ro.session_clear(ClearSession { contract: "shop".into(), session: "o-0".into(), if_last_index: None }).await.map(|_| ()),
         ro.session_consume(&consume("o-0", "mailer", None), ConsumeMode::Ack, None).await.map(|_| ()),
     ];
     for refusal in refusals {

@@ -5,6 +5,11 @@
 //! 2^53, and the Studio shows them exact.
 
 pub use a2_operator::model::PausedConsumer;
+/// The operator's own params, taken as they are where a command only passes them on.
+pub use a2_operator::{
+    AttemptQuery, ClearSession, ConsumeTarget, ConsumerRef, DeadLetterRef, EventQuery, Redrive, RedriveAll, SessionRef,
+    TotalsQuery,
+};
 use a2_operator::model::{Attempt, AttemptKey, HeadKey, Millis, RedriveAction};
 use a2_operator::{ConsumeMode, JobProgress, StoreKind};
 use serde::{Deserialize, Serialize};
@@ -134,14 +139,6 @@ pub struct ProfileRef {
     pub name: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-#[serde(deny_unknown_fields)]
-pub struct ConsumerOverview {
-    pub contract: Option<String>,
-    /// Kept totals older than this are recomputed.
-    pub max_age_ms: u32,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionSort {
@@ -166,30 +163,6 @@ pub struct SessionListRequest {
 pub struct SessionPage {
     pub items: Vec<a2_operator::model::SessionSummary>,
     pub next: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-#[serde(deny_unknown_fields)]
-pub struct SessionRef {
-    pub contract: String,
-    pub session: String,
-}
-
-impl From<SessionRef> for a2_operator::SessionRef {
-    fn from(request: SessionRef) -> Self {
-        Self::new(request.contract, request.session)
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-#[serde(deny_unknown_fields)]
-pub struct EventListRequest {
-    pub contract: String,
-    pub session: String,
-    pub after: Option<u64>,
-    pub before: Option<u64>,
-    pub newest_first: bool,
-    pub limit: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
@@ -292,20 +265,6 @@ pub struct DeadLetterPage {
     pub next: Option<HeadKey>,
 }
 
-/// A session's attempts: newest first (a head's history, with `consumer`
-/// and `index`) or oldest first (the session's timeline).
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-#[serde(deny_unknown_fields)]
-pub struct AttemptQuery {
-    pub contract: String,
-    pub session: String,
-    pub consumer: Option<String>,
-    pub index: Option<u64>,
-    pub after: Option<AttemptKey>,
-    pub oldest_first: bool,
-    pub limit: u32,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 pub struct AttemptPage {
     pub items: Vec<Attempt>,
@@ -361,41 +320,11 @@ pub struct AuditView {
     pub outcome: String,
 }
 
-/// One dead letter, by where it is.
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-#[serde(deny_unknown_fields)]
-pub struct DeadLetterRef {
-    pub contract: String,
-    pub session: String,
-    pub consumer: String,
-    pub index: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-#[serde(deny_unknown_fields)]
-pub struct RedriveOne {
-    pub target: DeadLetterRef,
-    pub action: RedriveAction,
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
 #[serde(deny_unknown_fields)]
 pub struct RedriveMany {
     pub targets: Vec<DeadLetterRef>,
     pub action: RedriveAction,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-#[serde(deny_unknown_fields)]
-pub struct RedriveAllRequest {
-    pub contract: Option<String>,
-    pub consumer: Option<String>,
-    /// Only the dead letters of one cause: redrive a group of the grouped queue.
-    pub cause: Option<String>,
-    pub action: RedriveAction,
-    pub stop_at: Option<u64>,
-    /// Redrives a second, at most.
-    pub rate: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
@@ -428,6 +357,13 @@ pub struct ConsumeRequest {
     pub export_path: Option<String>,
 }
 
+impl ConsumeRequest {
+    pub fn target(&self) -> ConsumeTarget {
+        let (contract, session) = (self.contract.clone(), self.session.clone());
+        ConsumeTarget { contract, session, consumer: self.consumer.clone(), through: self.through }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 pub struct ConsumePreview {
     /// Events the consume would take.
@@ -444,14 +380,6 @@ pub struct PauseRequest {
     pub consumer: String,
     /// Shown beside the consumer while it is paused.
     pub reason: String,
-}
-
-/// One consumer of a contract, store-wide.
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-#[serde(deny_unknown_fields)]
-pub struct ConsumerTarget {
-    pub contract: String,
-    pub consumer: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
@@ -498,15 +426,6 @@ pub struct ImportOutcome {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
 #[serde(deny_unknown_fields)]
-pub struct ClearRequest {
-    pub contract: String,
-    pub session: String,
-    /// The head the operator saw: nothing is cleared if it moved since.
-    pub if_last_index: Option<u64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-#[serde(deny_unknown_fields)]
 pub struct ChangeWait {
     /// The `version` of the last tick the UI saw.
     pub since: u32,
@@ -534,14 +453,6 @@ pub struct DemoTrafficState {
 
 pub(crate) fn json_text(value: &serde_json::Value) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
-}
-
-pub(crate) fn check_limit(limit: u32) -> Result<u32, ApiError> {
-    match limit {
-        0 => Ok(100),
-        1..=500 => Ok(limit),
-        _ => Err(ApiError::invalid(format!("a page holds at most 500 rows, not {limit}"))),
-    }
 }
 
 /// Seed the demo `shop` contract into the open store, through the engine.

@@ -67,7 +67,7 @@ async fn every_postgres_attach_opens_read_only_unless_asked_and_writing_names_th
         .demo_seed(DemoSeed { sessions: 2, seed: 1, fail_rate: 0.0, bulk: true, long_session: 0, long_history: 0 })
         .await
         .ok();
-    let clear = ClearRequest { contract: "shop".into(), session: "order-00001".into(), if_last_index: None };
+    let clear = ClearSession { contract: "shop".into(), session: "order-00001".into(), if_last_index: None };
     studio.session_clear(clear).await.unwrap_or_else(|e| panic!("{e}"));
     let audit = studio.audit_list(AuditQuery { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
     let entry = audit.iter().find(|a| a.action == "clear").unwrap_or_else(|| panic!("the clear is audited"));

@@ -106,7 +106,7 @@ async fn reads_and_actions(kind: StoreKind) {
     let session = SessionRef { contract: "shop".into(), session: "order-00007".into() };
     let summary = studio.session_get(session.clone()).await.unwrap_or_else(|e| panic!("{e}"));
     let events = studio
-        .event_list(EventListRequest {
+        .event_list(EventQuery {
             contract: "shop".into(),
             session: "order-00007".into(),
             after: None,
@@ -147,12 +147,12 @@ async fn reads_and_actions(kind: StoreKind) {
         index: d.index,
     };
     let one = studio
-        .dead_letter_redrive(RedriveOne { target: target(&dead.items[0]), action: RedriveAction::Skip })
+        .dead_letter_redrive(Redrive { target: target(&dead.items[0]), action: RedriveAction::Skip })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(one.redriven);
     let again = studio
-        .dead_letter_redrive(RedriveOne { target: target(&dead.items[0]), action: RedriveAction::Skip })
+        .dead_letter_redrive(Redrive { target: target(&dead.items[0]), action: RedriveAction::Skip })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(!again.redriven, "a head that is no longer dead is not redriven twice");
@@ -162,7 +162,7 @@ async fn reads_and_actions(kind: StoreKind) {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((many.done, many.total, many.failed), (1, 1, 0));
     let job = studio
-        .job_redrive_all(RedriveAllRequest {
+        .job_redrive_all(RedriveAll {
             contract: Some("shop".into()),
             consumer: None,
             cause: None,
@@ -185,10 +185,10 @@ async fn reads_and_actions(kind: StoreKind) {
 
     // Clear only when the head is the one the operator saw.
     let stale =
-        ClearRequest { contract: "shop".into(), session: "order-00007".into(), if_last_index: Some(summary.head + 5) };
+        ClearSession { contract: "shop".into(), session: "order-00007".into(), if_last_index: Some(summary.head + 5) };
     assert!(!studio.session_clear(stale).await.unwrap_or_else(|e| panic!("{e}")).cleared);
     let fresh =
-        ClearRequest { contract: "shop".into(), session: "order-00007".into(), if_last_index: Some(summary.head) };
+        ClearSession { contract: "shop".into(), session: "order-00007".into(), if_last_index: Some(summary.head) };
     assert!(studio.session_clear(fresh).await.unwrap_or_else(|e| panic!("{e}")).cleared);
 
     // Every action left an audit entry.
@@ -204,7 +204,7 @@ async fn reads_and_actions(kind: StoreKind) {
     assert!(closing.session.is_none() && closing.outcome.contains(r#""done""#), "{closing:?}");
     assert!(job_entries[1..].iter().all(|e| e.session.is_some()), "each redrive names its session");
     let overview = studio
-        .consumer_overview(ConsumerOverview { contract: Some("shop".into()), max_age_ms: 0 })
+        .consumer_overview(TotalsQuery { contract: Some("shop".into()), max_age_ms: 0 })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(overview.totals.iter().any(|t| t.consumer == "mailer"));
@@ -230,9 +230,9 @@ async fn assert_read_only_refuses_everything(ro: &Studio) {
         export_path: None,
     };
     let refusals = [
-        ro.dead_letter_redrive(RedriveOne { target: target.clone(), action: RedriveAction::Retry }).await.err(),
+        ro.dead_letter_redrive(Redrive { target: target.clone(), action: RedriveAction::Retry }).await.err(),
         ro.dead_letter_redrive_many(RedriveMany { targets: vec![target], action: RedriveAction::Skip }).await.err(),
-        ro.job_redrive_all(RedriveAllRequest {
+        ro.job_redrive_all(RedriveAll {
             contract: None,
             consumer: None,
             cause: None,
@@ -243,7 +243,7 @@ async fn assert_read_only_refuses_everything(ro: &Studio) {
         .await
         .err(),
         ro.session_consume(consume).await.err(),
-        ro.session_clear(ClearRequest { contract: "shop".into(), session: "order-00015".into(), if_last_index: None })
+        ro.session_clear(ClearSession { contract: "shop".into(), session: "order-00015".into(), if_last_index: None })
             .await
             .err(),
         ro.demo_traffic(DemoTraffic { on: Some(true) }).await.err(),
@@ -274,7 +274,7 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
     assert!(studio.contract_list(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")).is_empty());
     let missing = studio.session_get(SessionRef { contract: "shop".into(), session: "nope".into() }).await;
     assert_eq!(missing.err().map(|e| e.code), Some(ErrorCode::NotFound));
-    let too_many = EventListRequest {
+    let too_many = EventQuery {
         contract: "shop".into(),
         session: "s".into(),
         after: None,
@@ -283,7 +283,7 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
         limit: 501,
     };
     assert_eq!(studio.event_list(too_many).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
-    let zero = RedriveOne {
+    let zero = Redrive {
         target: DeadLetterRef { contract: "shop".into(), session: "s".into(), consumer: "c".into(), index: 0 },
         action: RedriveAction::Retry,
     };
@@ -298,7 +298,7 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
         limit: 10,
     };
     assert_eq!(studio.session_list(cursor).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
-    let rate = RedriveAllRequest {
+    let rate = RedriveAll {
         contract: None,
         consumer: None,
         cause: None,
@@ -308,7 +308,7 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
     };
     assert_eq!(studio.job_redrive_all(rate.clone()).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
     // So slow it would wait forever between two (and overflow a Duration): refused, not a panic.
-    let glacial = RedriveAllRequest { rate: Some(1e-300), ..rate };
+    let glacial = RedriveAll { rate: Some(1e-300), ..rate };
     assert_eq!(studio.job_redrive_all(glacial).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
     assert_eq!(studio.job_get(JobRef { id: 999 }).await.err().map(|e| e.code), Some(ErrorCode::NotFound));
     let bad_url = studio.connection_open(open("mysql://x", None)).await;

@@ -451,7 +451,8 @@ async fn measure_reads(name: &str, op: a2_operator::Operator, sessions: usize) -
             percentiles(samples, |i| {
                 let (op, session) = (op.clone(), id(i));
                 let query = a2_operator::EventQuery {
-                    session: a2_operator::SessionRef::new("shop", session),
+                    contract: "shop".into(),
+                    session,
                     after: None,
                     before: None,
                     newest_first: true,
@@ -475,7 +476,7 @@ async fn measure_reads(name: &str, op: a2_operator::Operator, sessions: usize) -
             percentiles(samples, |_| {
                 // The kept totals, whatever their age: a refresh of a large store takes seconds, and a
                 // read-only connection given older ones than it accepts recomputes them (the line above).
-                op.consumer_overview(a2_operator::TotalsQuery { contract: Some("shop".into()), max_age_ms: i64::MAX })
+                op.consumer_overview(a2_operator::TotalsQuery { contract: Some("shop".into()), max_age_ms: u32::MAX })
             })
             .await?,
         ),

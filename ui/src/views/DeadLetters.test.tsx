@@ -4,7 +4,7 @@
 // refreshes the queue.
 import { afterEach, describe, expect, it } from "vitest";
 import { cleanup, screen, waitFor, within } from "@testing-library/react";
-import type { DeadLetterQuery, DeadLetterRef, RedriveMany, RedriveOne } from "../bindings";
+import type { DeadLetterQuery, DeadLetterRef, RedriveMany, Redrive } from "../bindings";
 import { setBackend } from "../commands";
 import { DeadLetterTable } from "./DeadLetters";
 import { FakeStudio, connectionInfo, deadLetter } from "../test/fakeStudio";
@@ -70,7 +70,7 @@ describe("dead-letter selection", () => {
     await user.click(screen.getByTestId("skip-selected"));
     await user.click(within(screen.getByRole("dialog")).getByRole("button", { name: "Skip 1" }));
     await screen.findByTestId("outcome");
-    expect(fake.sent("dead_letter_redrive")).toEqual([{ target: ref("o-2", "charger", 5), action: "skip" } satisfies RedriveOne]);
+    expect(fake.sent("dead_letter_redrive")).toEqual([{ target: ref("o-2", "charger", 5), action: "skip" } satisfies Redrive]);
   });
 
   it("selects all shown, and clears them all", async () => {

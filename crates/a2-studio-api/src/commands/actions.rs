@@ -3,9 +3,8 @@
 use super::*;
 
 impl Studio {
-    pub async fn dead_letter_redrive(&self, request: RedriveOne) -> Result<Redriven, ApiError> {
-        // The operator refuses index 0 itself.
-        let redriven = self.operator()?.dead_letter_redrive(redrive(request.target, request.action)).await?;
+    pub async fn dead_letter_redrive(&self, request: Redrive) -> Result<Redriven, ApiError> {
+        let redriven = self.operator()?.dead_letter_redrive(request).await?;
         self.bump();
         Ok(redriven)
     }
@@ -17,7 +16,7 @@ impl Studio {
         let targets = request
             .targets
             .into_iter()
-            .map(|t| index(t.index, "the dead letter's index").map(|_| redrive(t, request.action)))
+            .map(|target| event_index(target.index, "the dead letter's index").map(|_| Redrive { target, action: request.action }))
             .collect::<Result<Vec<_>, _>>()?;
         let mut progress = JobProgress { done: 0, total: targets.len() as u64, failed: 0 };
         for target in targets {
@@ -30,24 +29,11 @@ impl Studio {
         Ok(progress)
     }
 
-    pub async fn job_redrive_all(&self, request: RedriveAllRequest) -> Result<JobView, ApiError> {
+    pub async fn job_redrive_all(&self, request: RedriveAll) -> Result<JobView, ApiError> {
         let operator = self.writable_operator("redrive")?;
-        if request.rate.is_some_and(|r| !RATE_RANGE.contains(&r)) {
-            return Err(ApiError::invalid(format!(
-                "the rate must be between {} and {} redrives a second",
-                RATE_RANGE.start(),
-                RATE_RANGE.end()
-            )));
-        }
-        let job = RedriveAll {
-            contract: request.contract.filter(|c| !c.is_empty()),
-            consumer: request.consumer.filter(|c| !c.is_empty()),
-            cause: request.cause,
-            action: request.action,
-            stop_at: request.stop_at,
-            rate: request.rate,
-        };
-        Ok(self.jobs.lock().map_err(lock_error)?.start(operator, job))
+        // The job runs after this answer: what it would refuse is refused now.
+        request.check()?;
+        Ok(self.jobs.lock().map_err(lock_error)?.start(operator, request))
     }
 
     pub async fn job_get(&self, request: JobRef) -> Result<JobView, ApiError> {
@@ -59,37 +45,26 @@ impl Studio {
     }
 
     pub async fn consume_preview(&self, request: ConsumeRequest) -> Result<ConsumePreview, ApiError> {
-        let operator = self.operator()?;
-        let through = request.through.map(|t| index(t, "through")).transpose()?;
-        let plan = operator
-            .consume_plan(&consume_target(request.contract, request.session, request.consumer, through))
-            .await?;
+        let plan = self.operator()?.consume_plan(&request.target()).await?;
         let (from_index, events) = (plan.from_index, plan.events);
         Ok(ConsumePreview { events, from_index, through_index: from_index + events.saturating_sub(1) })
     }
 
     pub async fn session_consume(&self, request: ConsumeRequest) -> Result<Consumed, ApiError> {
-        let through = request.through.map(|t| index(t, "through")).transpose()?;
         let operator = self.operator()?;
         let export = match request.export_path.as_deref().filter(|p| !p.is_empty()) {
             Some(name) => Some(self.export_file(name)?),
             None => None,
         };
         let consumed = operator
-            .session_consume(
-                &consume_target(request.contract, request.session, request.consumer, through),
-                request.mode,
-                export.as_deref(),
-            )
+            .session_consume(&request.target(), request.mode, export.as_deref())
             .await?;
         self.bump();
         Ok(consumed)
     }
 
-    pub async fn session_clear(&self, request: ClearRequest) -> Result<Cleared, ApiError> {
-        let if_last_index = request.if_last_index;
-        let session = a2_operator::SessionRef::new(request.contract, request.session);
-        let cleared = self.operator()?.session_clear(ClearSession { session, if_last_index }).await?;
+    pub async fn session_clear(&self, request: ClearSession) -> Result<Cleared, ApiError> {
+        let cleared = self.operator()?.session_clear(request).await?;
         self.bump();
         Ok(cleared)
     }
@@ -101,9 +76,8 @@ impl Studio {
         Ok(paused)
     }
 
-    pub async fn consumer_resume(&self, request: ConsumerTarget) -> Result<bool, ApiError> {
-        let target = ConsumerRef { contract: request.contract, consumer: request.consumer };
-        let resumed = self.operator()?.consumer_resume(&target).await?;
+    pub async fn consumer_resume(&self, request: ConsumerRef) -> Result<bool, ApiError> {
+        let resumed = self.operator()?.consumer_resume(&request).await?;
         self.bump();
         Ok(resumed)
     }

@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use a2_operator::demo::{self, DemoOptions};
-use a2_operator::model::{AuditList, Cleared, DeadLetterList, RedriveAction, SessionSummary, TotalsSnapshot};
+use a2_operator::model::{AuditList, Cleared, DeadLetterList, SessionSummary, TotalsSnapshot};
 use a2_operator::{
-    ActivityCursor, ActivityQuery, Actor, ClearSession, Connect, ConsumeTarget, Consumed, ConsumerRef, EventQuery,
-    HeadView, JobProgress, Mode, Operator, Redrive, RedriveAll, Redriven, SessionQuery, StoreKind, TotalsQuery,
+    event_index, ActivityCursor, ActivityQuery, Actor, Connect, Consumed, HeadView, JobProgress, Mode, Operator,
+    Redriven, SessionQuery, StoreKind,
 };
 
 use a2_store_registry::Registry;
@@ -17,7 +17,7 @@ use a2_store_registry::Registry;
 use crate::connection::Connection;
 use crate::jobs::Jobs;
 use crate::profiles::{redact, Profiles};
-use crate::types::{check_limit, json_text};
+use crate::types::json_text;
 use crate::*;
 
 mod actions;
@@ -65,27 +65,6 @@ pub struct Studio {
 
 pub(crate) fn lock_error<T>(_: T) -> ApiError {
     ApiError::new(ErrorCode::Internal, "a Studio lock was poisoned by an earlier panic")
-}
-
-fn index(value: u64, what: &str) -> Result<u64, ApiError> {
-    if value == 0 {
-        return Err(ApiError::invalid(format!("{what}: indexes start at 1")));
-    }
-    Ok(value)
-}
-
-/// Bulk redrives a second, at least and at most: slower would wait for days
-/// between two, faster is no limit at all.
-const RATE_RANGE: std::ops::RangeInclusive<f64> = 0.01..=100_000.0;
-
-/// The operator's redrive of one dead letter the UI named.
-fn redrive(target: DeadLetterRef, action: RedriveAction) -> Redrive {
-    let session = a2_operator::SessionRef::new(target.contract, target.session);
-    Redrive { session, consumer: target.consumer, index: target.index, action }
-}
-
-fn consume_target(contract: String, session: String, consumer: String, through: Option<u64>) -> ConsumeTarget {
-    ConsumeTarget { session: a2_operator::SessionRef::new(contract, session), consumer, through }
 }
 
 impl Studio {

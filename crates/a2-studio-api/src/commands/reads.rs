@@ -7,15 +7,13 @@ impl Studio {
         Ok(self.operator()?.contract_list().await?)
     }
 
-    pub async fn consumer_overview(&self, request: ConsumerOverview) -> Result<TotalsSnapshot, ApiError> {
-        let operator = self.operator()?;
-        let query = TotalsQuery { contract: request.contract, max_age_ms: i64::from(request.max_age_ms) };
-        Ok(operator.consumer_overview(query).await?)
+    pub async fn consumer_overview(&self, request: TotalsQuery) -> Result<TotalsSnapshot, ApiError> {
+        Ok(self.operator()?.consumer_overview(request).await?)
     }
 
     pub async fn session_list(&self, request: SessionListRequest) -> Result<SessionPage, ApiError> {
         let operator = self.operator()?;
-        let limit = check_limit(request.limit)?;
+        let limit = request.limit;
         match request.sort {
             SessionSort::Id => {
                 let query = SessionQuery {
@@ -47,26 +45,16 @@ impl Studio {
     }
 
     pub async fn session_get(&self, request: SessionRef) -> Result<SessionSummary, ApiError> {
-        Ok(self.operator()?.session_get(&request.into()).await?)
+        Ok(self.operator()?.session_get(&request).await?)
     }
 
-    pub async fn event_list(&self, request: EventListRequest) -> Result<Vec<EventView>, ApiError> {
-        let limit = check_limit(request.limit)?;
-        let events = self
-            .operator()?
-            .event_list(EventQuery {
-                session: a2_operator::SessionRef::new(request.contract, request.session),
-                after: request.after,
-                before: request.before,
-                newest_first: request.newest_first,
-                limit,
-            })
-            .await?;
+    pub async fn event_list(&self, request: EventQuery) -> Result<Vec<EventView>, ApiError> {
+        let events = self.operator()?.event_list(request).await?;
         Ok(events.into_iter().map(EventView::from).collect())
     }
 
     pub async fn head_list(&self, request: SessionRef) -> Result<Vec<HeadView>, ApiError> {
-        Ok(self.operator()?.head_list(&request.into()).await?)
+        Ok(self.operator()?.head_list(&request).await?)
     }
 
     pub async fn dead_letter_list(&self, request: DeadLetterQuery) -> Result<DeadLetterPage, ApiError> {
@@ -79,10 +67,10 @@ impl Studio {
         let query = DeadLetterList {
             contract: request.contract,
             session,
-            consumer: request.consumer.filter(|c| !c.is_empty()),
+            consumer: request.consumer,
             cause: request.cause,
             after: request.after,
-            limit: check_limit(request.limit)?,
+            limit: request.limit,
         };
         let page = operator.dead_letter_list(query).await?;
         Ok(DeadLetterPage { items: page.items, next: page.next })
@@ -104,20 +92,12 @@ impl Studio {
     }
 
     pub async fn attempt_list(&self, request: AttemptQuery) -> Result<AttemptPage, ApiError> {
-        let query = a2_operator::AttemptQuery {
-            session: a2_operator::SessionRef::new(request.contract, request.session),
-            consumer: request.consumer.filter(|c| !c.is_empty()),
-            index: request.index,
-            after: request.after,
-            oldest_first: request.oldest_first,
-            limit: check_limit(request.limit)?,
-        };
-        let page = self.operator()?.attempt_list(query).await?;
+        let page = self.operator()?.attempt_list(request).await?;
         Ok(AttemptPage { items: page.items, next: page.next })
     }
 
     pub async fn snapshot_list(&self, request: SessionRef) -> Result<Vec<SnapshotView>, ApiError> {
-        let snapshots = self.operator()?.snapshot_list(&request.into()).await?;
+        let snapshots = self.operator()?.snapshot_list(&request).await?;
         Ok(snapshots
             .into_iter()
             .map(|s| SnapshotView {
@@ -132,7 +112,7 @@ impl Studio {
     }
 
     pub async fn audit_list(&self, request: AuditQuery) -> Result<Vec<AuditView>, ApiError> {
-        let query = AuditList { before: request.before, limit: check_limit(request.limit)? };
+        let query = AuditList { before: request.before, limit: request.limit };
         let records = self.operator()?.audit_list(query).await?;
         Ok(records
             .into_iter()
