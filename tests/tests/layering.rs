@@ -27,7 +27,8 @@ fn workspace_graph() -> HashMap<String, Vec<String>> {
                 name = line.split('"').nth(1).map(str::to_owned);
             }
             // Only what the crate's own code links: dev-dependencies are its tests'.
-            let normal = section == "[dependencies]" || section.ends_with(".dependencies]") && !section.contains("dev-");
+            let normal =
+                section == "[dependencies]" || section.ends_with(".dependencies]") && !section.contains("dev-");
             if normal && key.starts_with("a2-") {
                 dependencies.push(key.to_owned());
             }

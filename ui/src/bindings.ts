@@ -455,7 +455,7 @@ export type EventView = {
 
 /**  Keyset position in store-wide head and dead-letter pages. */
 export type HeadKey = {
-	session: string,
+	session: SessionKey,
 	consumer: string,
 	lane: string | null,
 	index: number,
@@ -666,6 +666,13 @@ export type ServerView = {
 	/**  The role the connection logged in as. */
 	session_user: string,
 };
+
+/**
+ *  The storage key of a contract's session: `<contract>\u{1f}<session id>`.
+ *  A type of its own, so a store param never takes a bare session id by
+ *  mistake and every conversion between the two is visible.
+ */
+export type SessionKey = string;
 
 export type SessionListRequest = {
 	contract: string,

@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use a2_studio_api::{
     web, ApiError, AttemptKey, AttemptQuery, AuditQuery, ClearSession, ConnectionInfo, ConnectionOpen, ConsumeMode,
-    ConsumeRequest, TotalsQuery, ConsumerRef, CopyRequest, DeadLetterGroupQuery, DeadLetterQuery,
-    DeadLetterRef, DemoSeed, EventFilterRequest, EventQuery, HeadKey, ImportRequest, JobProgress, JobRef, Limits,
-    NoArgs, PauseQuery, PauseRequest, ReaderGrant, RedriveAction, RedriveAll, Redrive, SearchHit,
-    SearchRequest, SessionListRequest, SessionRef, SessionSort, Studio, ThroughputQuery,
+    ConsumeRequest, ConsumerRef, CopyRequest, DeadLetterGroupQuery, DeadLetterQuery, DeadLetterRef, DemoSeed,
+    EventFilterRequest, EventQuery, HeadKey, ImportRequest, JobProgress, JobRef, Limits, NoArgs, PauseQuery,
+    PauseRequest, ReaderGrant, Redrive, RedriveAction, RedriveAll, SearchHit, SearchRequest, SessionListRequest,
+    SessionRef, SessionSort, Studio, ThroughputQuery, TotalsQuery,
 };
 use args::{Action, Cli, Command, ConsumeKind, GroupBy, IndexKind, Sort};
 use clap::Parser;
@@ -164,14 +164,8 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.events(&events);
         }
         Command::Events { target, after, before, newest_first, limit, .. } => {
-            let request = EventQuery {
-                contract: target.contract,
-                session: target.session,
-                after,
-                before,
-                newest_first,
-                limit,
-            };
+            let request =
+                EventQuery { contract: target.contract, session: target.session, after, before, newest_first, limit };
             out.events(&studio.event_list(request).await?);
         }
         Command::Heads(t) => out.heads(&studio.head_list(t.into()).await?),

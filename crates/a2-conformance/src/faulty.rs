@@ -101,7 +101,7 @@ impl Store for Faulty {
     async fn event_filter(&self, params: EventFilter) -> Result<EventFilterPage, StoreError> {
         self.inner.event_filter(params).await
     }
-    async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
+    async fn session_bounds(&self, session: &SessionKey) -> Result<SessionBounds, StoreError> {
         self.inner.session_bounds(session).await
     }
     async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
@@ -134,10 +134,10 @@ impl Store for Faulty {
     async fn session_list_by_activity(&self, params: SessionsByActivity) -> Result<Vec<SessionSummary>, StoreError> {
         self.inner.session_list_by_activity(params).await
     }
-    async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
+    async fn session_get(&self, session: &SessionKey) -> Result<Option<SessionSummary>, StoreError> {
         self.inner.session_get(session).await
     }
-    async fn head_list(&self, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
+    async fn head_list(&self, session: &SessionKey) -> Result<Vec<HeadInfo>, StoreError> {
         self.inner.head_list(session).await
     }
     async fn head_scan(&self, params: HeadScan) -> Result<Vec<HeadInfo>, StoreError> {
@@ -155,7 +155,7 @@ impl Store for Faulty {
     async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError> {
         self.inner.consumer_totals_snapshot(contract).await
     }
-    async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
+    async fn snapshot_list(&self, session: &SessionKey) -> Result<Vec<SnapshotInfo>, StoreError> {
         self.inner.snapshot_list(session).await
     }
     async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {

@@ -121,7 +121,7 @@ async fn runnable(store: &dyn Store, consumers: &[&str], limit: u32) -> Vec<Stri
             limit,
         };
         let page = store.session_list_runnable(params).await.expect("runnable sessions");
-        found.extend(page.sessions);
+        found.extend(page.session_ids);
         match page.scanned_through {
             Some(through) => after = Some(through),
             None => return found,

@@ -61,7 +61,7 @@ pub async fn inspection_events_page(factory: &dyn StoreFactory) {
     assert_eq!(one[0].id, "s-e4");
     assert_eq!(one[0].event_type, "tick");
     assert_eq!(one[0].payload, json!({ "id": "s-e4" }));
-    assert_eq!(one[0].session, key("s"));
+    assert_eq!(one[0].session, key("s").as_str());
     assert!(one[0].cause.is_none());
 }
 

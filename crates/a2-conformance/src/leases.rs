@@ -49,13 +49,13 @@ pub async fn engine_heartbeat_keeps_a_long_run_leased(factory: &dyn StoreFactory
 /// The attempt history of `consumer` in session `key` once `completed` of its attempts completed.
 pub(crate) async fn completed_attempts(
     store: &dyn Store,
-    key: &str,
+    key: &a2_store::SessionKey,
     consumer: &str,
     completed: usize,
 ) -> Vec<a2_store::Attempt> {
     for _ in 0..2_000 {
         let list = a2_store::AttemptList {
-            session: key.to_owned(),
+            session: key.clone(),
             consumer: Some(consumer.to_owned()),
             index: None,
             after: None,

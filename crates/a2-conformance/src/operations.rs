@@ -130,7 +130,7 @@ pub async fn paused_consumer_is_not_claimed(factory: &dyn StoreFactory) {
     let walk =
         |names: Vec<String>| SessionsRunnable { contract: CONTRACT.into(), consumers: names, after: None, limit: 50 };
     let page = store.session_list_runnable(walk(vec!["c".into()])).await.expect("walk");
-    assert!(page.sessions.is_empty(), "a paused consumer's work is nobody's to rescue: {page:?}");
+    assert!(page.session_ids.is_empty(), "a paused consumer's work is nobody's to rescue: {page:?}");
 
     // The same name in another contract is its own consumer.
     let audit = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit");
@@ -164,7 +164,7 @@ pub async fn resume_heals_paused_work(factory: &dyn StoreFactory) {
 
     let walk = SessionsRunnable { contract: CONTRACT.into(), consumers: vec!["c".into()], after: None, limit: 50 };
     let page = store.session_list_runnable(walk).await.expect("walk");
-    assert_eq!(page.sessions, vec!["s".to_owned()], "the walk finds the held work again");
+    assert_eq!(page.session_ids, vec!["s".to_owned()], "the walk finds the held work again");
     let claimed = claim(&*store, "s", "h", &consumers).await;
     assert_eq!(claimed.heads.iter().map(|h| h.head.index).collect::<Vec<_>>(), vec![1]);
     assert!(!cursor_paused(&*store).await);

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use a2_store::{
-    session_key, Backoff, Claimed, EventAppend, HeadClaim, HeadFail, HeadRef, ManualClock, NewEvent, Store,
+    session_key, Backoff, Claimed, EventAppend, HeadClaim, HeadFail, HeadRef, ManualClock, NewEvent, SessionKey, Store,
     StoreConsumer, Target,
 };
 use serde_json::json;
@@ -14,7 +14,7 @@ pub const CONTRACT: &str = "conf";
 pub const TTL: i64 = 30_000;
 pub const BACKOFF: Backoff = Backoff { base_ms: 1_000, max_ms: 60_000 };
 
-pub fn key(session: &str) -> String {
+pub fn key(session: &str) -> SessionKey {
     session_key(CONTRACT, session)
 }
 

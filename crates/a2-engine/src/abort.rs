@@ -1,6 +1,7 @@
 //! `abort_on`: cancel a running attempt's token when a matching event lands
 //! after its trigger — appended by this process or any other.
 
+use a2_store::SessionKey;
 use std::sync::Arc;
 
 use a2_store::{Event, EventList, Store};
@@ -37,7 +38,7 @@ pub(crate) struct AbortWatch {
     pub store: Arc<dyn Store>,
     /// Subscribed before the watch's first read.
     pub signals: SessionSignals,
-    pub key: String,
+    pub key: SessionKey,
     pub trigger: Event,
     pub attempt: u32,
     pub reason: CancelCause,
@@ -86,11 +87,11 @@ pub(crate) async fn watch(
 }
 
 /// Every event after `after`, page by page.
-async fn newer(store: &dyn Store, key: &str, mut after: u64) -> Result<Vec<Event>, a2_store::StoreError> {
+async fn newer(store: &dyn Store, key: &SessionKey, mut after: u64) -> Result<Vec<Event>, a2_store::StoreError> {
     let mut events = Vec::new();
     loop {
         let params = EventList {
-            session: key.to_owned(),
+            session: key.clone(),
             after: Some(after),
             before: None,
             limit: a2_store::MAX_PAGE,

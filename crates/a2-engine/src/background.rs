@@ -206,7 +206,7 @@ async fn rescue(state: &Arc<State>, core: &ServerCore) {
                 return;
             }
         };
-        for session_id in &page.sessions {
+        for session_id in &page.session_ids {
             schedule_drain(state, session_id);
         }
         match page.scanned_through {

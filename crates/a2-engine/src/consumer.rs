@@ -4,6 +4,7 @@
 //! through [`RunHost`], so a consumer's definition does not depend on the
 //! server that runs it.
 
+use a2_store::SessionKey;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -275,7 +276,7 @@ impl ConsumerBuilder {
 /// it, and a run holds it as a trait object.
 pub(crate) trait RunHost: Send + Sync {
     fn store(&self) -> &Arc<dyn Store>;
-    fn key(&self, session_id: &str) -> String;
+    fn key(&self, session_id: &str) -> SessionKey;
     /// Append events a run made, with its head as their cause; events without
     /// an id are named by `id_for(ordinal)` once their lanes are resolved.
     fn append<'a>(
@@ -307,7 +308,7 @@ pub(crate) trait RunHost: Send + Sync {
         cancel: Option<CancellationToken>,
     ) -> HostFuture<'a, u64>;
     /// Signs that the session `key` may have grown, subscribed now.
-    fn signals(&self, key: String) -> SessionSignals;
+    fn signals(&self, key: SessionKey) -> SessionSignals;
 }
 
 /// The triggering event, the attempt number, a consumer-scoped session and

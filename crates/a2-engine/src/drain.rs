@@ -1,6 +1,7 @@
 //! The drain loop: claim runnable heads in batches, run them, renew their
 //! leases while they run, and complete or fail each under its attempt fence.
 
+use a2_store::SessionKey;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -176,7 +177,7 @@ pub(crate) fn drain_joined(
 struct Drain {
     core: Arc<ServerCore>,
     session_id: String,
-    key: String,
+    key: SessionKey,
     holder: String,
     consumers: Vec<Consumer>,
     through: Option<u64>,

@@ -1,6 +1,7 @@
 //! Reading a session's past: its events in any index range, however many,
 //! and its dead letters with the events they hold up.
 
+use a2_store::SessionKey;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -34,7 +35,7 @@ impl EventRange {
 /// they are asked for, so any length can be walked in bounded memory.
 pub struct History {
     store: Arc<dyn Store>,
-    key: String,
+    key: SessionKey,
     session_id: String,
     after: u64,
     lte: Option<u64>,
@@ -46,7 +47,7 @@ impl History {
     /// The events of `range`; a range whose `gte` is past its `lte` is refused.
     pub(crate) fn new(
         store: Arc<dyn Store>,
-        key: String,
+        key: SessionKey,
         session_id: String,
         range: EventRange,
     ) -> Result<Self, A2Error> {
@@ -69,7 +70,7 @@ impl History {
     }
 
     /// Every event after `after`, with no end.
-    pub(crate) fn after(store: Arc<dyn Store>, key: String, session_id: String, after: u64) -> Self {
+    pub(crate) fn after(store: Arc<dyn Store>, key: SessionKey, session_id: String, after: u64) -> Self {
         Self { store, key, session_id, after, lte: None, buffer: VecDeque::new(), done: false }
     }
 
@@ -116,7 +117,7 @@ impl EventStream {
     /// Every event of the session `key` after `after`, woken by `signals` (subscribed by the caller).
     pub(crate) fn after(
         store: Arc<dyn Store>,
-        key: String,
+        key: SessionKey,
         session_id: String,
         after: u64,
         signals: SessionSignals,
@@ -149,14 +150,14 @@ pub struct DeadHead {
 /// A session's dead heads, a page at a time, however many there are.
 pub struct DeadHeads {
     store: Arc<dyn Store>,
-    key: String,
+    key: SessionKey,
     limit: u32,
     after: Option<a2_store::HeadKey>,
     done: bool,
 }
 
 impl DeadHeads {
-    pub(crate) fn new(store: Arc<dyn Store>, key: String, limit: u32) -> Self {
+    pub(crate) fn new(store: Arc<dyn Store>, key: SessionKey, limit: u32) -> Self {
         Self { store, key, limit: limit.clamp(1, a2_store::MAX_PAGE), after: None, done: false }
     }
 

@@ -2,6 +2,7 @@
 //! append, read state and consume without the consumer module knowing the
 //! server (the run holds the core as a trait object).
 
+use a2_store::SessionKey;
 use std::sync::Arc;
 
 use a2_store::{Cause, Event, HeadRef, Store};
@@ -17,7 +18,7 @@ impl RunHost for ServerCore {
         ServerCore::store(self)
     }
 
-    fn key(&self, session_id: &str) -> String {
+    fn key(&self, session_id: &str) -> SessionKey {
         ServerCore::key(self, session_id)
     }
 
@@ -55,7 +56,7 @@ impl RunHost for ServerCore {
         )
     }
 
-    fn signals(&self, key: String) -> SessionSignals {
+    fn signals(&self, key: SessionKey) -> SessionSignals {
         ServerCore::signals(self, key)
     }
 }

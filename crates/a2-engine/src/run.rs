@@ -2,6 +2,7 @@
 //! (a panic is a failed attempt), its `abort_on` watch, and the completion,
 //! failure or batched settle that records how it ended under its attempt fence.
 
+use a2_store::SessionKey;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -78,7 +79,7 @@ pub(crate) type SettleQueue = tokio::sync::mpsc::UnboundedSender<(HeldHead, Sett
 /// Settles a drain's heads that returned nothing: whatever queued while one
 /// write was in flight goes in the next, so under load many heads share a
 /// transaction and at rest none waits.
-pub(crate) fn spawn_settler(core: &Arc<ServerCore>, key: String) -> (SettleQueue, AbortOnDrop<()>) {
+pub(crate) fn spawn_settler(core: &Arc<ServerCore>, key: SessionKey) -> (SettleQueue, AbortOnDrop<()>) {
     let (queue, mut incoming) = tokio::sync::mpsc::unbounded_channel::<(HeldHead, SettleReply)>();
     let store = core.store().clone();
     let task = tokio::spawn(async move {
@@ -141,8 +142,8 @@ async fn run_and_settle(
     } else {
         let watched = AbortWatch {
             store: core.store().clone(),
-            signals: core.signals(claimed.event.session.clone()),
-            key: claimed.event.session.clone(),
+            signals: core.signals(SessionKey::from_stored(claimed.event.session.clone())),
+            key: SessionKey::from_stored(claimed.event.session.clone()),
             trigger: claimed.event.clone(),
             attempt: claimed.attempt,
             reason: fence.reason.clone(),
@@ -237,7 +238,7 @@ async fn complete(
     events: Vec<a2_store::NewEvent>,
 ) -> Result<HeadOutcome, StoreError> {
     let span = commit_span(claimed, "complete");
-    let key = claimed.event.session.clone();
+    let key = SessionKey::from_stored(claimed.event.session.clone());
     let work = core.has_work(&events);
     let params = HeadComplete {
         session: key.clone(),
@@ -300,7 +301,7 @@ async fn settle(claimed: &ClaimedHead, queue: &SettleQueue) -> HeadOutcome {
 async fn fail(core: &ServerCore, claimed: &ClaimedHead, error: String, aborted: bool) -> HeadOutcome {
     let span = commit_span(claimed, "fail");
     let params = HeadFail {
-        session: claimed.event.session.clone(),
+        session: SessionKey::from_stored(claimed.event.session.clone()),
         head: claimed.head.clone(),
         attempt: claimed.attempt,
         error,

@@ -4,6 +4,7 @@
 //! redrive). Background work is not here: a session that may have work is
 //! *woken*, and the background service above decides what to drain.
 
+use a2_store::SessionKey;
 use std::sync::Arc;
 
 use a2_store::{
@@ -112,7 +113,7 @@ impl ServerCore {
         (Arc::new(core), wakes)
     }
 
-    pub(crate) fn key(&self, session_id: &str) -> String {
+    pub(crate) fn key(&self, session_id: &str) -> SessionKey {
         session_key(self.contract.name(), session_id)
     }
 
@@ -156,7 +157,7 @@ impl ServerCore {
     }
 
     /// Signs that the session `key` may have grown, subscribed now.
-    pub(crate) fn signals(&self, key: String) -> SessionSignals {
+    pub(crate) fn signals(&self, key: SessionKey) -> SessionSignals {
         SessionSignals::new(self.notices.subscribe(), self.store.changes(), key, self.timings.stream_poll)
     }
 

@@ -3,6 +3,7 @@
 //! is no feed, the poll interval. Whoever waits re-reads the store after a
 //! sign, so a notice never has to carry the events and a lost one costs nothing.
 
+use a2_store::SessionKey;
 use std::time::Duration;
 
 use tokio::sync::broadcast;
@@ -16,7 +17,7 @@ pub(crate) struct AppendNotice {
 pub(crate) struct SessionSignals {
     notices: broadcast::Receiver<AppendNotice>,
     changes: Option<broadcast::Receiver<String>>,
-    key: String,
+    key: SessionKey,
     poll: Duration,
 }
 
@@ -26,7 +27,7 @@ impl SessionSignals {
     pub fn new(
         notices: broadcast::Receiver<AppendNotice>,
         changes: Option<broadcast::Receiver<String>>,
-        key: String,
+        key: SessionKey,
         poll: Duration,
     ) -> Self {
         Self { notices, changes, key, poll }
@@ -45,12 +46,12 @@ impl SessionSignals {
             };
             tokio::select! {
                 notice = self.notices.recv() => match notice {
-                    Ok(n) if n.session != self.key => continue,
+                    Ok(n) if n.session != self.key.as_str() => continue,
                     Err(broadcast::error::RecvError::Closed) => return poll.await,
                     _ => return,
                 },
                 change = change => match change {
-                    Ok(changed) if changed != self.key => continue,
+                    Ok(changed) if changed != self.key.as_str() => continue,
                     Err(broadcast::error::RecvError::Closed) => self.changes = None,
                     _ => return,
                 },

@@ -140,7 +140,7 @@ pub struct Operator {
 }
 
 /// The storage key of a contract's session, its id checked first.
-pub fn key(contract: &str, session: &str) -> Result<String> {
+pub fn key(contract: &str, session: &str) -> Result<SessionKey> {
     validate_session_id(session)?;
     if contract.is_empty() {
         return Err(OperatorError::invalid("a contract name is needed"));

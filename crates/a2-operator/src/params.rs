@@ -27,7 +27,7 @@ impl SessionRef {
     }
 
     /// The storage key, the session id checked first.
-    pub fn key(&self) -> Result<String, OperatorError> {
+    pub fn key(&self) -> Result<a2_store::SessionKey, OperatorError> {
         crate::key(&self.contract, &self.session)
     }
 }

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use a2_operator::{
-    Actor, Attached, ClearSession, ConsumeMode, ConsumeTarget, DeadLetterRef, EventQuery, Mode, Operator, OperatorError, Redrive,
-    SessionQuery, SessionRef, StoreKind,
+    Actor, Attached, ClearSession, ConsumeMode, ConsumeTarget, DeadLetterRef, EventQuery, Mode, Operator,
+    OperatorError, Redrive, SessionQuery, SessionRef, StoreKind,
 };
 use a2_store::*;
 use serde_json::json;
@@ -128,7 +128,14 @@ async fn reads_and_actions(kind: StoreKind) {
     let summary = op.session_get(&shop("o-1")).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((summary.head, summary.dead_letters), (4, 1));
     let events = op
-        .event_list(EventQuery { contract: "shop".into(), session: "o-1".into(), after: Some(1), before: None, newest_first: false, limit: 2 })
+        .event_list(EventQuery {
+            contract: "shop".into(),
+            session: "o-1".into(),
+            after: Some(1),
+            before: None,
+            newest_first: false,
+            limit: 2,
+        })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(events.iter().map(|e| e.index).collect::<Vec<_>>(), vec![2, 3]);
@@ -233,7 +240,9 @@ async fn reads_and_actions(kind: StoreKind) {
     let before = op.audit_list(AuditList { before: None, limit: 50 }).await.map(|a| a.len()).ok();
     let refusals: Vec<Result<(), OperatorError>> = vec![
         ro.dead_letter_redrive(redrive("o-1", "charger", 1, RedriveAction::Retry)).await.map(|_| ()),
-        ro.session_clear(ClearSession { contract: "shop".into(), session: "o-0".into(), if_last_index: None }).await.map(|_| ()),
+        ro.session_clear(ClearSession { contract: "shop".into(), session: "o-0".into(), if_last_index: None })
+            .await
+            .map(|_| ()),
         ro.session_consume(&consume("o-0", "mailer", None), ConsumeMode::Ack, None).await.map(|_| ()),
     ];
     for refusal in refusals {

@@ -160,7 +160,7 @@ pub(crate) async fn fast_append_many<'c>(
     batch
         .iter()
         .map(|params| {
-            let base = bases.get(&params.session).copied().ok_or_else(|| {
+            let base = bases.get(params.session.as_str()).copied().ok_or_else(|| {
                 sqlx::Error::Protocol(format!("the batch append returned no base for {}", params.session))
             })?;
             Ok(appended_at(params, base, now))
@@ -179,7 +179,7 @@ fn appended_at(params: &EventAppend, base: u64, now: Millis) -> Appended {
             event_type: e.event_type.clone(),
             payload: e.payload.clone(),
             index: base + 1 + offset as u64,
-            session: params.session.clone(),
+            session: params.session.to_string(),
             created_at: now,
             cause: e.cause.clone(),
         })

@@ -44,7 +44,7 @@ pub(crate) async fn complete_appending(
     let ids: Vec<&str> = params.events.iter().map(|e| e.id.as_str()).collect();
     let mut tx = pool.begin().await.map_err(db_error)?;
     let settled: i64 = sqlx::query_scalar(SETTLE_RECORDED)
-        .bind(&params.session)
+        .bind(params.session.as_str())
         .bind(&params.head.consumer)
         .bind(lane_column(params.head.lane.as_deref()))
         .bind(to_i64(params.head.index))

@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use a2_store::memory::MemoryStore;
 use a2_store::{
-    is_postgres_url, Access, Clock, DatabaseServer, OpenOptions, OpenedStore, Store, StoreError, StoreKind, StoreOpener,
-    SystemClock,
+    is_postgres_url, Access, Clock, DatabaseServer, OpenOptions, OpenedStore, Store, StoreError, StoreKind,
+    StoreOpener, SystemClock,
 };
-use async_trait::async_trait;
 use a2_store_postgres::{PgOptions, PgStore, Postgres};
 use a2_store_sqlite::{Sqlite, SqliteOpen, SqliteStore};
+use async_trait::async_trait;
 
 mod environment;
 

@@ -151,7 +151,7 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
             let mut rows = AppendRows::default();
             for &i in &firsts {
                 let params = &batch[i];
-                let Some(&(after, clear)) = heads.get(&params.session) else {
+                let Some(&(after, clear)) = heads.get(params.session.as_str()) else {
                     return Err(StoreError::unavailable(format!("no head came back for session {}", params.session)));
                 };
                 let before = after.saturating_sub(params.events.len() as u64);
@@ -232,7 +232,7 @@ impl<B: SqlBackend> SqlStore<B> {
         Ok(batch
             .iter()
             .map(|p| {
-                let Some(done) = settled.get(&p.session) else { return Vec::new() };
+                let Some(done) = settled.get(p.session.as_str()) else { return Vec::new() };
                 p.heads.iter().filter(|h| done.contains(*h)).map(|h| h.head.clone()).collect()
             })
             .collect())

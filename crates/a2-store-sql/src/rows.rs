@@ -123,7 +123,7 @@ pub fn dead_letter_group(row: &Row) -> Result<DeadLetterGroup, StoreError> {
         last_failed_at: row.int("last_failed_at")?,
         sample_error: row.opt_text("sample_error")?.unwrap_or_default(),
         sample: HeadKey {
-            session: row.text("session")?,
+            session: SessionKey::from_stored(row.text("session")?),
             consumer: consumer.clone(),
             lane: lane_from_column(row.text("lane")?),
             index: row.u64("idx")?,

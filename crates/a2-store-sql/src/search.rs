@@ -34,7 +34,7 @@ impl<B: SqlBackend> SqlStore<B> {
         let after = params.after.as_deref().map(|a| session_key(&params.contract, a)).unwrap_or_default();
         let scan = scan_size(params.scan);
         let mut conn = self.backend.read().await?;
-        let page = vec![Arg::Text(lo), Arg::Text(hi), Arg::Text(after), Arg::Int(i64::from(scan))];
+        let page = vec![Arg::Text(lo), Arg::Text(hi), Arg::Text(after.into()), Arg::Int(i64::from(scan))];
         let keys: Vec<String> = conn
             .fetch(self.sql().search_sessions, page)
             .await?

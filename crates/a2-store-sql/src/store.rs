@@ -363,7 +363,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let rows = conn.fetch(self.sql().pauses_list, vec![Arg::opt_text(contract)]).await?;
         rows.iter().map(paused_consumer).collect()
     }
-    async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
+    async fn session_bounds(&self, session: &SessionKey) -> Result<SessionBounds, StoreError> {
         let mut conn = self.backend.work().await?;
         let bounds = self.session_row(conn.as_mut(), session).await?;
         Ok(bounds.map_or_else(SessionBounds::default, |(head, clear_index)| SessionBounds { head, clear_index }))
@@ -414,7 +414,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         Ok(())
     }
     async fn snapshot_get(&self, params: SnapshotGet) -> Result<Option<Snapshot>, StoreError> {
-        let args = vec![Arg::Text(params.session), Arg::Text(params.reducer), Arg::Int(to_i64(params.at_most))];
+        let args = vec![Arg::Text(params.session.into()), Arg::Text(params.reducer), Arg::Int(to_i64(params.at_most))];
         let row = self.backend.read().await?.fetch_optional(self.sql().snapshot_get, args).await?;
         row.map(|r| {
             Ok(Snapshot {
@@ -433,7 +433,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let args = vec![
             Arg::Text(lo),
             Arg::Text(hi),
-            Arg::Text(after),
+            Arg::Text(after.into()),
             Arg::Texts(params.consumers),
             Arg::Int(self.now()),
             Arg::Int(i64::from(params.limit.clamp(1, MAX_PAGE))),
@@ -443,7 +443,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let rows = conn.fetch(self.sql().runnable_sessions, args).await?;
         let scanned = rows
             .iter()
-            .map(|r| Ok((r.text("session")?, r.bool("runnable")?)))
+            .map(|r| Ok((SessionKey::from_stored(r.text("session")?), r.bool("runnable")?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
         Ok(RunnablePage::from_scan(scanned, params.limit))
     }
@@ -479,31 +479,31 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let prefix = session_key(&params.contract, params.id_prefix.as_deref().unwrap_or(""));
         let (lo, hi) = codec::prefix_range(&prefix);
         let after = params.after.map(|a| session_key(&params.contract, &a)).unwrap_or_default();
-        let args = vec![Arg::Text(lo), Arg::Text(hi), Arg::Text(after), page(params.limit)];
+        let args = vec![Arg::Text(lo), Arg::Text(hi), Arg::Text(after.into()), page(params.limit)];
         let rows = self.backend.read().await?.fetch(self.sql().session_page, args).await?;
         rows.iter().map(summary).collect()
     }
     async fn session_list_by_activity(&self, params: SessionsByActivity) -> Result<Vec<SessionSummary>, StoreError> {
         // The first page starts above every real key: a keyset, never an OR the planner cannot seek on.
-        let (at, after) = params
-            .before
-            .map_or((i64::MAX, "\u{10FFFF}".to_owned()), |(at, id)| (at, session_key(&params.contract, &id)));
+        let (at, after) = params.before.map_or((i64::MAX, "\u{10FFFF}".to_owned()), |(at, id)| {
+            (at, session_key(&params.contract, &id).into_string())
+        });
         let args = vec![Arg::text(&params.contract), Arg::Int(at), Arg::Text(after), page(params.limit)];
         let rows = self.backend.read().await?.fetch(self.sql().sessions_by_activity, args).await?;
         rows.iter().map(summary).collect()
     }
-    async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
+    async fn session_get(&self, session: &SessionKey) -> Result<Option<SessionSummary>, StoreError> {
         let row = self.backend.read().await?.fetch_optional(self.sql().session_get, vec![Arg::text(session)]).await?;
         row.as_ref().map(summary).transpose()
     }
-    async fn head_list(&self, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
+    async fn head_list(&self, session: &SessionKey) -> Result<Vec<HeadInfo>, StoreError> {
         self.heads_on(self.backend.read().await?.as_mut(), session).await
     }
     async fn head_scan(&self, params: HeadScan) -> Result<Vec<HeadInfo>, StoreError> {
         let limit = page_size(params.limit);
         let from = params.after.as_ref().map(|a| a.session.clone()).unwrap_or_default();
         let args = vec![
-            Arg::Text(from),
+            Arg::Text(from.into()),
             Arg::OptText(params.consumer.clone()),
             Arg::Int(i64::try_from(limit + 1).unwrap_or(i64::MAX)),
         ];
@@ -511,7 +511,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let sessions = conn.fetch(self.sql().sessions_with_heads, args).await?;
         let mut found = Vec::new();
         for row in sessions {
-            let session = row.text("session")?;
+            let session = SessionKey::from_stored(row.text("session")?);
             let infos = self.heads_on(conn.as_mut(), &session).await?;
             found.extend(a2_store::rules::scan_heads([(session, infos)], &params, limit - found.len()));
             if found.len() == limit {
@@ -522,14 +522,18 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
     async fn dead_letter_list(&self, params: DeadLetterList) -> Result<Vec<DeadLetter>, StoreError> {
         let (lo, hi) = contract_range(params.contract.as_deref());
-        let after =
-            params.after.unwrap_or(HeadKey { session: String::new(), consumer: String::new(), lane: None, index: 0 });
+        let after = params.after.unwrap_or(HeadKey {
+            session: SessionKey::default(),
+            consumer: String::new(),
+            lane: None,
+            index: 0,
+        });
         let args = vec![
             Arg::Text(lo),
             Arg::Text(hi),
-            Arg::OptText(params.session),
+            Arg::OptText(params.session.map(String::from)),
             Arg::OptText(params.consumer),
-            Arg::Text(after.session),
+            Arg::Text(after.session.into()),
             Arg::Text(after.consumer),
             Arg::text(codec::lane_column(after.lane.as_deref())),
             Arg::Int(to_i64(after.index)),
@@ -598,7 +602,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         }
         Ok(computed_at.map(|computed_at| TotalsSnapshot { computed_at, totals }))
     }
-    async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
+    async fn snapshot_list(&self, session: &SessionKey) -> Result<Vec<SnapshotInfo>, StoreError> {
         let rows = self.backend.read().await?.fetch(self.sql().snapshots_of_session, vec![Arg::text(session)]).await?;
         rows.iter().map(snapshot_info).collect()
     }
@@ -630,7 +634,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let (lo, hi) = codec::prefix_range(&session_key(&params.contract, ""));
         let after = params.after.map(|a| session_key(&params.contract, &a)).unwrap_or_default();
         let scan = params.sessions.clamp(1, MAX_PAGE);
-        let args = vec![Arg::Text(lo), Arg::Text(hi), Arg::Text(after), Arg::Int(i64::from(scan))];
+        let args = vec![Arg::Text(lo), Arg::Text(hi), Arg::Text(after.into()), Arg::Int(i64::from(scan))];
         let mut tx = self.backend.begin().await?;
         let keys = tx.fetch(self.sql().search_sessions, args).await?;
         let keys = keys.iter().map(|r| r.text("session")).collect::<Result<Vec<_>, _>>()?;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::rules::HeadState;
 use crate::types::{HeadKey, HeadRef, Millis};
-use crate::StoreError;
+use crate::{SessionKey, StoreError};
 
 /// Attempts kept per head by the background pruning; a dead-lettered head keeps all of its.
 pub const ATTEMPTS_KEPT_PER_HEAD: u32 = 20;
@@ -159,7 +159,7 @@ pub struct AttemptKey {
 #[derive(Debug, Clone, Default)]
 pub struct AttemptList {
     /// A storage key.
-    pub session: String,
+    pub session: SessionKey,
     pub consumer: Option<String>,
     pub index: Option<u64>,
     /// Strictly past this position, in the list's order.

@@ -18,7 +18,7 @@ mod types;
 pub use attempts::*;
 pub use clock::{Clock, ManualClock, SystemClock, TokioClock};
 pub use error::StoreError;
-pub use keys::{check_session_key, session_key, split_session_key, validate_session_id, KEY_SEPARATOR};
+pub use keys::{check_session_key, session_key, split_session_key, validate_session_id, SessionKey, KEY_SEPARATOR};
 pub use opened::{is_postgres_url, OpenOptions, OpenedStore, StoreKind, StoreOpener};
 pub use search::{EventFilter, EventFilterPage, EventMatch, SessionMatch, SessionSearch, SessionSearchPage};
 pub use server::{DatabaseServer, TlsState};

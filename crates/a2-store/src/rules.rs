@@ -315,7 +315,7 @@ pub fn plan_batch(session: &str, events: &[crate::NewEvent], present: &[&str]) -
 /// heads as [`head_infos`] gives them; stops as soon as the page is full, so a
 /// lazy iterator reads no further than it must.
 pub fn scan_heads(
-    sessions: impl IntoIterator<Item = (String, Vec<crate::HeadInfo>)>,
+    sessions: impl IntoIterator<Item = (crate::SessionKey, Vec<crate::HeadInfo>)>,
     params: &crate::HeadScan,
     limit: usize,
 ) -> Vec<crate::HeadInfo> {

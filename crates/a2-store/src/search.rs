@@ -48,8 +48,7 @@ pub struct SessionSearchPage {
 /// One session's events that match, oldest first, `scan` events looked at a call.
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
-    /// The storage key.
-    pub session: String,
+    pub session: crate::SessionKey,
     pub filter: EventMatch,
     /// Keyset: events after this index.
     pub after: Option<u64>,

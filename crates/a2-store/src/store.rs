@@ -3,7 +3,7 @@ use std::sync::Arc;
 use crate::attempts::*;
 use crate::search::*;
 use crate::types::*;
-use crate::{Clock, StoreError};
+use crate::{Clock, SessionKey, StoreError};
 
 /// The largest page any inspection read returns, whatever the caller asks.
 pub const MAX_PAGE: u32 = 500;
@@ -78,7 +78,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// A session's head and clear boundary (zeros when it does not exist): a
     /// primary-key read on the engine's connections, cheap enough for every
     /// append a run makes, which must not outlive its cleared trigger.
-    async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError>;
+    async fn session_bounds(&self, session: &SessionKey) -> Result<SessionBounds, StoreError>;
 
     /// Set the clear boundary at the head (guarded by `if_last_index`).
     async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError>;
@@ -106,10 +106,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn session_list_by_activity(&self, params: SessionsByActivity) -> Result<Vec<SessionSummary>, StoreError>;
 
     /// One session's summary, if it exists.
-    async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError>;
+    async fn session_get(&self, session: &SessionKey) -> Result<Option<SessionSummary>, StoreError>;
 
     /// Every cursor and pending head of a session, with lag.
-    async fn head_list(&self, session: &str) -> Result<Vec<HeadInfo>, StoreError>;
+    async fn head_list(&self, session: &SessionKey) -> Result<Vec<HeadInfo>, StoreError>;
 
     /// Pending heads and cursors store-wide, keyset paged.
     async fn head_scan(&self, params: HeadScan) -> Result<Vec<HeadInfo>, StoreError>;
@@ -127,7 +127,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError>;
 
     /// A session's snapshots, newest first.
-    async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError>;
+    async fn snapshot_list(&self, session: &SessionKey) -> Result<Vec<SnapshotInfo>, StoreError>;
 
     /// A contract's sessions with events matching `filter`, a bounded chunk
     /// of sessions a call (by id, from `after`): a search over a big store is

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::keys::SessionKey;
+
 /// Milliseconds since the Unix epoch.
 pub type Millis = i64;
 
@@ -36,7 +38,9 @@ pub struct Event {
     pub event_type: String,
     pub payload: Value,
     pub index: u64,
-    /// The storage key `<contract>\u{1f}<session id>`.
+    /// As a store returns it, the storage key `<contract>\u{1f}<session id>`;
+    /// the engine and the operator hand events out with the session id here
+    /// instead (what the seeds' `event.session` is), so it stays text.
     pub session: String,
     pub created_at: Millis,
     pub cause: Option<Cause>,
@@ -164,7 +168,7 @@ impl Default for Backoff {
 
 #[derive(Debug, Clone)]
 pub struct EventAppend {
-    pub session: String,
+    pub session: SessionKey,
     pub events: Vec<NewEvent>,
     /// Every consumer the appender runs: log consumers get a cursor here if
     /// they have none, so a new session's first event is theirs too.
@@ -188,7 +192,7 @@ pub struct Appended {
 
 #[derive(Debug, Clone)]
 pub struct HeadClaim {
-    pub session: String,
+    pub session: SessionKey,
     pub holder: String,
     pub ttl_ms: i64,
     pub consumers: Vec<StoreConsumer>,
@@ -229,7 +233,7 @@ pub struct Claimed {
 
 #[derive(Debug, Clone)]
 pub struct HeadRenew {
-    pub session: String,
+    pub session: SessionKey,
     pub holder: String,
     pub ttl_ms: i64,
     pub heads: Vec<HeldHead>,
@@ -245,7 +249,7 @@ pub struct Renewed {
 
 #[derive(Debug, Clone)]
 pub struct HeadComplete {
-    pub session: String,
+    pub session: SessionKey,
     pub head: HeadRef,
     pub attempt: u32,
     /// Events the run returned, appended atomically with the completion.
@@ -255,7 +259,7 @@ pub struct HeadComplete {
 
 #[derive(Debug, Clone)]
 pub struct HeadCompleteMany {
-    pub session: String,
+    pub session: SessionKey,
     pub heads: Vec<HeldHead>,
 }
 
@@ -267,7 +271,7 @@ pub enum CompleteOutcome {
 
 #[derive(Debug, Clone)]
 pub struct HeadFail {
-    pub session: String,
+    pub session: SessionKey,
     pub head: HeadRef,
     pub attempt: u32,
     pub error: String,
@@ -296,7 +300,7 @@ pub enum RedriveAction {
 
 #[derive(Debug, Clone)]
 pub struct DeadLetterRedrive {
-    pub session: String,
+    pub session: SessionKey,
     pub consumer: String,
     pub index: u64,
     pub action: RedriveAction,
@@ -306,7 +310,7 @@ pub struct DeadLetterRedrive {
 
 #[derive(Debug, Clone)]
 pub struct CursorWake {
-    pub session: String,
+    pub session: SessionKey,
     pub consumer: StoreConsumer,
 }
 
@@ -331,7 +335,7 @@ pub struct CursorState {
 /// one transaction whatever the distance: an operator's acknowledgement.
 #[derive(Debug, Clone)]
 pub struct CursorAdvance {
-    pub session: String,
+    pub session: SessionKey,
     pub consumer: StoreConsumer,
     /// The last index acknowledged; the session's head when `None`, and never past it.
     pub through: Option<u64>,
@@ -418,7 +422,7 @@ impl From<&HeadInfo> for ImportedHead {
 /// transaction under `session`, which must not exist yet.
 #[derive(Debug, Clone)]
 pub struct SessionImport {
-    pub session: String,
+    pub session: SessionKey,
     pub head: u64,
     pub clear_index: u64,
     pub created_at: Millis,
@@ -440,7 +444,7 @@ pub struct SessionBounds {
 
 #[derive(Debug, Clone)]
 pub struct SessionClear {
-    pub session: String,
+    pub session: SessionKey,
     pub if_last_index: Option<u64>,
     /// Written in the same transaction, its `outcome` set to the `Cleared` result.
     pub audit: Option<AuditEntry>,
@@ -467,7 +471,7 @@ pub struct Snapshot {
 
 #[derive(Debug, Clone)]
 pub struct SnapshotPut {
-    pub session: String,
+    pub session: SessionKey,
     pub reducer: String,
     pub index: u64,
     pub state: Value,
@@ -477,7 +481,7 @@ pub struct SnapshotPut {
 
 #[derive(Debug, Clone)]
 pub struct SnapshotGet {
-    pub session: String,
+    pub session: SessionKey,
     pub reducer: String,
     /// The newest snapshot at or below this index.
     pub at_most: u64,
@@ -487,7 +491,7 @@ pub struct SnapshotGet {
 
 #[derive(Debug, Clone)]
 pub struct EventList {
-    pub session: String,
+    pub session: SessionKey,
     pub after: Option<u64>,
     pub before: Option<u64>,
     pub limit: u32,
@@ -530,19 +534,21 @@ pub struct SessionsRunnable {
 /// where the walk goes on from (`None` when it reached the contract's end).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunnablePage {
-    pub sessions: Vec<String>,
+    /// Ids (not keys) of the contract's sessions with runnable work.
+    pub session_ids: Vec<String>,
+    /// The id of the last session looked at.
     pub scanned_through: Option<String>,
 }
 
 impl RunnablePage {
     /// The page from the sessions looked at, in key order, each with whether
     /// it has runnable work; a page shorter than `limit` ended the walk.
-    pub fn from_scan(scanned: Vec<(String, bool)>, limit: u32) -> Self {
+    pub fn from_scan(scanned: Vec<(SessionKey, bool)>, limit: u32) -> Self {
         let full = scanned.len() >= crate::page_size(limit);
-        let id = |key: &str| crate::split_session_key(key).1.to_owned();
+        let id = |key: &SessionKey| key.session_id().to_owned();
         Self {
             scanned_through: scanned.last().filter(|_| full).map(|(key, _)| id(key)),
-            sessions: scanned.iter().filter(|(_, runnable)| *runnable).map(|(key, _)| id(key)).collect(),
+            session_ids: scanned.iter().filter(|(_, runnable)| *runnable).map(|(key, _)| id(key)).collect(),
         }
     }
 }
@@ -610,7 +616,7 @@ impl HeadInfo {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct HeadKey {
-    pub session: String,
+    pub session: SessionKey,
     pub consumer: String,
     pub lane: Option<String>,
     pub index: u64,
@@ -627,7 +633,7 @@ pub struct HeadScan {
 pub struct DeadLetterList {
     pub contract: Option<String>,
     /// A storage key, to list one session's dead letters.
-    pub session: Option<String>,
+    pub session: Option<SessionKey>,
     pub consumer: Option<String>,
     /// Only the dead letters of this cause (see [`crate::error_cause`]).
     pub cause: Option<String>,

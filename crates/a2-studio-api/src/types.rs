@@ -5,12 +5,12 @@
 //! 2^53, and the Studio shows them exact.
 
 pub use a2_operator::model::PausedConsumer;
+use a2_operator::model::{Attempt, AttemptKey, HeadKey, Millis, RedriveAction};
 /// The operator's own params, taken as they are where a command only passes them on.
 pub use a2_operator::{
     AttemptQuery, ClearSession, ConsumeTarget, ConsumerRef, DeadLetterRef, EventQuery, Redrive, RedriveAll, SessionRef,
     TotalsQuery,
 };
-use a2_operator::model::{Attempt, AttemptKey, HeadKey, Millis, RedriveAction};
 use a2_operator::{ConsumeMode, JobProgress, StoreKind};
 use serde::{Deserialize, Serialize};
 use specta::Type;

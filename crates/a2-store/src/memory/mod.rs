@@ -19,7 +19,7 @@ use crate::{Clock, Store, StoreError, SystemClock};
 #[derive(Debug)]
 pub struct MemoryStore {
     clock: Arc<dyn Clock>,
-    sessions: Mutex<BTreeMap<String, SessionRow>>,
+    sessions: Mutex<BTreeMap<SessionKey, SessionRow>>,
     audit: Mutex<Vec<AuditRecord>>,
     totals: Mutex<Option<TotalsSnapshot>>,
     /// Paused consumers by (contract, consumer).
@@ -43,7 +43,7 @@ impl MemoryStore {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, SessionRow>> {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<SessionKey, SessionRow>> {
         // A panic while holding the lock cannot leave a half-applied call:
         // every transition validates before it mutates.
         self.sessions.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -154,16 +154,16 @@ impl MemoryStore {
 
 /// A contract's sessions in key order, after the session id `after` when given.
 fn contract_sessions<'a>(
-    sessions: &'a BTreeMap<String, SessionRow>,
+    sessions: &'a BTreeMap<SessionKey, SessionRow>,
     contract: &str,
     after: Option<&str>,
-) -> impl Iterator<Item = (&'a String, &'a SessionRow)> + 'a {
+) -> impl Iterator<Item = (&'a SessionKey, &'a SessionRow)> + 'a {
     let prefix = crate::session_key(contract, "");
     let start = match after {
         Some(after) => std::ops::Bound::Excluded(crate::session_key(contract, after)),
         None => std::ops::Bound::Included(prefix.clone()),
     };
-    sessions.range((start, std::ops::Bound::Unbounded)).take_while(move |(key, _)| key.starts_with(&prefix))
+    sessions.range((start, std::ops::Bound::Unbounded)).take_while(move |(key, _)| key.starts_with(prefix.as_str()))
 }
 
 /// The cause a dead letter is grouped by.
@@ -379,7 +379,7 @@ impl Store for MemoryStore {
         Ok(self.pauses().values().filter(|p| contract.is_none_or(|c| p.contract == c)).cloned().collect())
     }
 
-    async fn session_bounds(&self, session: &str) -> Result<SessionBounds, StoreError> {
+    async fn session_bounds(&self, session: &SessionKey) -> Result<SessionBounds, StoreError> {
         let sessions = self.lock();
         Ok(sessions
             .get(session)
@@ -503,8 +503,8 @@ impl Store for MemoryStore {
         };
         Ok(sessions
             .range((start, std::ops::Bound::Unbounded))
-            .take_while(|(key, _)| key.starts_with(&crate::session_key(&params.contract, "")))
-            .filter(|(key, _)| key.starts_with(&prefix))
+            .take_while(|(key, _)| key.starts_with(crate::session_key(&params.contract, "").as_str()))
+            .filter(|(key, _)| key.starts_with(prefix.as_str()))
             .take(page_size(params.limit))
             .map(|(_, row)| row.summary())
             .collect())
@@ -526,7 +526,7 @@ impl Store for MemoryStore {
         let prefix = crate::session_key(&params.contract, "");
         let sessions = self.lock();
         let mut rows: Vec<&SessionRow> =
-            sessions.iter().filter(|(k, _)| k.starts_with(&prefix)).map(|(_, r)| r).collect();
+            sessions.iter().filter(|(k, _)| k.starts_with(prefix.as_str())).map(|(_, r)| r).collect();
         let order = |r: &SessionRow| (r.updated_at, crate::split_session_key(&r.key).1.to_owned());
         rows.sort_by_key(|r| std::cmp::Reverse(order(r)));
         Ok(rows
@@ -537,18 +537,20 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    async fn session_get(&self, session: &str) -> Result<Option<SessionSummary>, StoreError> {
+    async fn session_get(&self, session: &SessionKey) -> Result<Option<SessionSummary>, StoreError> {
         Ok(self.lock().get(session).map(SessionRow::summary))
     }
 
-    async fn head_list(&self, session: &str) -> Result<Vec<HeadInfo>, StoreError> {
+    async fn head_list(&self, session: &SessionKey) -> Result<Vec<HeadInfo>, StoreError> {
         Ok(self.lock().get(session).map(SessionRow::head_infos).unwrap_or_default())
     }
 
     async fn head_scan(&self, params: HeadScan) -> Result<Vec<HeadInfo>, StoreError> {
         let sessions = self.lock();
         let from = params.after.as_ref().map(|a| a.session.as_str()).unwrap_or_default();
-        let infos = sessions.range(from.to_owned()..).map(|(key, row)| (key.clone(), row.head_infos()));
+        let infos = sessions
+            .range::<str, _>((std::ops::Bound::Included(from), std::ops::Bound::Unbounded))
+            .map(|(key, row)| (key.clone(), row.head_infos()));
         Ok(crate::rules::scan_heads(infos, &params, page_size(params.limit)))
     }
 
@@ -581,7 +583,7 @@ impl Store for MemoryStore {
 
     async fn consumer_totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>, StoreError> {
         let sessions = self.lock();
-        let mut totals: BTreeMap<(String, String), (ConsumerTotal, BTreeSet<String>, BTreeSet<String>)> =
+        let mut totals: BTreeMap<(String, String), (ConsumerTotal, BTreeSet<SessionKey>, BTreeSet<SessionKey>)> =
             BTreeMap::new();
         for (key, row) in sessions.iter() {
             let row_contract = crate::split_session_key(key).0;
@@ -635,7 +637,7 @@ impl Store for MemoryStore {
         }))
     }
 
-    async fn snapshot_list(&self, session: &str) -> Result<Vec<SnapshotInfo>, StoreError> {
+    async fn snapshot_list(&self, session: &SessionKey) -> Result<Vec<SnapshotInfo>, StoreError> {
         let sessions = self.lock();
         let Some(row) = sessions.get(session) else { return Ok(Vec::new()) };
         let mut infos: Vec<SnapshotInfo> = row
@@ -677,7 +679,7 @@ impl Store for MemoryStore {
 
     async fn attempt_prune(&self, params: AttemptPrune) -> Result<AttemptPruned, StoreError> {
         let mut sessions = self.lock();
-        let keys: Vec<String> = contract_sessions(&sessions, &params.contract, params.after.as_deref())
+        let keys: Vec<SessionKey> = contract_sessions(&sessions, &params.contract, params.after.as_deref())
             .take(page_size(params.sessions))
             .map(|(key, _)| key.clone())
             .collect();

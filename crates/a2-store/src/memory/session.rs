@@ -20,7 +20,7 @@ pub(crate) type TargetKey = (String, Option<String>, u64);
 
 #[derive(Debug, Clone)]
 pub(crate) struct SessionRow {
-    pub key: String,
+    pub key: SessionKey,
     pub head: u64,
     pub clear_index: u64,
     pub created_at: Millis,
@@ -44,7 +44,7 @@ pub(crate) enum HeadSlot<'a> {
 }
 
 impl SessionRow {
-    pub fn new(key: String, now: Millis) -> Self {
+    pub fn new(key: SessionKey, now: Millis) -> Self {
         Self {
             key,
             head: 0,
@@ -74,13 +74,13 @@ impl SessionRow {
                 event_type: String::new(),
                 payload: serde_json::Value::Null,
                 index,
-                session: import.session.clone(),
+                session: import.session.to_string(),
                 created_at: import.created_at,
                 cause: None,
             })
             .collect();
         for mut event in import.events {
-            event.session = import.session.clone();
+            event.session = import.session.to_string();
             row.ids.insert(event.id.clone(), event.index);
             row.events.push(event);
         }
@@ -166,7 +166,7 @@ impl SessionRow {
                 event_type: new.event_type,
                 payload: new.payload,
                 index,
-                session: self.key.clone(),
+                session: self.key.to_string(),
                 created_at: now,
                 cause: new.cause,
             };

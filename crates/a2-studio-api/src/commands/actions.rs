@@ -16,7 +16,9 @@ impl Studio {
         let targets = request
             .targets
             .into_iter()
-            .map(|target| event_index(target.index, "the dead letter's index").map(|_| Redrive { target, action: request.action }))
+            .map(|target| {
+                event_index(target.index, "the dead letter's index").map(|_| Redrive { target, action: request.action })
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let mut progress = JobProgress { done: 0, total: targets.len() as u64, failed: 0 };
         for target in targets {
@@ -56,9 +58,7 @@ impl Studio {
             Some(name) => Some(self.export_file(name)?),
             None => None,
         };
-        let consumed = operator
-            .session_consume(&request.target(), request.mode, export.as_deref())
-            .await?;
+        let consumed = operator.session_consume(&request.target(), request.mode, export.as_deref()).await?;
         self.bump();
         Ok(consumed)
     }
