@@ -13,6 +13,7 @@ use std::sync::Arc;
 use a2_store::{Clock, Store};
 
 mod appends;
+mod batching;
 mod claims;
 mod clears;
 mod completions;
@@ -20,7 +21,6 @@ pub mod engine;
 mod failures;
 mod faulty;
 mod fidelity;
-mod grouping;
 mod healing;
 mod history;
 mod inspection;

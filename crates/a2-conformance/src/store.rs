@@ -8,12 +8,12 @@ use a2_store::*;
 use crate::support::*;
 
 pub use crate::appends::*;
+pub use crate::batching::*;
 pub use crate::claims::*;
 pub use crate::clears::*;
 pub use crate::completions::*;
 pub use crate::failures::*;
 pub use crate::fidelity::*;
-pub use crate::grouping::*;
 pub use crate::history::*;
 pub use crate::inspection::*;
 pub use crate::operations::*;

@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use crate::cancel::{cancel_for, CancelCause, CancelReason};
 use crate::guard::AbortOnDrop;
-use crate::run::{event_span, run_head, spawn_settler, Fence, HeadOutcome, SettleQueue};
+use crate::run::{event_span, run_head, spawn_settler, Fence, HeadOutcome, SettlerSender};
 use crate::server_core::ServerCore;
 use crate::timings::{millis, MAX_FAILURES, MIN_CLAIM};
 use crate::{A2Error, Consumer};
@@ -199,7 +199,7 @@ struct Drain {
     /// drain looks once more before it finishes: work may have arrived, and
     /// only a claim that takes nothing reports what the session waits for.
     ended_since_claim: bool,
-    settle: SettleQueue,
+    settle: SettlerSender,
     _settler: AbortOnDrop<()>,
 }
 

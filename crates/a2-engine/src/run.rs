@@ -64,7 +64,7 @@ pub(crate) fn event_span(core: &ServerCore, session_id: &str, head: &ClaimedHead
 pub(crate) struct Fence {
     pub cancel: CancellationToken,
     pub completing: Arc<AtomicBool>,
-    pub settle: SettleQueue,
+    pub settle: SettlerSender,
     /// The run permit the drain reserved for this head before it leased it,
     /// held until the outcome is written; `None` for a nested consume's
     /// heads, whose waiting run holds one for them.
@@ -74,12 +74,12 @@ pub(crate) struct Fence {
 }
 
 type SettleReply = tokio::sync::oneshot::Sender<Result<bool, StoreError>>;
-pub(crate) type SettleQueue = tokio::sync::mpsc::UnboundedSender<(HeldHead, SettleReply)>;
+pub(crate) type SettlerSender = tokio::sync::mpsc::UnboundedSender<(HeldHead, SettleReply)>;
 
 /// Settles a drain's heads that returned nothing: whatever queued while one
 /// write was in flight goes in the next, so under load many heads share a
 /// transaction and at rest none waits.
-pub(crate) fn spawn_settler(core: &Arc<ServerCore>, key: SessionKey) -> (SettleQueue, AbortOnDrop<()>) {
+pub(crate) fn spawn_settler(core: &Arc<ServerCore>, key: SessionKey) -> (SettlerSender, AbortOnDrop<()>) {
     let (queue, mut incoming) = tokio::sync::mpsc::unbounded_channel::<(HeldHead, SettleReply)>();
     let store = core.store().clone();
     let task = tokio::spawn(async move {
@@ -276,7 +276,7 @@ fn commit_span(claimed: &ClaimedHead, kind: &'static str) -> tracing::Span {
 }
 
 /// Complete a head that returned nothing through the drain's settler.
-async fn settle(claimed: &ClaimedHead, queue: &SettleQueue) -> HeadOutcome {
+async fn settle(claimed: &ClaimedHead, queue: &SettlerSender) -> HeadOutcome {
     let span = commit_span(claimed, "complete");
     let (reply, answer) = tokio::sync::oneshot::channel();
     let held = HeldHead { head: claimed.head.clone(), attempt: claimed.attempt };

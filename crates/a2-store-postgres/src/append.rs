@@ -8,7 +8,7 @@ use sqlx::Row;
 
 use crate::db_error;
 
-pub(crate) enum FastAppend {
+pub(crate) enum StatementAppendError {
     IdTaken,
     Failed(StoreError),
 }
@@ -19,21 +19,21 @@ pub(crate) enum FastAppend {
 /// with one session. A duplicate id aborts it whole (`IdTaken`), and the
 /// transactional path, which tells an idempotent re-append from a partial
 /// duplicate, takes over.
-pub(crate) async fn fast_append(
+pub(crate) async fn append_as_statement(
     pool: &sqlx::PgPool,
     params: &EventAppend,
     now: Millis,
-) -> Result<Appended, FastAppend> {
-    match fast_append_many(pool, &[params], now).await {
+) -> Result<Appended, StatementAppendError> {
+    match append_batch_as_statement(pool, &[params], now).await {
         Ok(mut appended) => appended.pop().ok_or_else(|| {
-            FastAppend::Failed(StoreError::Schema { message: "the append statement returned no row".into() })
+            StatementAppendError::Failed(StoreError::Schema { message: "the append statement returned no row".into() })
         }),
         Err(sqlx::Error::Database(db))
             if db.code().as_deref() == Some("23505") && db.constraint() == Some("a2_events_by_id") =>
         {
-            Err(FastAppend::IdTaken)
+            Err(StatementAppendError::IdTaken)
         }
-        Err(error) => Err(FastAppend::Failed(db_error(error))),
+        Err(error) => Err(StatementAppendError::Failed(db_error(error))),
     }
 }
 
@@ -93,11 +93,11 @@ impl<'a> Columns<'a> {
 }
 
 /// Appends to many sessions (each at most once) as one statement and one
-/// commit: what [`fast_append`] does for one session, for all of them.
+/// commit: what [`append_as_statement`] does for one session, for all of them.
 /// Sessions are locked in key order, so two such statements cannot deadlock
 /// on each other. Any failure fails the whole statement; the caller then
 /// appends each on its own, so one bad append never fails its neighbours.
-pub(crate) async fn fast_append_many<'c>(
+pub(crate) async fn append_batch_as_statement<'c>(
     executor: impl sqlx::PgExecutor<'c>,
     batch: &[&EventAppend],
     now: Millis,
@@ -202,7 +202,7 @@ pub(crate) async fn flush(
     let together: Vec<usize> = (0..batch.len()).filter(|&i| seen.insert(batch[i].session.as_str())).collect();
     if together.len() > 1 {
         let shared: Vec<&EventAppend> = together.iter().map(|&i| &batch[i]).collect();
-        if let Ok(appended) = fast_append_many(pool, &shared, now).await {
+        if let Ok(appended) = append_batch_as_statement(pool, &shared, now).await {
             for (&i, appended) in together.iter().zip(appended) {
                 answers[i] = Some(Ok(Some(appended)));
             }
@@ -210,10 +210,10 @@ pub(crate) async fn flush(
     }
     for (i, answer) in answers.iter_mut().enumerate() {
         if answer.is_none() {
-            *answer = Some(match fast_append(pool, &batch[i], now).await {
+            *answer = Some(match append_as_statement(pool, &batch[i], now).await {
                 Ok(appended) => Ok(Some(appended)),
-                Err(FastAppend::IdTaken) => Ok(None),
-                Err(FastAppend::Failed(error)) => Err(error),
+                Err(StatementAppendError::IdTaken) => Ok(None),
+                Err(StatementAppendError::Failed(error)) => Err(error),
             });
         }
     }

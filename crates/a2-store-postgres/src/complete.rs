@@ -9,7 +9,7 @@ use a2_store::codec::{lane_column, to_i64};
 use a2_store::{CompleteOutcome, EventAppend, HeadComplete, Millis, StoreError};
 use sqlx::types::Json;
 
-use crate::append::fast_append_many;
+use crate::append::append_batch_as_statement;
 use crate::db_error;
 
 /// The head settled if it is still this attempt's (a cursor moves on, a
@@ -34,7 +34,7 @@ const SETTLE_RECORDED: &str = "WITH moved AS (UPDATE a2_heads h SET idx = h.idx 
    SELECT COUNT(*) AS settled FROM done";
 
 /// `Ok(None)`: nothing was written; the shared path decides.
-pub(crate) async fn complete_appending(
+pub(crate) async fn complete_and_append(
     pool: &sqlx::PgPool,
     params: &HeadComplete,
     now: Millis,
@@ -63,7 +63,7 @@ pub(crate) async fn complete_appending(
         consumers: params.consumers.clone(),
         origin_index: None,
     };
-    match fast_append_many(&mut *tx, &[&append], now).await {
+    match append_batch_as_statement(&mut *tx, &[&append], now).await {
         Ok(mut appended) => {
             let Some(appended) = appended.pop() else {
                 return Err(StoreError::Schema { message: "the append statement returned no row".into() });

@@ -204,7 +204,7 @@ impl Postgres {
             Self { pool, reader, access: options.access, changes, announce, server, appends, _listening: listening };
         let read_write = store.access == Access::ReadWrite;
         let store = SqlStore::new(store, &sql::SQL, clock);
-        Ok(if read_write { store.grouping_completions(COMPLETE_FLUSHES) } else { store })
+        Ok(if read_write { store.with_completion_batching(COMPLETE_FLUSHES) } else { store })
     }
 
     pub fn is_read_only(&self) -> bool {
@@ -321,7 +321,7 @@ impl SqlBackend for Postgres {
         Ok(Box::new(conn::Link(self.pool.begin().await.map_err(db_error)?)))
     }
 
-    async fn append_fast(&self, params: &EventAppend) -> Result<Option<Appended>, StoreError> {
+    async fn event_append_native(&self, params: &EventAppend) -> Result<Option<Appended>, StoreError> {
         self.writable()?;
         // A run's append checks the clear boundary under the session's lock: the shared transaction does.
         if params.origin_index.is_some() {
@@ -333,13 +333,13 @@ impl SqlBackend for Postgres {
             .unwrap_or_else(|| Err(StoreError::unavailable("the store's append queue stopped")))
     }
 
-    async fn complete_appending(
+    async fn head_complete_native(
         &self,
         params: &a2_store::HeadComplete,
         now: a2_store::Millis,
     ) -> Result<Option<a2_store::CompleteOutcome>, StoreError> {
         self.writable()?;
-        complete::complete_appending(&self.pool, params, now).await
+        complete::complete_and_append(&self.pool, params, now).await
     }
 
     fn announce(&self, key: &str) {

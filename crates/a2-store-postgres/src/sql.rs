@@ -2,7 +2,7 @@
 //! arrays (`UNNEST`, `= ANY`), so a batch is one statement; rows a write
 //! decides on are locked (`FOR UPDATE`), claims skip rows others hold.
 
-use a2_store_sql::{Each, PayloadBinding, Statements};
+use a2_store_sql::{PayloadBinding, RowsStatement, Statements};
 
 macro_rules! summary {
     ($where:literal) => {
@@ -109,12 +109,12 @@ pub(crate) static SQL: Statements = Statements {
     session_open: "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) VALUES ($1, 0, 0, $2, $2) \
          ON CONFLICT (session) DO UPDATE SET session = EXCLUDED.session RETURNING head, clear_index",
     events_by_ids: "SELECT id, idx, type, payload, created_at, cause FROM a2_events WHERE session = $1 AND id = ANY($2)",
-    events_insert: Each::Lists(
+    events_insert: RowsStatement::Lists(
         "INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
          SELECT s, i, d, t, p, $1, c FROM UNNEST($2::text[], $3::bigint[], $4::text[], $5::text[], $6::jsonb[], \
            $7::jsonb[]) AS x(s, i, d, t, p, c)",
     ),
-    event_heads_insert: Each::Lists(
+    event_heads_insert: RowsStatement::Lists(
         "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
          SELECT s, c, l, i, k FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[], $5::smallint[]) \
            AS t(s, c, l, i, k) \
@@ -122,13 +122,13 @@ pub(crate) static SQL: Statements = Statements {
     ),
     // The NOT EXISTS sees existing cursors in the snapshot, so the insert
     // never waits on a cursor another transaction is moving.
-    cursors_ensure: Each::Lists(
+    cursors_ensure: RowsStatement::Lists(
         "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
          SELECT s, c, l, i, 0 FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[]) AS t(s, c, l, i) \
          WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = t.s AND h.consumer = t.c AND h.kind = 0) \
          ON CONFLICT DO NOTHING",
     ),
-    // Appends to many sessions are one statement of their own (`append::fast_append_many`).
+    // Appends to many sessions are one statement of their own (`append::append_batch_as_statement`).
     sessions_open_many: None,
     session_advance: "UPDATE a2_sessions SET head = $1, updated_at = $2 WHERE session = $3",
     untaken_skip: "UPDATE a2_heads h SET idx = COALESCE((SELECT MIN(e.idx) FROM a2_events e WHERE e.session = h.session \
@@ -139,7 +139,7 @@ pub(crate) static SQL: Statements = Statements {
            AND (h.lease_holder IS NULL OR h.lease_expires_at <= $6) \
            AND NOT EXISTS (SELECT 1 FROM a2_events e WHERE e.session = h.session AND e.idx = h.idx AND e.type = ANY($3))",
     head_lock: "SELECT * FROM a2_heads WHERE session = $1 AND consumer = $2 AND lane = $3 AND idx = $4 FOR UPDATE",
-    head_states_put: Each::Lists(
+    head_states_put: RowsStatement::Lists(
         "UPDATE a2_heads h SET attempt_count = u.a, failure_count = u.f, last_error = u.e, failed_at = u.fa, \
            lease_holder = u.lh, lease_expires_at = u.le, next_attempt_at = u.na, attempt_started_at = u.sa, \
            last_error_cause = u.ec \
@@ -200,7 +200,7 @@ pub(crate) static SQL: Statements = Statements {
     // The holder is joined as a column of the rows, not compared with a constant: most heads have no
     // holder when the table is analyzed, so `lease_holder = $2` was estimated to match nothing, and the
     // planner rescanned the list for every head of the session (53 ms a renewal of 190 heads).
-    heads_renew: Each::Lists(
+    heads_renew: RowsStatement::Lists(
         "UPDATE a2_heads h SET lease_expires_at = $3 \
          FROM UNNEST(array_fill($2::text, ARRAY[cardinality($4::text[])]), $4::text[], $5::text[], $6::bigint[], \
            $7::int[]) AS u(h, c, l, i, a) \
@@ -213,7 +213,7 @@ pub(crate) static SQL: Statements = Statements {
     // No lock step: a per-event head's DELETE returns the attempt it ends; a cursor's UPDATE reads it
     // from the row as the statement's snapshot saw it (the fence, rechecked on the row it
     // updates, guarantees the same attempt, whose holder and start never change).
-    heads_complete: &[Each::Lists(
+    heads_complete: &[RowsStatement::Lists(
         "WITH u AS (SELECT * FROM UNNEST($2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[]) \
              AS u(s, c, l, i, a)), \
          gone AS (DELETE FROM a2_heads h USING u \
@@ -260,19 +260,19 @@ pub(crate) static SQL: Statements = Statements {
     pause_delete: "DELETE FROM a2_consumer_pauses WHERE contract = $1 AND consumer = $2 RETURNING contract",
     pauses_list: "SELECT * FROM a2_consumer_pauses WHERE $1::text IS NULL OR contract = $1 ORDER BY contract, consumer",
     session_import: "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)",
-    events_import: Each::Lists(
+    events_import: RowsStatement::Lists(
         "INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
          SELECT $1, i, d, t, p, at, c FROM UNNEST($2::bigint[], $3::text[], $4::text[], $5::jsonb[], $6::bigint[], $7::jsonb[]) \
            AS x(i, d, t, p, at, c)",
     ),
-    heads_import: Each::Lists(
+    heads_import: RowsStatement::Lists(
         "INSERT INTO a2_heads (session, consumer, lane, idx, kind, attempt_count, failure_count, last_error, failed_at, \
            next_attempt_at) \
          SELECT $1, c, l, i, k, a, f, e, fa, na FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::smallint[], \
            $6::int[], $7::int[], $8::text[], $9::bigint[], $10::bigint[]) AS t(c, l, i, k, a, f, e, fa, na)",
     ),
     snapshot_import: "INSERT INTO a2_snapshots (session, reducer, idx, state, pins, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-    attempts_put: Each::Lists(
+    attempts_put: RowsStatement::Lists(
         "INSERT INTO a2_attempts AS a (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome, \
            error, appended) \
          SELECT $1, c, l, i, n, h, sa, ea, o, x, p FROM UNNEST($2::text[], $3::text[], $4::bigint[], $5::int[], \

@@ -6,7 +6,7 @@ use a2_store::StoreError;
 use serde_json::Value;
 
 use crate::conn::Conn;
-use crate::statements::Each;
+use crate::statements::RowsStatement;
 use crate::value::{Arg, Row};
 
 /// One column of a batch as a list, every row holding the same kind of value.
@@ -48,14 +48,20 @@ fn mixed(column: usize, got: Option<Arg>) -> StoreError {
 }
 
 /// The argument lists `each` runs with: one list-bound call, or one per row.
-fn each_args(each: &Each, leading: &[Arg], rows: &[Vec<Arg>]) -> Result<Vec<(&'static str, Vec<Arg>)>, StoreError> {
+fn each_args(
+    each: &RowsStatement,
+    leading: &[Arg],
+    rows: &[Vec<Arg>],
+) -> Result<Vec<(&'static str, Vec<Arg>)>, StoreError> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
     Ok(match *each {
-        Each::Lists(sql) => vec![(sql, leading.iter().cloned().chain(transpose(rows)?).collect())],
-        Each::PerRow(sql) => rows.iter().map(|row| (sql, leading.iter().chain(row).cloned().collect())).collect(),
-        Each::JsonRows(sql) => {
+        RowsStatement::Lists(sql) => vec![(sql, leading.iter().cloned().chain(transpose(rows)?).collect())],
+        RowsStatement::PerRow(sql) => {
+            rows.iter().map(|row| (sql, leading.iter().chain(row).cloned().collect())).collect()
+        }
+        RowsStatement::JsonRows(sql) => {
             let rows = rows.iter().map(|row| row.iter().map(cell_json).collect()).collect::<Result<Vec<_>, _>>()?;
             let rows = Value::Array(rows.into_iter().map(Value::Array).collect());
             vec![(sql, leading.iter().cloned().chain([Arg::Text(rows.to_string())]).collect())]
@@ -63,7 +69,7 @@ fn each_args(each: &Each, leading: &[Arg], rows: &[Vec<Arg>]) -> Result<Vec<(&'s
     })
 }
 
-/// One row value as JSON, for [`Each::JsonRows`]. A JSON value travels as
+/// One row value as JSON, for [`RowsStatement::JsonRows`]. A JSON value travels as
 /// its text (read with `->>`), so what is stored is serde_json's text to the
 /// byte, not the database's rendering of it (number forms, escapes).
 fn cell_json(arg: &Arg) -> Result<Value, StoreError> {
@@ -81,7 +87,7 @@ fn cell_json(arg: &Arg) -> Result<Value, StoreError> {
 /// Run `each` over `rows` and gather what its calls return.
 pub(crate) async fn run_each(
     conn: &mut dyn Conn,
-    each: &Each,
+    each: &RowsStatement,
     leading: &[Arg],
     rows: &[Vec<Arg>],
 ) -> Result<Vec<Row>, StoreError> {

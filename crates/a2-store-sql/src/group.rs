@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::each::run_each;
 use crate::rows::head_ref;
-use crate::steps::{fenced, AppendRows};
+use crate::steps::{held_head_args, AppendRows};
 use crate::value::Arg;
 use crate::{SqlBackend, SqlStore};
 
@@ -94,21 +94,21 @@ impl<T: Send + 'static, R: Send + 'static> Batcher<T, R> {
 }
 
 /// Appends, grouped into shared transactions.
-pub(crate) type Grouped = Batcher<EventAppend, Result<Appended, StoreError>>;
+pub(crate) type AppendBatcher = Batcher<EventAppend, Result<Appended, StoreError>>;
 
 /// Start grouping `store`'s appends (the store given must not itself group, or it would wait on itself).
-pub(crate) fn start<B: SqlBackend + Clone>(store: SqlStore<B>) -> Grouped {
+pub(crate) fn start_append_batcher<B: SqlBackend + Clone>(store: SqlStore<B>) -> AppendBatcher {
     // One writer connection: one flush at a time.
     Batcher::start(MAX_BATCH, 1, move |batch| {
         let store = store.clone();
-        async move { store.flush(batch).await }
+        async move { store.flush_appends(batch).await }
     })
 }
 
 impl<B: SqlBackend + Clone> SqlStore<B> {
-    async fn flush(&self, batch: Vec<EventAppend>) -> Vec<Result<Appended, StoreError>> {
+    async fn flush_appends(&self, batch: Vec<EventAppend>) -> Vec<Result<Appended, StoreError>> {
         if batch.len() > 1 {
-            if let Ok(outcomes) = self.append_together(&batch).await {
+            if let Ok(outcomes) = self.append_batch(&batch).await {
                 for (params, appended) in batch.iter().zip(&outcomes) {
                     if !appended.duplicate {
                         self.backend.announce(&params.session);
@@ -121,7 +121,7 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
         // commit failed): each on its own, so only a refused append fails, with its own error.
         let mut outcomes = Vec::with_capacity(batch.len());
         for params in batch {
-            outcomes.push(self.append_alone(params).await);
+            outcomes.push(self.append_single(params).await);
         }
         outcomes
     }
@@ -133,7 +133,7 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
     /// re-append included) — rolls the whole transaction back, and the caller
     /// runs each append alone, which tells them apart (refusals are rare; a
     /// savepoint an append cost two statements each time).
-    async fn append_together(&self, batch: &[EventAppend]) -> Result<Vec<Appended>, StoreError> {
+    async fn append_batch(&self, batch: &[EventAppend]) -> Result<Vec<Appended>, StoreError> {
         let now = self.now();
         let mut tx = self.backend.begin().await?;
         let mut outcomes: Vec<Option<Appended>> = vec![None; batch.len()];
@@ -164,8 +164,15 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
             if outcome.is_none() {
                 let events = params.events.clone();
                 *outcome = Some(
-                    self.append_in(tx.as_mut(), &params.session, events, &params.consumers, params.origin_index, now)
-                        .await?,
+                    self.append_in_tx(
+                        tx.as_mut(),
+                        &params.session,
+                        events,
+                        &params.consumers,
+                        params.origin_index,
+                        now,
+                    )
+                    .await?,
                 );
             }
         }
@@ -175,20 +182,23 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
 }
 
 /// Completions, grouped into shared transactions.
-pub(crate) type Completions = Batcher<HeadCompleteMany, Result<Vec<HeadRef>, StoreError>>;
+pub(crate) type CompletionBatcher = Batcher<HeadCompleteMany, Result<Vec<HeadRef>, StoreError>>;
 
 /// Start grouping `store`'s completions, `in_flight` flushes at once (the store given must not itself group them).
-pub(crate) fn start_completions<B: SqlBackend + Clone>(store: SqlStore<B>, in_flight: usize) -> Completions {
+pub(crate) fn start_completion_batcher<B: SqlBackend + Clone>(
+    store: SqlStore<B>,
+    in_flight: usize,
+) -> CompletionBatcher {
     Batcher::start(MAX_BATCH, in_flight, move |batch| {
         let store = store.clone();
-        async move { store.complete_flush(batch).await }
+        async move { store.flush_completions(batch).await }
     })
 }
 
 impl<B: SqlBackend> SqlStore<B> {
-    async fn complete_flush(&self, batch: Vec<HeadCompleteMany>) -> Vec<Result<Vec<HeadRef>, StoreError>> {
+    async fn flush_completions(&self, batch: Vec<HeadCompleteMany>) -> Vec<Result<Vec<HeadRef>, StoreError>> {
         if batch.len() > 1 {
-            if let Ok(settled) = self.complete_together(&batch).await {
+            if let Ok(settled) = self.complete_batch(&batch).await {
                 return settled.into_iter().map(Ok).collect();
             }
         }
@@ -196,7 +206,7 @@ impl<B: SqlBackend> SqlStore<B> {
         let mut outcomes = Vec::with_capacity(batch.len());
         for params in &batch {
             outcomes.push(
-                self.complete_together(std::slice::from_ref(params))
+                self.complete_batch(std::slice::from_ref(params))
                     .await
                     .map(|one| one.into_iter().next().unwrap_or_default()),
             );
@@ -206,7 +216,7 @@ impl<B: SqlBackend> SqlStore<B> {
 
     /// Every head of `batch`, whatever its session, settled in one transaction
     /// under its attempt fence; each request's settled heads, in its order.
-    pub(crate) async fn complete_together(&self, batch: &[HeadCompleteMany]) -> Result<Vec<Vec<HeadRef>>, StoreError> {
+    pub(crate) async fn complete_batch(&self, batch: &[HeadCompleteMany]) -> Result<Vec<Vec<HeadRef>>, StoreError> {
         // In key order, so two transactions settling the same heads queue rather than deadlock.
         let mut held: Vec<(&str, &HeldHead)> =
             batch.iter().flat_map(|p| p.heads.iter().map(move |h| (p.session.as_str(), h))).collect();
@@ -215,8 +225,10 @@ impl<B: SqlBackend> SqlStore<B> {
         if held.is_empty() {
             return Ok(vec![Vec::new(); batch.len()]);
         }
-        let rows: Vec<Vec<Arg>> =
-            held.iter().map(|(session, h)| std::iter::once(Arg::text(*session)).chain(fenced(h)).collect()).collect();
+        let rows: Vec<Vec<Arg>> = held
+            .iter()
+            .map(|(session, h)| std::iter::once(Arg::text(*session)).chain(held_head_args(h)).collect())
+            .collect();
         let leading = [Arg::Int(self.now())];
         let mut tx = self.backend.begin().await?;
         let mut returned = Vec::new();

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use a2_store::{Appended, Clock, EventAppend, StoreError};
 
 pub use conn::{Conn, Transaction};
-pub use statements::{Each, PayloadBinding, Statements};
+pub use statements::{PayloadBinding, RowsStatement, Statements};
 pub use value::{Arg, Cell, Row};
 
 /// What a SQL backend supplies beyond its statements: its connections and
@@ -44,7 +44,7 @@ pub trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
 
     /// A whole append in fewer round trips than the shared transaction, where
     /// the backend has such a path. `Ok(None)`: use the shared transaction.
-    async fn append_fast(&self, _params: &EventAppend) -> Result<Option<Appended>, StoreError> {
+    async fn event_append_native(&self, _params: &EventAppend) -> Result<Option<Appended>, StoreError> {
         Ok(None)
     }
 
@@ -52,7 +52,7 @@ pub trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
     /// transaction, where the backend has such a path. `Ok(None)`: nothing was
     /// written, and the shared transaction decides (a late attempt, an id
     /// already present).
-    async fn complete_appending(
+    async fn head_complete_native(
         &self,
         _params: &a2_store::HeadComplete,
         _now: a2_store::Millis,
@@ -76,10 +76,10 @@ pub struct SqlStore<B> {
     backend: B,
     sql: &'static Statements,
     clock: Arc<dyn Clock>,
-    /// Appends waiting for a shared transaction ([`SqlStore::grouping`]).
-    grouped: Option<group::Grouped>,
-    /// Completions waiting for a shared transaction ([`SqlStore::grouping_completions`]).
-    completions: Option<group::Completions>,
+    /// Appends waiting for a shared transaction ([`SqlStore::with_append_batching`]).
+    append_batcher: Option<group::AppendBatcher>,
+    /// Completions waiting for a shared transaction ([`SqlStore::with_completion_batching`]).
+    completion_batcher: Option<group::CompletionBatcher>,
     /// Sessions a consumer-totals statement aggregates at most ([`SqlStore::totals_chunk`]).
     totals_chunk: u32,
 }
@@ -92,7 +92,7 @@ pub const TOTALS_CHUNK: u32 = 50_000;
 impl<B: SqlBackend> SqlStore<B> {
     /// A store running the backend's `sql` on its connections, stamping times from `clock`.
     pub fn new(backend: B, sql: &'static Statements, clock: Arc<dyn Clock>) -> Self {
-        Self { backend, sql, clock, grouped: None, completions: None, totals_chunk: TOTALS_CHUNK }
+        Self { backend, sql, clock, append_batcher: None, completion_batcher: None, totals_chunk: TOTALS_CHUNK }
     }
 
     /// Consumer totals aggregated `sessions` at a time (default [`TOTALS_CHUNK`]); tests make it small.
@@ -114,18 +114,20 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
     /// each with its own outcome (a refused one sends the batch back one by
     /// one). For a backend whose commit, not its statements, is the cost
     /// (SQLite's fsync).
-    pub fn grouping(self) -> Self {
-        let grouped = group::start(Self { completions: None, ..self.clone() });
-        Self { grouped: Some(grouped), ..self }
+    pub fn with_append_batching(self) -> Self {
+        let append_batcher = group::start_append_batcher(Self { completion_batcher: None, ..self.clone() });
+        Self { append_batcher: Some(append_batcher), ..self }
     }
 
     /// Completions from every session this process drains share one
     /// transaction, `in_flight` at once: a drain of many sessions commits a
     /// few times, not once a session.
-    pub fn grouping_completions(self, in_flight: usize) -> Self {
-        let completions =
-            group::start_completions(Self { grouped: None, completions: None, ..self.clone() }, in_flight);
-        Self { completions: Some(completions), ..self }
+    pub fn with_completion_batching(self, in_flight: usize) -> Self {
+        let completion_batcher = group::start_completion_batcher(
+            Self { append_batcher: None, completion_batcher: None, ..self.clone() },
+            in_flight,
+        );
+        Self { completion_batcher: Some(completion_batcher), ..self }
     }
 }
 

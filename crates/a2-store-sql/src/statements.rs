@@ -7,7 +7,7 @@
 /// (one round trip, for databases with arrays), or once with every row in one
 /// JSON array of arrays (one call, for databases with `json_each` and no arrays).
 #[derive(Debug, Clone, Copy)]
-pub enum Each {
+pub enum RowsStatement {
     PerRow(&'static str),
     Lists(&'static str),
     JsonRows(&'static str),
@@ -65,16 +65,16 @@ pub struct Statements {
     /// (key, ids) → events
     pub events_by_ids: &'static str,
     /// (now) then per event (key, idx, id, type, payload, cause): the rows may span sessions
-    pub events_insert: Each,
+    pub events_insert: RowsStatement,
     /// per head (key, consumer, lane, idx, kind)
-    pub event_heads_insert: Each,
+    pub event_heads_insert: RowsStatement,
     /// per cursor (key, consumer, lane, idx): inserted where the session has no cursor for that consumer
-    pub cursors_ensure: Each,
+    pub cursors_ensure: RowsStatement,
     /// (now) then per session (key, events about to be appended) → session, head, clear_index: each
     /// session created if new and its head moved past the events (read back under the row's lock), so
     /// the appends of many sessions share one statement of each kind. `None`: the backend appends
     /// many sessions its own way (Postgres, one statement a flush), or not at all.
-    pub sessions_open_many: Option<Each>,
+    pub sessions_open_many: Option<RowsStatement>,
     /// (new head, now, key)
     pub session_advance: &'static str,
     /// (key, consumer, types, head + 1, head, now)
@@ -83,7 +83,7 @@ pub struct Statements {
     pub head_lock: &'static str,
     /// (key) then per head (consumer, lane, idx, attempts, failures, error, failed at, holder, expires, next,
     /// attempt started at, error cause)
-    pub head_states_put: Each,
+    pub head_states_put: RowsStatement,
     /// (key, consumer, lane, idx)
     pub cursor_settle: &'static str,
     /// (key, consumer, lane, idx)
@@ -101,13 +101,13 @@ pub struct Statements {
     /// for the shared rules. `None`: every candidate goes through the rules (one writer, no row locks).
     pub claim_pick: Option<&'static str>,
     /// (key, holder, expires) then per head (consumer, lane, idx, attempt) → consumer, lane, idx kept
-    pub heads_renew: Each,
+    pub heads_renew: RowsStatement,
     /// (now) then per head (key, consumer, lane, idx, attempt), heads of any sessions, run in order:
     /// each head still running that attempt has it recorded as completed (0) and is settled (a cursor
     /// moves on, a per-event head goes); the rows they return, `session, consumer, lane, idx, attempt`,
     /// are the heads settled. One statement where the database can write several tables in one (Postgres),
     /// else one a step.
-    pub heads_complete: &'static [Each],
+    pub heads_complete: &'static [RowsStatement],
     /// (key, consumer, idx) → the dead head; locked where rows lock
     pub dead_letter_lock: &'static str,
     /// (key, consumer) → the cursor, and whether its consumer is paused (`paused`)
@@ -143,9 +143,9 @@ pub struct Statements {
     /// (key, head, clear_index, created_at, updated_at)
     pub session_import: &'static str,
     /// (key) then per event (idx, id, type, payload, created_at, cause)
-    pub events_import: Each,
+    pub events_import: RowsStatement,
     /// (key) then per head (consumer, lane, idx, kind, attempts, failures, error, failed_at, next_attempt_at)
-    pub heads_import: Each,
+    pub heads_import: RowsStatement,
     /// (key, reducer, idx, state, pins, created_at)
     pub snapshot_import: &'static str,
     /// How a payload pattern is bound to the search statements: the JSON
@@ -154,7 +154,7 @@ pub struct Statements {
     // ── attempt history ──
     /// (key) then per attempt (consumer, lane, idx, attempt, holder, started at, ended at, outcome, error,
     /// appended): a new record, or a lapse (2) replaced by the same attempt's late outcome (superseded, 3)
-    pub attempts_put: Each,
+    pub attempts_put: RowsStatement,
     /// (key, boundary, now): the attempts running at or below a clear's boundary end as cleared (5)
     pub attempts_cleared: &'static str,
     /// (key, consumer?, idx?, after consumer, lane, idx, attempt, limit) → attempts in head order, descending

@@ -18,11 +18,11 @@ fn head_args(head: &HeadRef) -> [Arg; 3] {
     [Arg::text(&head.consumer), Arg::text(lane_column(head.lane.as_deref())), Arg::Int(to_i64(head.index))]
 }
 
-pub(crate) fn keyed(key: &str, head: &HeadRef) -> Vec<Arg> {
+pub(crate) fn session_head_args(key: &str, head: &HeadRef) -> Vec<Arg> {
     std::iter::once(Arg::text(key)).chain(head_args(head)).collect()
 }
 
-pub(crate) fn fenced(held: &HeldHead) -> Vec<Arg> {
+pub(crate) fn held_head_args(held: &HeldHead) -> Vec<Arg> {
     head_args(&held.head).into_iter().chain([Arg::Int(i64::from(held.attempt))]).collect()
 }
 
@@ -119,7 +119,7 @@ impl<B: SqlBackend> SqlStore<B> {
     /// idempotent no-op (`duplicate`), a mix of present and new is refused.
     /// The head it returns is the session's after the append, read under the
     /// session row's lock, so no second read of the row is needed.
-    pub(crate) async fn append_in(
+    pub(crate) async fn append_in_tx(
         &self,
         conn: &mut dyn Conn,
         key: &str,
@@ -190,7 +190,7 @@ impl<B: SqlBackend> SqlStore<B> {
         key: &str,
         head: &HeadRef,
     ) -> Result<Option<(i64, HeadState)>, StoreError> {
-        let row = conn.fetch_optional(self.sql().head_lock, keyed(key, head)).await?;
+        let row = conn.fetch_optional(self.sql().head_lock, session_head_args(key, head)).await?;
         row.map(|r| Ok((r.int("kind")?, head_state(&r)?))).transpose()
     }
 
@@ -203,7 +203,7 @@ impl<B: SqlBackend> SqlStore<B> {
         kind: i64,
     ) -> Result<(), StoreError> {
         let sql = if kind == 0 { self.sql().cursor_settle } else { self.sql().event_head_settle };
-        conn.execute(sql, keyed(key, head)).await?;
+        conn.execute(sql, session_head_args(key, head)).await?;
         Ok(())
     }
 

@@ -13,20 +13,27 @@ use crate::rows::{
     contract_range, dead_letter, dead_letter_group, event, head_ref, head_state, paused_consumer, snapshot_info,
     summary,
 };
-use crate::steps::{fenced, keyed, pick_args};
+use crate::steps::{held_head_args, pick_args, session_head_args};
 use crate::value::Arg;
 use crate::{page, SqlBackend, SqlStore};
 
 impl<B: SqlBackend> SqlStore<B> {
     /// One append, in its own transaction (or the backend's faster path).
-    pub(crate) async fn append_alone(&self, params: EventAppend) -> Result<Appended, StoreError> {
-        if let Some(appended) = self.backend.append_fast(&params).await? {
+    pub(crate) async fn append_single(&self, params: EventAppend) -> Result<Appended, StoreError> {
+        if let Some(appended) = self.backend.event_append_native(&params).await? {
             self.backend.announce(&params.session);
             return Ok(appended);
         }
         let mut tx = self.backend.begin().await?;
         let appended = self
-            .append_in(tx.as_mut(), &params.session, params.events, &params.consumers, params.origin_index, self.now())
+            .append_in_tx(
+                tx.as_mut(),
+                &params.session,
+                params.events,
+                &params.consumers,
+                params.origin_index,
+                self.now(),
+            )
             .await?;
         tx.commit().await?;
         if !appended.duplicate {
@@ -54,12 +61,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         }
         // A run's append is checked against the clear boundary in its own transaction.
         let guarded = params.origin_index.is_some();
-        match &self.grouped {
-            Some(grouped) if !guarded => grouped
+        match &self.append_batcher {
+            Some(append_batcher) if !guarded => append_batcher
                 .submit(params)
                 .await
                 .unwrap_or_else(|| Err(StoreError::unavailable("the store's append queue stopped"))),
-            _ => self.append_alone(params).await,
+            _ => self.append_single(params).await,
         }
     }
     async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
@@ -172,7 +179,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     async fn head_renew(&self, params: HeadRenew) -> Result<Renewed, StoreError> {
         let expires = self.now() + params.ttl_ms;
         let leading = [Arg::text(&params.session), Arg::text(&params.holder), Arg::Int(expires)];
-        let rows: Vec<Vec<Arg>> = params.heads.iter().map(fenced).collect();
+        let rows: Vec<Vec<Arg>> = params.heads.iter().map(held_head_args).collect();
         let mut tx = self.backend.begin().await?;
         let kept = run_each(tx.as_mut(), &self.sql().heads_renew, &leading, &rows).await?;
         tx.commit().await?;
@@ -185,7 +192,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let now = self.now();
         if !params.events.is_empty() {
             check_batch(key, &params.events)?;
-            if let Some(outcome) = self.backend.complete_appending(&params, now).await? {
+            if let Some(outcome) = self.backend.head_complete_native(&params, now).await? {
                 if matches!(&outcome, CompleteOutcome::Completed { appended, .. } if !appended.is_empty()) {
                     self.backend.announce(key);
                 }
@@ -202,7 +209,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         };
         let mut attempt = Attempt::ended(&params.head, &state, params.attempt, now, AttemptOutcome::Completed);
         let Appended { head: session_head, events: appended, duplicate } =
-            self.append_in(tx.as_mut(), key, params.events, &params.consumers, None, now).await?;
+            self.append_in_tx(tx.as_mut(), key, params.events, &params.consumers, None, now).await?;
         attempt.appended = appended.iter().map(|e| e.id.clone()).collect();
         self.attempts_put(tx.as_mut(), key, &[attempt]).await?;
         // No touch of the session row: completions of one session's heads must not queue on it.
@@ -219,13 +226,13 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         if params.heads.is_empty() {
             return Ok(Vec::new());
         }
-        match &self.completions {
-            Some(completions) => completions
+        match &self.completion_batcher {
+            Some(completion_batcher) => completion_batcher
                 .submit(params)
                 .await
                 .unwrap_or_else(|| Err(StoreError::unavailable("the store's completion queue stopped"))),
             None => {
-                Ok(self.complete_together(std::slice::from_ref(&params)).await?.into_iter().next().unwrap_or_default())
+                Ok(self.complete_batch(std::slice::from_ref(&params)).await?.into_iter().next().unwrap_or_default())
             }
         }
     }
@@ -398,7 +405,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             // Older snapshots of this reducer go, unless a running head still pins them.
             let mut live = false;
             for pin in &row_pins {
-                live |= tx.fetch_one(self.sql().pin_live, keyed(key, pin)).await?.bool("live")?;
+                live |= tx.fetch_one(self.sql().pin_live, session_head_args(key, pin)).await?.bool("live")?;
             }
             if !live {
                 tx.execute(self.sql().snapshot_delete, at(index)).await?;

@@ -123,7 +123,7 @@ impl Sqlite {
         let store = SqlStore::new(Self { path, writer, reader }, &sql::SQL, clock);
         // One fsync a commit is SQLite's cost, not its statements: concurrent appends share a
         // commit, and so do completions (one writer connection: one flush at a time).
-        Ok(if access == Access::ReadWrite { store.grouping().grouping_completions(1) } else { store })
+        Ok(if access == Access::ReadWrite { store.with_append_batching().with_completion_batching(1) } else { store })
     }
 
     /// Open by URL: `sqlite:PATH` or `sqlite://PATH` (`?mode=ro` for read-only).

@@ -2,7 +2,7 @@
 //! as JSON text (`json_each`); SQLite has no row locks, and needs none: every
 //! write transaction is `BEGIN IMMEDIATE`, so writers take turns.
 
-use a2_store_sql::{Each, PayloadBinding, Statements};
+use a2_store_sql::{PayloadBinding, RowsStatement, Statements};
 
 macro_rules! summary {
     ($where:literal) => {
@@ -128,17 +128,17 @@ pub(crate) static SQL: Statements = Statements {
          ON CONFLICT (session) DO UPDATE SET session = excluded.session RETURNING head, clear_index",
     events_by_ids: "SELECT id, idx, type, payload, created_at, cause FROM a2_events \
          WHERE session = ?1 AND id IN (SELECT value FROM json_each(?2))",
-    events_insert: Each::JsonRows(
+    events_insert: RowsStatement::JsonRows(
         "INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
          SELECT u.value ->> 0, u.value ->> 1, u.value ->> 2, u.value ->> 3, u.value ->> 4, ?1, u.value ->> 5 \
          FROM json_each(?2) AS u",
     ),
-    event_heads_insert: Each::JsonRows(
+    event_heads_insert: RowsStatement::JsonRows(
         "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
          SELECT u.value ->> 0, u.value ->> 1, u.value ->> 2, u.value ->> 3, u.value ->> 4 FROM json_each(?1) AS u \
          WHERE true ON CONFLICT DO NOTHING",
     ),
-    cursors_ensure: Each::JsonRows(
+    cursors_ensure: RowsStatement::JsonRows(
         "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
          SELECT u.value ->> 0, u.value ->> 1, u.value ->> 2, u.value ->> 3, 0 FROM json_each(?1) AS u \
          WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = u.value ->> 0 AND h.consumer = u.value ->> 1 \
@@ -146,7 +146,7 @@ pub(crate) static SQL: Statements = Statements {
          ON CONFLICT DO NOTHING",
     ),
     // `WHERE true`: an upsert's SELECT needs a WHERE, or its ON reads as a join's.
-    sessions_open_many: Some(Each::JsonRows(
+    sessions_open_many: Some(RowsStatement::JsonRows(
         "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) \
          SELECT u.value ->> 0, u.value ->> 1, 0, ?1, ?1 FROM json_each(?2) AS u WHERE true \
          ON CONFLICT (session) DO UPDATE SET head = head + excluded.head, updated_at = ?1 \
@@ -164,7 +164,7 @@ pub(crate) static SQL: Statements = Statements {
     head_lock: "SELECT * FROM a2_heads WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4",
     // The rows as a materialized subquery (`LIMIT -1`), so the plan walks them and finds each head by
     // its key; over `json_each` itself the planner scanned the session's heads once a row.
-    head_states_put: Each::JsonRows(
+    head_states_put: RowsStatement::JsonRows(
         "UPDATE a2_heads SET attempt_count = v.a, failure_count = v.f, last_error = v.e, failed_at = v.fa, \
            lease_holder = v.lh, lease_expires_at = v.le, next_attempt_at = v.na, attempt_started_at = v.sa, \
            last_error_cause = v.ec \
@@ -197,7 +197,7 @@ pub(crate) static SQL: Statements = Statements {
     ),
     // SQLite's writer holds the whole database: its rules pass is as quick as a statement.
     claim_pick: None,
-    heads_renew: Each::JsonRows(
+    heads_renew: RowsStatement::JsonRows(
         "UPDATE a2_heads SET lease_expires_at = ?3 \
          FROM (SELECT u.value ->> 0 AS c, u.value ->> 1 AS l, u.value ->> 2 AS i, u.value ->> 3 AS a \
            FROM json_each(?4) AS u LIMIT -1) AS v \
@@ -208,26 +208,26 @@ pub(crate) static SQL: Statements = Statements {
     // Every step over the whole batch at once (the rows as JSON); the transaction holds SQLite's
     // write lock, so the heads the first step finds current are the ones the others settle.
     heads_complete: &[
-        Each::JsonRows(concat!(
+        RowsStatement::JsonRows(concat!(
             "SELECT h.session, h.consumer, h.lane, h.idx, h.attempt_count AS attempt FROM ",
             current_heads!(),
             " WHERE h.attempt_count = u.value ->> 4 AND h.failed_at IS NULL",
         )),
-        Each::JsonRows(concat!(
+        RowsStatement::JsonRows(concat!(
             "INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome) \
              SELECT h.session, h.consumer, h.lane, h.idx, h.attempt_count, h.lease_holder, h.attempt_started_at, ?1, 0 \
              FROM ",
             current_heads!(),
             " WHERE h.attempt_count = u.value ->> 4 AND h.failed_at IS NULL ON CONFLICT DO NOTHING",
         )),
-        Each::JsonRows(concat!(
+        RowsStatement::JsonRows(concat!(
             "UPDATE a2_heads SET idx = idx + 1, attempt_count = 0, failure_count = 0, last_error = NULL, \
              failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
              WHERE (session, consumer, lane, idx) IN (SELECT h.session, h.consumer, h.lane, h.idx FROM ",
             current_heads!(),
             " WHERE h.kind = 0 AND h.attempt_count = u.value ->> 4 AND h.failed_at IS NULL)",
         )),
-        Each::JsonRows(concat!(
+        RowsStatement::JsonRows(concat!(
             "DELETE FROM a2_heads WHERE (session, consumer, lane, idx) IN (SELECT h.session, h.consumer, h.lane, h.idx \
              FROM ",
             current_heads!(),
@@ -261,12 +261,12 @@ pub(crate) static SQL: Statements = Statements {
     pause_delete: "DELETE FROM a2_consumer_pauses WHERE contract = ?1 AND consumer = ?2 RETURNING contract",
     pauses_list: "SELECT * FROM a2_consumer_pauses WHERE ?1 IS NULL OR contract = ?1 ORDER BY contract, consumer",
     session_import: "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-    events_import: Each::PerRow("INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
+    events_import: RowsStatement::PerRow("INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
-    heads_import: Each::PerRow("INSERT INTO a2_heads (session, consumer, lane, idx, kind, attempt_count, failure_count, \
+    heads_import: RowsStatement::PerRow("INSERT INTO a2_heads (session, consumer, lane, idx, kind, attempt_count, failure_count, \
              last_error, failed_at, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
     snapshot_import: "INSERT INTO a2_snapshots (session, reducer, idx, state, pins, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    attempts_put: Each::PerRow(
+    attempts_put: RowsStatement::PerRow(
         "INSERT INTO a2_attempts AS a (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome, \
            error, appended) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
          ON CONFLICT (session, consumer, lane, idx, attempt) DO UPDATE SET outcome = excluded.outcome, \
