@@ -163,6 +163,12 @@ export type Cause = {
 	lane: string | null,
 	index: number,
 	attempt: number,
+	/**
+	 *  How many events the run appended or returned together, on each that
+	 *  got a derived id (the seeds' `batchSize`): a reader tells a batch's
+	 *  members from a lone event without reading the log around it.
+	 */
+	batch_size?: number | null,
 };
 
 /**  The store's change counter: the UI reads again whenever it moves. */

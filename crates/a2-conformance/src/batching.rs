@@ -108,7 +108,13 @@ pub async fn grouped_appends_keep_payloads_and_cursors(factory: &dyn StoreFactor
                 let events = if session.starts_with("again") {
                     vec![event(&format!("{session}-e"), "tick")]
                 } else {
-                    let cause = Cause { consumer: "up".into(), lane: Some("l".into()), index: 7, attempt: 2 };
+                    let cause = Cause {
+                        consumer: "up".into(),
+                        lane: Some("l".into()),
+                        index: 7,
+                        attempt: 2,
+                        batch_size: Some(3),
+                    };
                     vec![
                         NewEvent { payload: payload(s), cause: Some(cause), ..event(&format!("{session}-a"), "tick") },
                         NewEvent {

@@ -12,7 +12,8 @@ pub async fn complete_appends_returned_events_atomically(factory: &dyn StoreFact
     store.cursor_wake(CursorWake { session: key("s"), consumer: log("c") }).await.expect("wake");
     append(&*store, "s", vec![event("a", "tick"), event("b", "tick")], &consumers).await;
     let held = claim(&*store, "s", "h", &consumers).await.heads.remove(0);
-    let cause = Cause { consumer: "c".into(), lane: Some("main".into()), index: 1, attempt: held.attempt };
+    let cause =
+        Cause { consumer: "c".into(), lane: Some("main".into()), index: 1, attempt: held.attempt, batch_size: None };
     let mut returned = targeted("r1", "tock", &[("par", None)]);
     returned.cause = Some(cause.clone());
     let duplicate = event("a", "tick");

@@ -26,7 +26,8 @@ pub async fn log_consumer_never_runs_an_untaken_type(factory: &dyn StoreFactory)
     let a = claim(&*store, "s", "A", &consumers).await;
     assert_eq!(types_of(&a), vec![(1, "work".to_owned())]);
     let mut inline = event("audit-of-1", "audit");
-    inline.cause = Some(Cause { consumer: "ordered".into(), lane: Some("main".into()), index: 1, attempt: 1 });
+    inline.cause =
+        Some(Cause { consumer: "ordered".into(), lane: Some("main".into()), index: 1, attempt: 1, batch_size: None });
     assert_eq!(append(&*store, "s", vec![inline], &consumers).await, 3);
     let b = claim(&*store, "s", "B", &consumers).await;
     assert!(b.heads.is_empty() && b.busy_until.is_some(), "A's live lease keeps B out: {b:?}");

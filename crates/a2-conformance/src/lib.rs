@@ -170,6 +170,7 @@ macro_rules! conformance_suite {
                     lapsed_run_sees_claim_expired_and_may_clean_up,
                     consume_of_own_consumer_kicks_its_drain,
                     reappend_of_an_id_cleared_away_dedupes,
+                    returned_batch_cause_carries_batch_size,
                 );
             }
         }

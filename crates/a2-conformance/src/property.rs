@@ -322,6 +322,7 @@ async fn run_types_case(
                         lane: head.head.lane.clone(),
                         index: head.head.index,
                         attempt: head.attempt,
+                        batch_size: None,
                     };
                     case.append(audit, Some(cause)).await?;
                 }

@@ -398,3 +398,40 @@ pub async fn reappend_of_an_id_cleared_away_dedupes(factory: &dyn StoreFactory, 
     let history = session.history(EventRange::all()).unwrap_or_else(|e| panic!("{e}")).collect().await;
     assert_eq!(history.map(|v| v.len()), Ok(0), "nothing was appended past the boundary");
 }
+
+/// An event a run appends or returns under a derived id carries its batch's
+/// size in its cause (the seeds' `batchSize`); one named by the run does not.
+pub async fn returned_batch_cause_carries_batch_size(factory: &dyn StoreFactory, pace: Pace) {
+    let batcher = Consumer::builder("batcher")
+        .lane("main")
+        .types(["stop"])
+        .run(|ctx| async move {
+            let tock = || AppendInput::new("tock", json!({}));
+            ctx.session.append("pair", vec![tock(), tock()]).await?;
+            ctx.session.append("named", vec![tock().with_id("given-1")]).await?;
+            Ok::<_, BoxError>(vec![tock(), tock(), tock()])
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let server = server_with(pace, open(factory).await, vec![batcher], |b| b);
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![AppendInput::new("stop", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
+    let history = || {
+        let session = session.clone();
+        async move { session.history(EventRange::all()).unwrap_or_else(|e| panic!("{e}")).collect().await }
+    };
+    let mut events = Vec::new();
+    for _ in 0..2_000 {
+        events = history().await.unwrap_or_else(|e| panic!("{e}"));
+        if events.len() >= 7 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let sizes: Vec<(String, Option<u32>)> =
+        events.iter().skip(1).map(|e| (e.id.clone(), e.cause.as_ref().and_then(|c| c.batch_size))).collect();
+    assert_eq!(sizes.len(), 6, "two appended, one named, three returned: {sizes:?}");
+    let of = |size: Option<u32>| sizes.iter().filter(|(_, s)| *s == size).count();
+    assert_eq!((of(Some(2)), of(None), of(Some(3))), (2, 1, 3), "{sizes:?}");
+    assert!(sizes.iter().any(|(id, s)| id == "given-1" && s.is_none()), "the named event has no batch size: {sizes:?}");
+    assert!(events.iter().skip(1).all(|e| e.cause.is_some()), "every event the run wrote has a cause");
+}

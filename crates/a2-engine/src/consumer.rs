@@ -355,6 +355,7 @@ impl ConsumerSession {
             lane: self.head.lane.clone(),
             index: self.head.index,
             attempt: self.attempt,
+            batch_size: None,
         }
     }
 

@@ -219,6 +219,7 @@ fn returned_events(
         lane: claimed.head.lane.clone(),
         index: claimed.head.index,
         attempt: claimed.attempt,
+        batch_size: None,
     };
     let inputs = returned.0;
     // The rule of `ConsumerSession::append`: any id of 1-256 characters, a derived one included.

@@ -185,6 +185,7 @@ impl ServerCore {
         cause: Option<&Cause>,
         id_for: &IdFor<'_>,
     ) -> Result<Vec<NewEvent>, A2Error> {
+        let batch_size = u32::try_from(events.len()).unwrap_or(u32::MAX);
         events
             .into_iter()
             .enumerate()
@@ -211,11 +212,14 @@ impl ServerCore {
                         },
                     }
                 }
+                // A run's event named by the engine carries the size of its batch; one the caller named does not.
+                let derived = input.id.is_none();
+                let cause = cause.map(|c| Cause { batch_size: derived.then_some(batch_size), ..c.clone() });
                 Ok(NewEvent {
                     id: input.id.unwrap_or_else(|| id_for(ordinal)),
                     event_type: input.event_type,
                     payload: input.payload,
-                    cause: cause.cloned(),
+                    cause,
                     targets,
                 })
             })

@@ -28,6 +28,11 @@ pub struct Cause {
     pub lane: Option<String>,
     pub index: u64,
     pub attempt: u32,
+    /// How many events the run appended or returned together, on each that
+    /// got a derived id (the seeds' `batchSize`): a reader tells a batch's
+    /// members from a lone event without reading the log around it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_size: Option<u32>,
 }
 
 /// One stored event of a session's log.
