@@ -414,6 +414,8 @@ export type ErrorCode = "READ_ONLY" | "NOT_FOUND" | "INVALID_INPUT" | "NOT_CONNE
 "FORBIDDEN" | "STORE_UNAVAILABLE" | "STORE_TIMEOUT" | "SCHEMA_MISMATCH" | "PARTIAL_DUPLICATE_BATCH" | "NOT_AN_A2_STORE" | "TLS_FAILED" | "UNKNOWN_EVENT_TYPE" | "INVALID_PAYLOAD" | "INVALID_EVENT_ID" | "INVALID_SESSION_ID" | "INVALID_CONSUMER" | "INVALID_CONTRACT" | "UNKNOWN_CONSUMER" | "UNKNOWN_REDUCER" | "INVALID_ARGUMENT" | "STORE_NOT_CONFIGURED" | "SUPERSEDED_ATTEMPT" | "CLAIM_EXPIRED" | "CONSUMER_DEAD_LETTERED" | "CONSUMER_PAUSED" | 
 /**  A live attempt holds the cursor an acknowledgement would move. */
 "CONSUMER_BUSY" | "SESSION_CLEARED" | "CONSUME_CYCLE" | "CANCELLED" | 
+/**  A drain's task panicked (a bug, not the store); the rescuer drains the session again. */
+"DRAIN_PANICKED" | 
 /**  A client's transport: the Studio server did not answer, or not in JSON. */
 "TRANSPORT" | 
 /**  A client's: something failed that was not a Studio error at all. */

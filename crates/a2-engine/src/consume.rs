@@ -125,7 +125,7 @@ async fn consume_loop(
         let mut drain = spawn_drain(core, session_id, options);
         tokio::select! {
             joined = &mut drain => {
-                drain_joined(joined)?;
+                drain_joined(session_id, joined)?;
             }
             () = cancelled() => {
                 // The wait stops; the drain and its running heads carry on, and what they

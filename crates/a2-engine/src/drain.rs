@@ -124,7 +124,7 @@ pub(crate) async fn run_drain(
     session_id: &str,
     options: DrainOptions,
 ) -> Result<DrainResult, A2Error> {
-    join_drain(spawn_drain(core, session_id, options)).await
+    drain_joined(session_id, spawn_drain(core, session_id, options).await)
 }
 
 /// Start a drain in a task of its own: dropping the caller's future (a
@@ -159,19 +159,32 @@ pub(crate) fn spawn_drain(
     )
 }
 
-pub(crate) async fn join_drain(
-    handle: tokio::task::JoinHandle<Result<DrainResult, A2Error>>,
-) -> Result<DrainResult, A2Error> {
-    drain_joined(handle.await)
-}
-
-/// What a drain's task ended with; a task that panicked or was aborted is an unavailable store to its caller.
+/// What a drain's task ended with: a task that panicked is the engine's
+/// error (`DRAIN_PANICKED`), one aborted (its server shut down) a cancellation;
+/// neither is the store's.
 pub(crate) fn drain_joined(
+    session_id: &str,
     joined: Result<Result<DrainResult, A2Error>, tokio::task::JoinError>,
 ) -> Result<DrainResult, A2Error> {
     joined.unwrap_or_else(|join| {
-        Err(A2Error::Store(StoreError::unavailable(format!("the drain's task ended before it finished: {join}"))))
+        Err(if join.is_panic() {
+            A2Error::DrainPanicked { session: session_id.to_owned(), message: panic_text(join.into_panic()) }
+        } else {
+            A2Error::Cancelled {
+                message: format!("the drain of session '{session_id}' was stopped before it finished"),
+            }
+        })
     })
+}
+
+/// A panic's message, when it carried text.
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(text) => *text,
+        Err(payload) => {
+            payload.downcast_ref::<&str>().map_or_else(|| "a panic without a message".into(), |t| (*t).to_owned())
+        }
+    }
 }
 
 struct Drain {
@@ -653,5 +666,27 @@ fn min_opt(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A drain task that panicked is the engine's error with the panic's
+    /// text, one stopped is a cancellation: neither claims the store failed.
+    #[tokio::test]
+    async fn a_drain_task_that_died_is_not_the_stores_error() {
+        let panicked = tokio::spawn(async { panic!("lane code blew up") }).await;
+        let panicked: Result<Result<DrainResult, A2Error>, _> = panicked.map(|()| unreachable!());
+        match drain_joined("s", panicked) {
+            Err(A2Error::DrainPanicked { session, message }) => {
+                assert_eq!((session.as_str(), message.as_str()), ("s", "lane code blew up"))
+            }
+            other => panic!("expected DRAIN_PANICKED, got {other:?}"),
+        }
+        let stopped = tokio::spawn(std::future::pending::<Result<DrainResult, A2Error>>());
+        stopped.abort();
+        assert_eq!(drain_joined("s", stopped.await).map_err(|e| e.code()).err(), Some("CANCELLED"));
     }
 }

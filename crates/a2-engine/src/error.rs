@@ -42,6 +42,10 @@ pub enum A2Error {
     ConsumeCycle { waiter: String, consumer: String, session: String, through: u64 },
     #[error("cancelled: {message}")]
     Cancelled { message: String },
+    /// A drain's own task panicked: a bug in the engine or a consumer's
+    /// lane code, not the store; the rescuer drains the session again.
+    #[error("the drain of session '{session}' panicked: {message}")]
+    DrainPanicked { session: String, message: String },
     /// The store's own error, its code and retryability unchanged.
     #[error("{0}")]
     Store(StoreError),
@@ -67,6 +71,7 @@ impl A2Error {
             Self::SessionCleared { .. } => "SESSION_CLEARED",
             Self::ConsumeCycle { .. } => "CONSUME_CYCLE",
             Self::Cancelled { .. } => "CANCELLED",
+            Self::DrainPanicked { .. } => "DRAIN_PANICKED",
             Self::Store(e) => e.code(),
         }
     }

@@ -72,6 +72,8 @@ error_codes! {
     SessionCleared = "SESSION_CLEARED",
     ConsumeCycle = "CONSUME_CYCLE",
     Cancelled = "CANCELLED",
+    /// A drain's task panicked (a bug, not the store); the rescuer drains the session again.
+    DrainPanicked = "DRAIN_PANICKED",
     /// A client's transport: the Studio server did not answer, or not in JSON.
     Transport = "TRANSPORT",
     /// A client's: something failed that was not a Studio error at all.
@@ -163,6 +165,7 @@ mod tests {
             A2Error::SessionCleared { session: text(), index: 1 },
             A2Error::ConsumeCycle { waiter: text(), consumer: text(), session: text(), through: 1 },
             A2Error::Cancelled { message: text() },
+            A2Error::DrainPanicked { session: text(), message: text() },
         ];
         let operator =
             store.into_iter().map(OperatorError::from).chain(engine.into_iter().map(OperatorError::from)).chain([
