@@ -117,7 +117,6 @@ async fn open_at_start(studio: &Studio, args: &Args) -> Result<(), a2_studio_api
             profile: None,
             password: None,
             read_only: None,
-            init: false,
         };
         // Started from a file manager there is no terminal: the window opens on the connect screen instead.
         if let Err(error) = studio.connection_open(request).await {
@@ -130,7 +129,6 @@ async fn open_at_start(studio: &Studio, args: &Args) -> Result<(), a2_studio_api
                 profile: None,
                 password: None,
                 read_only: None,
-                init: false,
             })
             .await?;
     }

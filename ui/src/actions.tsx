@@ -216,7 +216,7 @@ export function CopyDialog({ contract, session, onClose }: { contract: string; s
   const openCopy = async () => {
     if (!copied) return;
     try {
-      const info = await unwrap(commands.connectionOpen({ url: copied.url, profile: null, password: null, read_only: null, init: false }));
+      const info = await unwrap(commands.connectionOpen({ url: copied.url, profile: null, password: null, read_only: null }));
       switchConnection(info);
       go({ view: "session", contract: copied.contract, session: copied.session, tab: "consumers" });
       onClose(false);

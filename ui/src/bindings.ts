@@ -256,11 +256,6 @@ export type ConnectionOpen = {
 	 *  or for a profile saved read-only.
 	 */
 	read_only: boolean | null,
-	/**
-	 *  Create the A2 schema even beside other tables (`a2 init`); otherwise a
-	 *  database or file that is not an A2 store is refused and left untouched.
-	 */
-	init?: boolean,
 };
 
 export type ConsumeMode = 

@@ -74,13 +74,7 @@ async fn serve(cli: &Cli, port: u16, demo_traffic: bool, export_dir: PathBuf) ->
 }
 
 fn open_request(cli: &Cli, read_only: Option<bool>) -> ConnectionOpen {
-    ConnectionOpen {
-        url: Some(cli.store.clone()),
-        profile: None,
-        password: None,
-        read_only,
-        init: matches!(cli.command, Command::Init),
-    }
+    ConnectionOpen { url: Some(cli.store.clone()), profile: None, password: None, read_only }
 }
 
 /// Writing to a Postgres database is a step of its own: say which one, before anything is written.
@@ -116,7 +110,11 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
     studio.set_host_demo(matches!(cli.command, Command::Consume { mode: ConsumeKind::Run, .. }));
     // `init` exists to write: it asks read-write itself.
     let read_only = if matches!(cli.command, Command::Init) { Some(false) } else { read_only_of(&cli) };
-    let info = studio.connection_open(open_request(&cli, read_only)).await?;
+    let info = if matches!(cli.command, Command::Init) {
+        studio.connection_init(open_request(&cli, read_only)).await?
+    } else {
+        studio.connection_open(open_request(&cli, read_only)).await?
+    };
     announce_writes(&info);
     let out = print::Out { json: cli.json };
     match cli.command {

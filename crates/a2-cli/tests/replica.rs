@@ -17,7 +17,7 @@ fn a2(store: &str, args: &[&str], config: &Path) -> (i32, String, String) {
 }
 
 fn open(url: &str, read_only: Option<bool>) -> ConnectionOpen {
-    ConnectionOpen { url: Some(url.to_owned()), profile: None, password: None, read_only, init: false }
+    ConnectionOpen { url: Some(url.to_owned()), profile: None, password: None, read_only }
 }
 
 async fn sessions(studio: &Studio) -> usize {

@@ -85,13 +85,7 @@ async fn tls_only_postgres_is_attached_verified_and_refused_without_tls_or_with_
 
     // The Studio's connection_open: the same three ways.
     let studio = Studio::new(&config);
-    let open = |url: &str| ConnectionOpen {
-        url: Some(url.to_owned()),
-        profile: None,
-        password: None,
-        read_only: None,
-        init: false,
-    };
+    let open = |url: &str| ConnectionOpen { url: Some(url.to_owned()), profile: None, password: None, read_only: None };
     let info = studio.connection_open(open(&verified)).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(info.tls, Some(TlsView::Verified));
     assert!(info.read_only, "Postgres attaches read-only unless asked");

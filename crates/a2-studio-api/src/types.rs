@@ -36,10 +36,6 @@ pub struct ConnectionOpen {
     /// Postgres read-only). `Some(false)` is refused under a read-only ceiling
     /// or for a profile saved read-only.
     pub read_only: Option<bool>,
-    /// Create the A2 schema even beside other tables (`a2 init`); otherwise a
-    /// database or file that is not an A2 store is refused and left untouched.
-    #[serde(default)]
-    pub init: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]

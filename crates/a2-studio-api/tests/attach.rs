@@ -93,8 +93,7 @@ async fn a_postgres_database_that_is_not_an_a2_store_is_left_untouched_until_ini
     assert_eq!(refused.code, ErrorCode::NotAnA2Store, "{refused}");
     assert!(refused.message.contains("a2 init"), "{refused}");
     assert_eq!(tables(&admin, &schema).await, vec!["orders".to_owned()], "nothing was written");
-    let init = ConnectionOpen { init: true, ..open(&url, Some(false)) };
-    studio.connection_open(init).await.unwrap_or_else(|e| panic!("{e}"));
+    studio.connection_init(open(&url, Some(false))).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(tables(&admin, &schema).await.contains(&"a2_events".to_owned()));
     a2_test_support::drop_schema(&schema).await;
 }
@@ -129,8 +128,7 @@ async fn a_sqlite_file_that_is_not_an_a2_store_is_left_untouched_until_init() {
     assert_eq!(refused.map(|e| e.code), Some(ErrorCode::NotAnA2Store));
     assert_eq!(std::fs::read_to_string(&text).unwrap_or_default(), "not a database at all");
 
-    let init = ConnectionOpen { init: true, ..open(&url, None) };
-    let info = studio.connection_open(init).await.unwrap_or_else(|e| panic!("{e}"));
+    let info = studio.connection_init(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(!info.read_only);
     assert!(studio.contract_list(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")).is_empty());
 }
@@ -142,8 +140,7 @@ async fn a_profile_saved_read_only_stays_read_only() {
     let studio = Studio::new(&dir);
     let save = ProfileSave { name: "prod".into(), url: url.clone(), password: None, read_only: true };
     studio.profile_save(save).await.unwrap_or_else(|e| panic!("{e}"));
-    let profile =
-        |read_only| ConnectionOpen { url: None, profile: Some("prod".into()), password: None, read_only, init: false };
+    let profile = |read_only| ConnectionOpen { url: None, profile: Some("prod".into()), password: None, read_only };
     let raised = studio.connection_open(profile(Some(false))).await.err();
     assert_eq!(raised.map(|e| e.code), Some(ErrorCode::ReadOnly));
     let info = studio.connection_open(profile(None)).await.unwrap_or_else(|e| panic!("{e}"));

@@ -367,6 +367,47 @@ async fn the_web_mode_needs_its_token_and_refuses_actions_read_only() {
     served.stop().await;
 }
 
+/// A token holder of the web mode can neither point a saved profile at
+/// another database (nor wipe one) nor migrate a database it names: profile
+/// changes are refused and `init` is not on the wire at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_mode_cannot_save_profiles_or_init() {
+    let dir = scratch();
+    let url = format!("sqlite:{}", dir.join("web.sqlite").display());
+    Operator::connect(&Connect::new(url.clone()), &Registry).await.unwrap_or_else(|e| panic!("{e}"));
+    let foreign = dir.join("foreign.sqlite");
+    std::fs::write(&foreign, "").unwrap_or_else(|e| panic!("{e}"));
+    let limits = Limits { web: true, started_with: Some(url.clone()), ..Limits::default() };
+    let studio = Arc::new(Studio::with_limits(&dir, limits));
+    studio.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
+    let served = common::serve(studio.clone()).await;
+    let with_token = [("x-a2-token", served.token.as_str()), ("content-type", "application/json")];
+    let post = |command: &'static str, body: String| {
+        let headers = with_token;
+        async move { http(served.port, "POST", &format!("/api/{command}"), &headers, &body).await }
+    };
+
+    let save = format!(
+        r#"{{"request":{{"name":"prod","url":"sqlite:{}","password":null,"read_only":false}}}}"#,
+        foreign.display()
+    );
+    let (status, body) = post("profile_save", save).await;
+    assert!(status == 403 && body.contains(r#""code":"FORBIDDEN""#), "{status} {body}");
+    let (status, body) = post("profile_delete", r#"{"request":{"name":"prod"}}"#.to_owned()).await;
+    assert!(status == 403 && body.contains(r#""code":"FORBIDDEN""#), "{status} {body}");
+    let (status, body) = post("profile_list", r#"{"request":{}}"#.to_owned()).await;
+    assert!(status == 200 && !body.contains("prod"), "nothing was saved: {status} {body}");
+
+    let init =
+        format!(r#"{{"request":{{"url":"{url}","profile":null,"password":null,"read_only":false,"init":true}}}}"#);
+    let (status, body) = post("connection_open", init).await;
+    assert!(status == 400 && body.contains("INVALID_INPUT"), "init is no field of the wire type: {status} {body}");
+    let refused = studio.connection_init(open(&format!("sqlite:{}", foreign.display()), None)).await;
+    assert_eq!(refused.err().map(|e| e.code), Some(ErrorCode::Forbidden), "nor is there a way round it in-process");
+    assert_eq!(std::fs::read(&foreign).map(|b| b.len()).ok(), Some(0), "the foreign file was never touched");
+    served.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_with_a_shop_contract_runs_no_demo_code_unless_asked() {
     let (url, _) = seeded(StoreKind::Sqlite).await;

@@ -69,7 +69,6 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
       password: kind === "postgres" && password ? password : null,
       // null: as the Studio decides; only a switch the person moved is sent.
       read_only: wantWrite ? null : readOnly,
-      init: false,
     };
     open.mutate({ request, wantWrite });
   };
@@ -206,7 +205,7 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
           <ul className="list">
             {profiles.data.profiles.map((p) => (
               <li key={p.name}>
-                <button type="button" className="link" onClick={() => openNamed({ url: null, profile: p.name, password: null, read_only: null, init: false })}>
+                <button type="button" className="link" onClick={() => openNamed({ url: null, profile: p.name, password: null, read_only: null })}>
                   {p.name}
                 </button>{" "}
                 <code>{p.url}</code> {p.read_only && <span className="badge ro">read-only</span>}
@@ -225,7 +224,7 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
           <ul className="list">
             {profiles.data.recent.map((r) => (
               <li key={r}>
-                <button type="button" className="link" onClick={() => openNamed({ url: r, profile: null, password: null, read_only: null, init: false })}>
+                <button type="button" className="link" onClick={() => openNamed({ url: r, profile: null, password: null, read_only: null })}>
                   {r}
                 </button>
               </li>

@@ -16,7 +16,20 @@ impl Studio {
     }
 
     pub async fn connection_open(&self, request: ConnectionOpen) -> Result<ConnectionInfo, ApiError> {
-        self.open_with(request, self.host_demo.load(std::sync::atomic::Ordering::Relaxed)).await
+        self.open_with(request, self.host_demo.load(std::sync::atomic::Ordering::Relaxed), false).await
+    }
+
+    /// Open a store creating the A2 schema even beside other tables: `a2
+    /// init`'s own path, on no command list, so neither a page of the web
+    /// mode nor the app's IPC can migrate a database it was pointed at.
+    pub async fn connection_init(&self, request: ConnectionOpen) -> Result<ConnectionInfo, ApiError> {
+        if self.limits.web {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "the web mode creates no schema: run `a2 init` on this machine",
+            ));
+        }
+        self.open_with(request, false, true).await
     }
 
     /// The mode a request gets: the ceiling first, then what the request asks,
@@ -45,8 +58,14 @@ impl Studio {
         Ok(if read_only { Mode::ReadOnly } else { Mode::ReadWrite })
     }
 
-    /// Open a store; `host_demo`: run the demo contract's consumers if it has that contract.
-    pub(super) async fn open_with(&self, request: ConnectionOpen, host_demo: bool) -> Result<ConnectionInfo, ApiError> {
+    /// Open a store; `host_demo`: run the demo contract's consumers if it has
+    /// that contract; `init`: create the A2 schema beside other tables.
+    pub(super) async fn open_with(
+        &self,
+        request: ConnectionOpen,
+        host_demo: bool,
+        init: bool,
+    ) -> Result<ConnectionInfo, ApiError> {
         let (url, password, profile_read_only) = match (&request.profile, &request.url) {
             (Some(name), _) => {
                 let profile = self.profiles.resolve(name)?;
@@ -69,7 +88,7 @@ impl Studio {
         let mut connect = Connect::new(url.clone());
         connect.mode = Some(self.mode_of(&request, &url, profile_read_only)?);
         connect.password = password;
-        connect.init = request.init;
+        connect.init = init;
         connect.must_exist = self.limits.web;
         let mut operator = Operator::new(a2_operator::attach(&connect, &Registry).await?, Actor::current());
         let attached = operator.attached().clone();
@@ -150,10 +169,25 @@ impl Studio {
     }
 
     pub async fn profile_save(&self, request: ProfileSave) -> Result<Profile, ApiError> {
+        self.profiles_writable()?;
         self.profiles.save(&request.name, &request.url, request.password, request.read_only)
     }
 
     pub async fn profile_delete(&self, request: ProfileRef) -> Result<bool, ApiError> {
+        self.profiles_writable()?;
         self.profiles.delete(&request.name)
+    }
+
+    /// The web mode uses the saved profiles and changes none: a token holder
+    /// could otherwise point a profile at any database and open it, or wipe
+    /// the keychain's passwords.
+    fn profiles_writable(&self) -> Result<(), ApiError> {
+        if self.limits.web {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "the web mode does not change saved profiles: save them in the desktop app",
+            ));
+        }
+        Ok(())
     }
 }

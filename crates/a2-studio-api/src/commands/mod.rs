@@ -124,8 +124,8 @@ impl Studio {
             let operator = Operator::connect(&Connect::new(url.clone()), &Registry).await?;
             operator.demo_seed(DemoOptions::default()).await?;
         }
-        let request = ConnectionOpen { url: Some(url), profile: None, password: None, read_only: None, init: false };
-        self.open_with(request, !self.limits.read_only).await
+        let request = ConnectionOpen { url: Some(url), profile: None, password: None, read_only: None };
+        self.open_with(request, !self.limits.read_only, false).await
     }
 
     /// The connect screen's *New dev store*: this user's own SQLite dev store

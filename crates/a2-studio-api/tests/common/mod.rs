@@ -23,7 +23,7 @@ pub fn scratch(tag: &str) -> std::path::PathBuf {
 
 /// Open `url` by URL, as the switch says (`None`: as the Studio decides).
 pub fn open(url: &str, read_only: Option<bool>) -> ConnectionOpen {
-    ConnectionOpen { url: Some(url.to_owned()), profile: None, password: None, read_only, init: false }
+    ConnectionOpen { url: Some(url.to_owned()), profile: None, password: None, read_only }
 }
 
 /// A UI of two files: the app's page and one script.
