@@ -124,12 +124,7 @@ async fn open_at_start(studio: &Studio, args: &Args) -> Result<(), a2_studio_api
         }
     } else if let Some(url) = &args.store {
         studio
-            .connection_open(ConnectionOpen {
-                url: Some(url.clone()),
-                profile: None,
-                password: None,
-                read_only: None,
-            })
+            .connection_open(ConnectionOpen { url: Some(url.clone()), profile: None, password: None, read_only: None })
             .await?;
     }
     if args.demo_traffic {

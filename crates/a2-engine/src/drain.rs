@@ -160,7 +160,7 @@ pub(crate) fn spawn_drain(
 }
 
 /// What a drain's task ended with: a task that panicked is the engine's
-/// error (`DRAIN_PANICKED`), one aborted (its server shut down) a cancellation;
+/// error (`DRAIN_PANICKED`), one cancelled (its runtime shutting down) a cancellation;
 /// neither is the store's.
 pub(crate) fn drain_joined(
     session_id: &str,
@@ -677,11 +677,11 @@ mod tests {
     /// text, one stopped is a cancellation: neither claims the store failed.
     #[tokio::test]
     async fn a_drain_task_that_died_is_not_the_stores_error() {
-        let panicked = tokio::spawn(async { panic!("lane code blew up") }).await;
+        let panicked = tokio::spawn(async { panic!("an engine bug") }).await;
         let panicked: Result<Result<DrainResult, A2Error>, _> = panicked.map(|()| unreachable!());
         match drain_joined("s", panicked) {
             Err(A2Error::DrainPanicked { session, message }) => {
-                assert_eq!((session.as_str(), message.as_str()), ("s", "lane code blew up"))
+                assert_eq!((session.as_str(), message.as_str()), ("s", "an engine bug"))
             }
             other => panic!("expected DRAIN_PANICKED, got {other:?}"),
         }

@@ -42,8 +42,9 @@ pub enum A2Error {
     ConsumeCycle { waiter: String, consumer: String, session: String, through: u64 },
     #[error("cancelled: {message}")]
     Cancelled { message: String },
-    /// A drain's own task panicked: a bug in the engine or a consumer's
-    /// lane code, not the store; the rescuer drains the session again.
+    /// A drain's own task panicked: a bug in the engine (a run's panic is a
+    /// failed attempt, a lane function's an `INVALID_CONSUMER`), not the
+    /// store's failure; the rescuer drains the session again.
     #[error("the drain of session '{session}' panicked: {message}")]
     DrainPanicked { session: String, message: String },
     /// The store's own error, its code and retryability unchanged.

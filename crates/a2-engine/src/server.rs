@@ -204,7 +204,7 @@ impl Session {
 
     /// [`Self::redrive`] with an audit entry written in the redrive's own
     /// transaction: the operator's path when it hosts the contract, so a
-    /// Studio redrive wakes the background drain like any other.
+    /// Studio redrive goes through the engine's checks and span like any other.
     pub async fn redrive_audited(
         &self,
         consumer: &str,

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use a2_engine::{BoxError, Consumer, Contract, Server};
+use a2_engine::{BoxError, Consumer, Contract, Server, Session};
 use a2_store::*;
 use serde_json::json;
 
@@ -22,10 +22,14 @@ impl Operator {
         };
         self.writable(name)?;
         event_index(index, "the dead letter's index")?;
+        if consumer.is_empty() {
+            return Err(OperatorError::invalid("a redrive names the dead letter's consumer"));
+        }
         self.session_get(&target).await?;
         let audit = self.entry(name, contract, session, json!({ "consumer": consumer, "index": index }));
         let params = DeadLetterRedrive { session: target.key()?, consumer, index, action, audit: Some(audit) };
-        let redriven = self.redrive_committed(contract, session, params).await?;
+        let (redriven, hosted) = self.redrive_committed(contract, session, params).await?;
+        drain_after_answer(hosted.into_iter().collect());
         Ok(Redriven { redriven })
     }
 
@@ -68,25 +72,23 @@ impl Operator {
     }
 
     /// Every redrive's one path: the engine's when this process hosts the
-    /// contract (its consumers then run a retried head after the answer),
-    /// the store's otherwise. Either way it returns once committed.
-    async fn redrive_committed(&self, contract: &str, session_id: &str, params: DeadLetterRedrive) -> Result<bool> {
+    /// contract, the store's otherwise; either way it returns once committed.
+    /// A hosted session whose head was redriven comes back, for the caller to
+    /// drain (the hosted server runs no background work in the Studio).
+    async fn redrive_committed(
+        &self,
+        contract: &str,
+        session_id: &str,
+        params: DeadLetterRedrive,
+    ) -> Result<(bool, Option<Session>)> {
         match (self.hosted.iter().find(|s| s.contract().name() == contract), params.audit) {
             (Some(server), Some(audit)) => {
                 let session = server.session(session_id)?;
                 let redriven = session.redrive_audited(&params.consumer, params.index, params.action, audit).await?;
-                if redriven {
-                    // The hosted server drains only when asked (it runs no background
-                    // work in the Studio): run the retried head now, after this answer.
-                    tokio::spawn(async move {
-                        if let Err(error) = session.drain().await {
-                            tracing::warn!(code = error.code(), %error, "the drain after a redrive failed; the rescuer retries");
-                        }
-                    });
-                }
-                Ok(redriven)
+                // A skip unblocks what waited behind the letter as a retry reruns it: both drain.
+                Ok((redriven, redriven.then_some(session)))
             }
-            (_, audit) => Ok(self.store().dead_letter_redrive(DeadLetterRedrive { audit, ..params }).await?),
+            (_, audit) => Ok((self.store().dead_letter_redrive(DeadLetterRedrive { audit, ..params }).await?, None)),
         }
     }
 
@@ -121,6 +123,8 @@ impl Operator {
         state.total = targets.len() as u64;
         progress(*state);
         let pause = job.rate.map(|r| std::time::Duration::from_secs_f64(1.0 / r));
+        // Hosted sessions with redriven heads, each drained once when the job is done.
+        let mut to_drain: Vec<Session> = Vec::new();
         for letter in targets {
             if cancelled() {
                 break;
@@ -140,10 +144,18 @@ impl Operator {
                 audit: Some(audit),
             };
             match self.redrive_committed(&contract, &letter.session_id, params).await {
-                Ok(true) => state.done += 1,
-                Ok(false) => state.failed += 1,
+                Ok((true, hosted)) => {
+                    state.done += 1;
+                    if let Some(session) = hosted.filter(|s| !to_drain.iter().any(|d: &Session| d.id() == s.id())) {
+                        to_drain.push(session);
+                    }
+                }
+                Ok((false, _)) => state.failed += 1,
                 // A store that stopped answering ends the job; one letter's refusal does not.
-                Err(error) if error.is_retryable() => return Err(error),
+                Err(error) if error.is_retryable() => {
+                    drain_after_answer(to_drain);
+                    return Err(error);
+                }
                 Err(_) => state.failed += 1,
             }
             progress(*state);
@@ -151,6 +163,7 @@ impl Operator {
                 tokio::time::sleep(pause).await;
             }
         }
+        drain_after_answer(to_drain);
         Ok(())
     }
 
@@ -276,4 +289,19 @@ impl Operator {
         self.store().audit_append(entry).await?;
         Ok(outcome)
     }
+}
+
+/// Drain hosted sessions whose heads were redriven, after the answer, one session
+/// at a time, so a bulk redrive never starts a drain per letter.
+fn drain_after_answer(sessions: Vec<Session>) {
+    if sessions.is_empty() {
+        return;
+    }
+    tokio::spawn(async move {
+        for session in sessions {
+            if let Err(error) = session.drain().await {
+                tracing::warn!(code = error.code(), %error, "the drain after a redrive failed; the rescuer retries");
+            }
+        }
+    });
 }

@@ -288,6 +288,17 @@ async fn a_memory_store_opens_empty_and_bad_input_is_typed() {
         action: RedriveAction::Retry,
     };
     assert_eq!(studio.dead_letter_redrive(zero).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
+    let nobody = Redrive {
+        target: DeadLetterRef {
+            contract: "shop".into(),
+            session: "order-00001".into(),
+            consumer: String::new(),
+            index: 1,
+        },
+        action: RedriveAction::Retry,
+    };
+    let refused = studio.dead_letter_redrive(nobody).await.err().map(|e| e.code);
+    assert_eq!(refused, Some(ErrorCode::InvalidInput), "a redrive names its consumer, hosted or not");
     let cursor = SessionListRequest {
         contract: "shop".into(),
         id_prefix: None,

@@ -155,10 +155,15 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
               New dev store
             </button>
           )}
-          <input placeholder="profile name" value={profileName} onChange={(e) => setProfileName(e.target.value)} aria-label="Profile name" />
-          <button type="button" disabled={!profileName.trim() || save.isPending} onClick={() => save.mutate()}>
-            Save profile
-          </button>
+          {/* The web mode uses saved profiles and changes none (the server answers FORBIDDEN). */}
+          {transport === "tauri" && (
+            <>
+              <input placeholder="profile name" value={profileName} onChange={(e) => setProfileName(e.target.value)} aria-label="Profile name" />
+              <button type="button" disabled={!profileName.trim() || save.isPending} onClick={() => save.mutate()}>
+                Save profile
+              </button>
+            </>
+          )}
         </div>
         <ErrorBox error={open.error ?? openWrite.error ?? save.error ?? devStore.error} />
         {confirmWrite?.info.server && (
@@ -210,9 +215,11 @@ export function Connect({ transport, onConnected }: { transport: Transport; onCo
                 </button>{" "}
                 <code>{p.url}</code> {p.read_only && <span className="badge ro">read-only</span>}
                 {p.has_password && <span className="badge">keychain</span>}
-                <button type="button" className="small" onClick={() => remove.mutate(p.name)} aria-label={`Delete ${p.name}`}>
-                  ✕
-                </button>
+                {transport === "tauri" && (
+                  <button type="button" className="small" onClick={() => remove.mutate(p.name)} aria-label={`Delete ${p.name}`}>
+                    ✕
+                  </button>
+                )}
               </li>
             ))}
           </ul>

@@ -1,4 +1,4 @@
-//! The read commands: each checks its request and asks the operator.
+//! The read commands: each hands its request to the operator, which checks it.
 
 use super::*;
 
