@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainOutcome, DrainTimings, Server};
+pub use a2_store::OpenOptions;
 use a2_store::{session_key, Backoff, Event, EventList, Store, StoreError, SystemClock};
-pub use a2_store_registry::StoreOptions;
 use serde_json::json;
 
 pub const CONTRACT: &str = "chaos";
@@ -19,11 +19,11 @@ pub const CONSUMERS: [&str; 2] = ["ordered", "parallel"];
 
 /// Open a store: `sqlite:PATH`, `postgres://…` (in `schema` when given) or `memory:`.
 pub async fn open_store(url: &str, schema: Option<&str>) -> Result<Arc<dyn Store>, StoreError> {
-    open_with(url, StoreOptions { schema: schema.map(str::to_owned), ..StoreOptions::default() }).await
+    open_with(url, OpenOptions { schema: schema.map(str::to_owned), ..OpenOptions::default() }).await
 }
 
 /// Open a store through the one URL registry, on the system clock.
-pub async fn open_with(url: &str, options: StoreOptions) -> Result<Arc<dyn Store>, StoreError> {
+pub async fn open_with(url: &str, options: OpenOptions) -> Result<Arc<dyn Store>, StoreError> {
     Ok(a2_store::OpenedStore::store(&a2_store_registry::open(url, &options, Arc::new(SystemClock)).await?))
 }
 

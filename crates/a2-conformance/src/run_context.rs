@@ -20,6 +20,20 @@ fn code<T>(result: Result<T, A2Error>) -> Result<(), &'static str> {
     result.map(|_| ()).map_err(|e| e.code())
 }
 
+/// The session's whole log once it holds `at_least` events (or after about
+/// 100 s, whatever it holds then: the caller's assertion says what is missing).
+async fn log_of_at_least(session: &Session, at_least: usize) -> Vec<a2_store::Event> {
+    let read = || async { session.history(EventRange::all()).unwrap_or_else(|e| panic!("{e}")).collect().await };
+    for _ in 0..2_000 {
+        let events = read().await.unwrap_or_else(|e| panic!("{e}"));
+        if events.len() >= at_least {
+            return events;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    read().await.unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// A run's `state(reducer, None)` reads the latest state (what it or others
 /// appended since its trigger included) and pins nothing; only an explicit
 /// `through` reads the past and pins that snapshot for the running head.
@@ -133,20 +147,7 @@ pub async fn returned_event_ids_follow_the_append_rule(factory: &dyn StoreFactor
     let server = server_with(pace, open(factory).await, vec![echo], |b| b);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![AppendInput::new("stop", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
-    let history = || {
-        let session = session.clone();
-        async move {
-            let events = session.history(EventRange::all()).unwrap_or_else(|e| panic!("{e}")).collect().await;
-            events.unwrap_or_else(|e| panic!("{e}")).into_iter().map(|e| e.id).collect::<Vec<_>>()
-        }
-    };
-    for _ in 0..2_000 {
-        if history().await.len() >= 3 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    let ids = history().await;
+    let ids: Vec<String> = log_of_at_least(&session, 3).await.into_iter().map(|e| e.id).collect();
     assert!(ids.contains(&derived_appended), "a run's append kept its derived-looking id: {ids:?}");
     assert!(ids.contains(&derived_returned), "a run's return kept its derived-looking id: {ids:?}");
     assert_eq!(refused.lock().map(|v| v[0]).unwrap_or(Ok(())), Err("INVALID_EVENT_ID"), "an empty id is refused");
@@ -415,18 +416,7 @@ pub async fn returned_batch_cause_carries_batch_size(factory: &dyn StoreFactory,
     let server = server_with(pace, open(factory).await, vec![batcher], |b| b);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![AppendInput::new("stop", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
-    let history = || {
-        let session = session.clone();
-        async move { session.history(EventRange::all()).unwrap_or_else(|e| panic!("{e}")).collect().await }
-    };
-    let mut events = Vec::new();
-    for _ in 0..2_000 {
-        events = history().await.unwrap_or_else(|e| panic!("{e}"));
-        if events.len() >= 7 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let events = log_of_at_least(&session, 7).await;
     let sizes: Vec<(String, Option<u32>)> =
         events.iter().skip(1).map(|e| (e.id.clone(), e.cause.as_ref().and_then(|c| c.batch_size))).collect();
     assert_eq!(sizes.len(), 6, "two appended, one named, three returned: {sizes:?}");

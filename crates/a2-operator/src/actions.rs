@@ -13,8 +13,8 @@ use crate::*;
 impl Operator {
     /// Retry or skip one dead letter; `redriven: false` when the head is not dead.
     pub async fn dead_letter_redrive(&self, redrive: Redrive) -> Result<Redriven> {
+        let target = redrive.target.session_ref();
         let Redrive { target: DeadLetterRef { contract, session, consumer, index }, action } = redrive;
-        let target = SessionRef::new(&contract, &session);
         let (contract, session) = (contract.as_str(), session.as_str());
         let name = match action {
             RedriveAction::Retry => "redrive.retry",

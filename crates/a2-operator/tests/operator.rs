@@ -25,7 +25,7 @@ async fn store_of(kind: StoreKind) -> Arc<dyn Store> {
         StoreKind::Sqlite => (format!("sqlite:{}", scratch("store.sqlite").display()), None),
         StoreKind::Postgres => (a2_test_support::postgres_url(), Some(a2_test_support::fresh_schema("op"))),
     };
-    let options = a2_store_registry::StoreOptions { schema, ..Default::default() };
+    let options = a2_store::OpenOptions { schema, ..Default::default() };
     match a2_store_registry::open(&url, &options, Arc::new(SystemClock)).await {
         Ok(opened) => a2_store::OpenedStore::store(&opened),
         Err(error) => panic!("opening {url}: {error}"),

@@ -21,9 +21,6 @@ mod environment;
 
 pub use environment::{dev_store_path, resolve_store, server_builder_from_env, Environment};
 
-/// How to open: the backend-neutral options, named as callers knew them.
-pub type StoreOptions = OpenOptions;
-
 /// An opened store, by backend, for what only one backend does.
 #[derive(Debug, Clone)]
 pub enum Opened {
@@ -127,19 +124,14 @@ impl StoreOpener for Registry {
 /// server on a loopback host or Unix socket.
 pub fn is_local(url: &str) -> Result<bool, StoreError> {
     let url = url.trim();
-    if !is_postgres(url) {
+    if !is_postgres_url(url) {
         return Ok(true);
     }
     Ok(a2_store_postgres::url_host(url)?.as_deref().is_none_or(a2_store_postgres::is_local_host))
 }
 
-/// Whether `url` names a Postgres database.
-pub fn is_postgres(url: &str) -> bool {
-    is_postgres_url(url)
-}
-
 /// Open the store `url` names.
-pub async fn open(url: &str, options: &StoreOptions, clock: Arc<dyn Clock>) -> Result<Opened, StoreError> {
+pub async fn open(url: &str, options: &OpenOptions, clock: Arc<dyn Clock>) -> Result<Opened, StoreError> {
     let url = url.trim();
     let access = options.access.unwrap_or(Access::ReadWrite);
     if url == "memory:" {
@@ -149,7 +141,7 @@ pub async fn open(url: &str, options: &StoreOptions, clock: Arc<dyn Clock>) -> R
         let how = SqliteOpen { access, create: !options.must_exist, init: options.init };
         return Ok(Opened::Sqlite(Arc::new(Sqlite::open_url_with(url, how, clock).await?)));
     }
-    if is_postgres(url) {
+    if is_postgres_url(url) {
         let defaults = PgOptions::default();
         let pg = PgOptions {
             access,

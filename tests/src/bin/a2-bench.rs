@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 #[path = "a2-bench/peers.rs"]
 mod peers;
 
-use a2_e2e::{open_with, StoreOptions};
+use a2_e2e::{open_with, OpenOptions};
 use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, Server};
 use a2_store::Store;
 use serde_json::json;
@@ -275,7 +275,7 @@ fn rss_mb() -> Option<f64> {
 /// memory sampled every 100 ms while it drains (target: under 150 MB).
 async fn worker_memory(url: &str) -> Result<(), String> {
     let schema = format!("a2_memory_{}", std::process::id());
-    let options = StoreOptions { schema: Some(schema.clone()), max_connections: Some(32), ..StoreOptions::default() };
+    let options = OpenOptions { schema: Some(schema.clone()), max_connections: Some(32), ..OpenOptions::default() };
     let store = open_with(url, options).await.map_err(|e| e.to_string())?;
     let result = worker_memory_in(store).await;
     drop_schema(url, &schema).await;
@@ -411,7 +411,7 @@ async fn reads(
 async fn replica_reads(sessions: usize) -> Result<(), String> {
     let primary = a2_e2e::cluster::Cluster::start()?;
     let standby = primary.start_standby()?;
-    let store = open_with(&primary.url, StoreOptions { max_connections: Some(16), ..StoreOptions::default() })
+    let store = open_with(&primary.url, OpenOptions { max_connections: Some(16), ..OpenOptions::default() })
         .await
         .map_err(|e| e.to_string())?;
     seed_reads("postgres-primary", store.clone(), sessions, Some((&primary.url, "public"))).await?;
@@ -550,7 +550,7 @@ async fn run() -> Result<(), String> {
         return worker_memory(&url).await;
     }
     let schema = format!("a2_bench_{}", std::process::id());
-    let options = StoreOptions { schema: Some(schema.clone()), max_connections: Some(32), ..StoreOptions::default() };
+    let options = OpenOptions { schema: Some(schema.clone()), max_connections: Some(32), ..OpenOptions::default() };
     let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
     if args.iter().any(|a| a == "--drain-only") {
         // For profiling the drain: the Postgres drain alone, three times.
@@ -577,7 +577,7 @@ async fn run() -> Result<(), String> {
     println!("bench postgres drain sessions=200 events=100 jobs_per_s={jobs:.0}");
     let dir = std::env::temp_dir().join(format!("a2-bench-{}", std::process::id()));
     let sqlite: Arc<dyn Store> =
-        open_with(&format!("sqlite:{}", dir.join("bench.sqlite").display()), StoreOptions::default())
+        open_with(&format!("sqlite:{}", dir.join("bench.sqlite").display()), OpenOptions::default())
             .await
             .map_err(|e| e.to_string())?;
     let server =
@@ -599,7 +599,7 @@ async fn run() -> Result<(), String> {
         let kept = args.iter().position(|a| a == "--reads-schema").and_then(|i| args.get(i + 1)).cloned();
         let reads_schema = kept.clone().unwrap_or_else(|| format!("{schema}_reads"));
         let options =
-            StoreOptions { schema: Some(reads_schema.clone()), max_connections: Some(16), ..StoreOptions::default() };
+            OpenOptions { schema: Some(reads_schema.clone()), max_connections: Some(16), ..OpenOptions::default() };
         let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
         reads("postgres", pg, sessions, Some((&url, &reads_schema)), kept.is_some()).await?;
     }
@@ -609,7 +609,7 @@ async fn run() -> Result<(), String> {
     if args.iter().any(|a| a == "--reads") && !args.iter().any(|a| a == "--postgres-only") {
         let sessions = 100_000;
         let sqlite: Arc<dyn Store> =
-            open_with(&format!("sqlite:{}", dir.join("reads.sqlite").display()), StoreOptions::default())
+            open_with(&format!("sqlite:{}", dir.join("reads.sqlite").display()), OpenOptions::default())
                 .await
                 .map_err(|e| e.to_string())?;
         reads("sqlite", sqlite, sessions, None, false).await?;

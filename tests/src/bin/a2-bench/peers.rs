@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use a2_e2e::{open_with, StoreOptions};
+use a2_e2e::{open_with, OpenOptions};
 
 use super::{appends, contract, drain_shape, drop_schema, raw_inserts, Server, Shape};
 
@@ -49,8 +49,7 @@ fn median(values: &mut [f64]) -> f64 {
 
 /// Ours in a fresh schema: appends against raw INSERTs, then both drain shapes over `JOBS` events.
 async fn ours(url: &str, schema: &str) -> Result<[f64; 4], String> {
-    let options =
-        StoreOptions { schema: Some(schema.to_owned()), max_connections: Some(32), ..StoreOptions::default() };
+    let options = OpenOptions { schema: Some(schema.to_owned()), max_connections: Some(32), ..OpenOptions::default() };
     let store = open_with(url, options).await.map_err(|e| e.to_string())?;
     let raw = raw_inserts(url, schema).await?;
     let server =
