@@ -199,7 +199,7 @@ pub async fn verify(store: &dyn Store, session: &str) -> Result<Verdict, StoreEr
         verdict.faults.push(format!("{session}: the ordered consumer ran out of index order: {ordered_seen:?}"));
     }
     for head in store.head_list(&key).await? {
-        if head.lag > 0 && head.failed_at.is_none() {
+        if head.lag > 0 && head.status.failed_at.is_none() {
             verdict
                 .faults
                 .push(format!("{session}: {} still has {} pending at {}", head.consumer, head.lag, head.next_index));

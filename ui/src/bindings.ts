@@ -479,6 +479,25 @@ export type HeadRef = {
 	index: number,
 };
 
+/**
+ *  The seven fields that say where a head or cursor stands in its attempts:
+ *  stored by every backend, moved by [`crate::rules::HeadState`], and shown
+ *  unchanged by every view (the operator's, the Studio's) that embeds it.
+ */
+export type HeadStatus = {
+	/**  Attempts started: also the fencing token of the current attempt. */
+	attempt_count: number,
+	/**  Failures since the last redrive (a lapsed lease counts as one). */
+	failure_count: number,
+	last_error: string | null,
+	/**  Set when it was dead-lettered; it blocks its lane until redriven. */
+	failed_at: number | null,
+	lease_holder: string | null,
+	lease_expires_at: number | null,
+	/**  Its backoff: no claim takes it before then. */
+	next_attempt_at: number | null,
+};
+
 /**  A cursor or head, with why it is not moving in one line. */
 export type HeadView = {
 	consumer: string,
@@ -488,15 +507,10 @@ export type HeadView = {
 	session_head: number,
 	lag: number,
 	oldest_pending_age_ms: number | null,
-	attempt_count: number,
-	failure_count: number,
-	last_error: string | null,
+	/**  Dead-lettered: `failed_at` is set, said once more for the table's filter. */
 	dead: boolean,
-	lease_holder: string | null,
-	lease_expires_at: number | null,
-	next_attempt_at: number | null,
 	reason: string,
-};
+} & HeadStatus;
 
 /**  Where an imported or copied session now is, and what was written. */
 export type ImportOutcome = {

@@ -40,6 +40,7 @@ function session(): FakeStudio {
     attempt_count: 1,
     failure_count: 0,
     last_error: null,
+    failed_at: null,
     dead: false,
     lease_holder: null,
     lease_expires_at: null,
@@ -49,7 +50,7 @@ function session(): FakeStudio {
   });
   return new FakeStudio()
     .on("session_get", () => summary)
-    .on("head_list", () => [head("mailer", {}), head("charger", { dead: true, failure_count: 10, reason: "dead-lettered" })]);
+    .on("head_list", () => [head("mailer", {}), head("charger", { dead: true, failed_at: 1_000, failure_count: 10, reason: "dead-lettered" })]);
 }
 
 /** Every button of the queue that changes the store. */

@@ -151,8 +151,8 @@ impl Out {
                         opt(&h.lane),
                         h.next_index.to_string(),
                         h.lag.to_string(),
-                        h.attempt_count.to_string(),
-                        h.failure_count.to_string(),
+                        h.status.attempt_count.to_string(),
+                        h.status.failure_count.to_string(),
                         h.reason.clone(),
                     ]
                 })

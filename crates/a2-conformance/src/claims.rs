@@ -75,8 +75,8 @@ pub async fn superseded_attempt_changes_nothing(factory: &dyn StoreFactory) {
     assert_eq!(stale_fail, FailOutcome::Superseded);
     let heads = store.head_list(&key("s")).await.expect("heads");
     assert_eq!(heads[0].next_index, 1);
-    assert_eq!(heads[0].attempt_count, 2);
-    assert_eq!(heads[0].lease_holder.as_deref(), Some("b"));
+    assert_eq!(heads[0].status.attempt_count, 2);
+    assert_eq!(heads[0].status.lease_holder.as_deref(), Some("b"));
     assert_eq!(
         store.session_get(&key("s")).await.expect("get").map(|s| s.head),
         Some(2),

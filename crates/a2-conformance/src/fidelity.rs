@@ -69,7 +69,7 @@ pub async fn log_consumer_never_runs_an_untaken_type(factory: &dyn StoreFactory)
     assert!(f.exhausted.is_empty());
     complete_ok(&*store, "s", &f.heads[0], &consumers).await;
     let woken = store.cursor_wake(CursorWake { session: key("s"), consumer: ordered }).await.expect("wake");
-    assert_eq!((woken.next, woken.failure_count), (None, 0), "caught up, with no failure charged: {woken:?}");
+    assert_eq!((woken.next, woken.status.failure_count), (None, 0), "caught up, with no failure charged: {woken:?}");
 }
 
 /// A head that threw, then lapsed on its retry: the takeover counts the
@@ -88,7 +88,11 @@ pub async fn lapse_keeps_last_error(factory: &dyn StoreFactory) {
     let third = claim(&*store, "s", "h3", &consumers).await;
     assert_eq!((third.heads[0].attempt, third.heads[0].failure_count), (3, 2), "the lapse was counted");
     let heads = store.head_list(&key("s")).await.expect("heads");
-    assert_eq!(heads[0].last_error.as_deref(), Some("boom at attempt 1"), "the thrown error is kept: {heads:#?}");
+    assert_eq!(
+        heads[0].status.last_error.as_deref(),
+        Some("boom at attempt 1"),
+        "the thrown error is kept: {heads:#?}"
+    );
 }
 
 /// A head whose every failure was a lapse is dead-lettered on takeover with

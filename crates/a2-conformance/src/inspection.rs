@@ -97,13 +97,13 @@ pub async fn inspection_heads_of_a_session_with_lag(factory: &dyn StoreFactory) 
     let cursor = &heads[0];
     assert_eq!(cursor.session_head, 3);
     assert_eq!(cursor.oldest_pending_at, Some(created));
-    assert_eq!(cursor.lease_holder.as_deref(), Some("holder-1"));
-    assert_eq!(cursor.lease_expires_at, Some(created + 500 + TTL));
-    assert_eq!(cursor.attempt_count, 1);
+    assert_eq!(cursor.status.lease_holder.as_deref(), Some("holder-1"));
+    assert_eq!(cursor.status.lease_expires_at, Some(created + 500 + TTL));
+    assert_eq!(cursor.status.attempt_count, 1);
     complete_ok(&*store, "s", &held, &consumers).await;
     let heads = store.head_list(&key("s")).await.expect("heads");
     assert_eq!(
-        (heads[0].next_index, heads[0].lag, heads[0].attempt_count, heads[0].lease_holder.clone()),
+        (heads[0].next_index, heads[0].lag, heads[0].status.attempt_count, heads[0].status.lease_holder.clone()),
         (2, 2, 0, None)
     );
 }

@@ -71,7 +71,7 @@ pub async fn lapse_charges_only_started_attempts(factory: &dyn StoreFactory, pac
     tokio::time::sleep(pace.settle()).await;
     let key = session_key("shop", "s");
     let heads = store.head_list(&key).await.unwrap_or_else(|e| panic!("{e}"));
-    let leased = heads.iter().filter(|h| h.lease_holder.is_some() || h.attempt_count > 0).count();
+    let leased = heads.iter().filter(|h| h.status.lease_holder.is_some() || h.status.attempt_count > 0).count();
     assert_eq!(leased, 2, "only the heads that can run were leased: {heads:#?}");
     assert_eq!(started.load(Ordering::SeqCst), 2);
 

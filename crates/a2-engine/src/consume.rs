@@ -112,12 +112,16 @@ async fn consume_loop(
                 session: session_id.to_owned(),
             });
         }
-        if woken.failed_at.is_some() {
+        if woken.status.failed_at.is_some() {
             return Err(A2Error::ConsumerDeadLettered {
                 consumer: consumer.name().to_owned(),
                 session: session_id.to_owned(),
                 index: woken.next.unwrap_or(0),
-                last_error: woken.last_error.clone().unwrap_or_else(|| "every attempt ended before it finished".into()),
+                last_error: woken
+                    .status
+                    .last_error
+                    .clone()
+                    .unwrap_or_else(|| "every attempt ended before it finished".into()),
             });
         }
         drains += 1;
@@ -141,7 +145,7 @@ async fn consume_loop(
         }
         let before = woken;
         woken = core.store().cursor_wake(wake.clone()).await?;
-        let moved = woken.next != before.next || woken.attempt_count != before.attempt_count;
+        let moved = woken.next != before.next || woken.status.attempt_count != before.status.attempt_count;
         if done(woken.next) || moved {
             wait = core.timings().consume_wait_min;
             continue;

@@ -1,7 +1,7 @@
 //! What the operator API returns: flat, snake_case, the field names the
 //! CLI's `--json` and the Studio rely on.
 
-use a2_store::{HeadInfo, HeadKind, Millis};
+use a2_store::{HeadInfo, HeadKind, HeadStatus, Millis};
 use serde::{Deserialize, Serialize};
 
 /// A cursor or head, with why it is not moving in one line.
@@ -15,30 +15,27 @@ pub struct HeadView {
     pub session_head: u64,
     pub lag: u64,
     pub oldest_pending_age_ms: Option<i64>,
-    pub attempt_count: u32,
-    pub failure_count: u32,
-    pub last_error: Option<String>,
+    #[serde(flatten)]
+    pub status: HeadStatus,
+    /// Dead-lettered: `failed_at` is set, said once more for the table's filter.
     pub dead: bool,
-    pub lease_holder: Option<String>,
-    pub lease_expires_at: Option<Millis>,
-    pub next_attempt_at: Option<Millis>,
     pub reason: String,
 }
 
 /// Why a head is where it is, for a person at 3 a.m.
 pub fn reason(head: &HeadInfo, now: Millis) -> String {
     if head.dead() {
-        let error = head.last_error.as_deref().unwrap_or("no error recorded");
-        return format!("dead-lettered at {} after {} failures: {error}", head.next_index, head.failure_count);
+        let error = head.status.last_error.as_deref().unwrap_or("no error recorded");
+        return format!("dead-lettered at {} after {} failures: {error}", head.next_index, head.status.failure_count);
     }
-    if let (Some(holder), Some(until)) = (&head.lease_holder, head.lease_expires_at) {
+    if let (Some(holder), Some(until)) = (&head.status.lease_holder, head.status.lease_expires_at) {
         if until > now {
-            return format!("leased by {holder} until {until} (attempt {})", head.attempt_count);
+            return format!("leased by {holder} until {until} (attempt {})", head.status.attempt_count);
         }
         return format!("lease of {holder} lapsed at {until}: the next claim takes it over");
     }
-    if let Some(at) = head.next_attempt_at.filter(|at| *at > now) {
-        return format!("waiting for retry at {at} after {} failures", head.failure_count);
+    if let Some(at) = head.status.next_attempt_at.filter(|at| *at > now) {
+        return format!("waiting for retry at {at} after {} failures", head.status.failure_count);
     }
     if head.lag == 0 {
         return "caught up".into();
@@ -58,12 +55,7 @@ impl HeadView {
             next_index: head.next_index,
             session_head: head.session_head,
             lag: head.lag,
-            attempt_count: head.attempt_count,
-            failure_count: head.failure_count,
-            last_error: head.last_error,
-            lease_holder: head.lease_holder,
-            lease_expires_at: head.lease_expires_at,
-            next_attempt_at: head.next_attempt_at,
+            status: head.status,
             reason,
         }
     }

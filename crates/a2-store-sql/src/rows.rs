@@ -8,13 +8,15 @@ use crate::value::Row;
 
 pub fn head_state(row: &Row) -> Result<HeadState, StoreError> {
     Ok(HeadState {
-        attempt_count: row.u32("attempt_count")?,
-        failure_count: row.u32("failure_count")?,
-        last_error: row.opt_text("last_error")?,
-        failed_at: row.opt_int("failed_at")?,
-        lease_holder: row.opt_text("lease_holder")?,
-        lease_expires_at: row.opt_int("lease_expires_at")?,
-        next_attempt_at: row.opt_int("next_attempt_at")?,
+        status: HeadStatus {
+            attempt_count: row.u32("attempt_count")?,
+            failure_count: row.u32("failure_count")?,
+            last_error: row.opt_text("last_error")?,
+            failed_at: row.opt_int("failed_at")?,
+            lease_holder: row.opt_text("lease_holder")?,
+            lease_expires_at: row.opt_int("lease_expires_at")?,
+            next_attempt_at: row.opt_int("next_attempt_at")?,
+        },
         attempt_started_at: row.opt_int("attempt_started_at")?,
     })
 }
@@ -105,10 +107,10 @@ pub fn dead_letter(row: &Row) -> Result<DeadLetter, StoreError> {
         index: row.u64("idx")?,
         event_id: row.text("e_id")?,
         event_type: row.text("e_type")?,
-        attempt_count: state.attempt_count,
-        failure_count: state.failure_count,
-        last_error: state.last_error,
-        failed_at: state.failed_at.unwrap_or_default(),
+        attempt_count: state.status.attempt_count,
+        failure_count: state.status.failure_count,
+        last_error: state.status.last_error,
+        failed_at: state.status.failed_at.unwrap_or_default(),
     })
 }
 

@@ -166,15 +166,15 @@ impl<B: SqlBackend> SqlStore<B> {
                 head_args(head)
                     .into_iter()
                     .chain([
-                        Arg::Int(i64::from(s.attempt_count)),
-                        Arg::Int(i64::from(s.failure_count)),
-                        Arg::OptText(s.last_error.clone()),
-                        Arg::OptInt(s.failed_at),
-                        Arg::OptText(s.lease_holder.clone()),
-                        Arg::OptInt(s.lease_expires_at),
-                        Arg::OptInt(s.next_attempt_at),
+                        Arg::Int(i64::from(s.status.attempt_count)),
+                        Arg::Int(i64::from(s.status.failure_count)),
+                        Arg::OptText(s.status.last_error.clone()),
+                        Arg::OptInt(s.status.failed_at),
+                        Arg::OptText(s.status.lease_holder.clone()),
+                        Arg::OptInt(s.status.lease_expires_at),
+                        Arg::OptInt(s.status.next_attempt_at),
                         Arg::OptInt(s.attempt_started_at),
-                        Arg::OptText(s.last_error.as_deref().map(error_cause)),
+                        Arg::OptText(s.status.last_error.as_deref().map(error_cause)),
                     ])
                     .collect()
             })

@@ -201,7 +201,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         }
         let mut tx = self.backend.begin().await?;
         let locked = self.lock_head(tx.as_mut(), key, &params.head).await?;
-        let Some((kind, state)) = locked.filter(|(_, state)| state.is_current(params.attempt)) else {
+        let Some((kind, state)) = locked.filter(|(_, state)| state.status.is_current(params.attempt)) else {
             let late = Attempt::superseded(&params.head, params.attempt, now);
             self.attempts_put(tx.as_mut(), key, &[late]).await?;
             tx.commit().await?;
@@ -242,7 +242,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let mut tx = self.backend.begin().await?;
         let locked = self.lock_head(tx.as_mut(), key, &params.head).await?;
         let ran = if params.aborted { AttemptOutcome::Aborted } else { AttemptOutcome::Failed };
-        let Some((_, mut state)) = locked.filter(|(_, state)| state.is_current(params.attempt)) else {
+        let Some((_, mut state)) = locked.filter(|(_, state)| state.status.is_current(params.attempt)) else {
             let mut late = Attempt::superseded(&params.head, params.attempt, now);
             late.error = Some(params.error);
             self.attempts_put(tx.as_mut(), key, &[late]).await?;
@@ -335,7 +335,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let cursor = tx.fetch_one(self.sql().cursor_lock, args).await?;
         let through = params.through.unwrap_or(head).min(head);
         let now = self.now();
-        let advanced = rules::cursor_advance(cursor.u64("idx")?, &head_state(&cursor)?, through, now);
+        let advanced = rules::cursor_advance(cursor.u64("idx")?, &head_state(&cursor)?.status, through, now);
         if let CursorAdvanced::Moved { from, next } = advanced {
             if next > from {
                 let args = vec![Arg::text(key), Arg::text(&params.consumer.name), Arg::Int(to_i64(next))];

@@ -104,13 +104,13 @@ impl Attempt {
 
     /// An attempt ending now, from the head state it ran under.
     pub fn ended(head: &HeadRef, state: &HeadState, attempt: u32, ended_at: Millis, outcome: AttemptOutcome) -> Self {
-        let own = state.attempt_count == attempt;
+        let own = state.status.attempt_count == attempt;
         Self {
             consumer: head.consumer.clone(),
             lane: head.lane.clone(),
             index: head.index,
             attempt,
-            holder: if own { state.lease_holder.clone() } else { None },
+            holder: if own { state.status.lease_holder.clone() } else { None },
             started_at: if own { state.attempt_started_at } else { None },
             ended_at,
             outcome,
@@ -127,11 +127,11 @@ impl Attempt {
 
     /// The attempt a claim is about to take over, if its lease lapsed with no outcome.
     pub fn lapsed(head: &HeadRef, state: &HeadState, now: Millis) -> Option<Self> {
-        if state.failed_at.is_some() || state.lease_holder.is_none() || state.lease_live(now) {
+        if state.status.failed_at.is_some() || state.status.lease_holder.is_none() || state.status.lease_live(now) {
             return None;
         }
-        let ended_at = state.lease_expires_at.unwrap_or(now).min(now);
-        Some(Self::ended(head, state, state.attempt_count, ended_at, AttemptOutcome::Lapsed))
+        let ended_at = state.status.lease_expires_at.unwrap_or(now).min(now);
+        Some(Self::ended(head, state, state.status.attempt_count, ended_at, AttemptOutcome::Lapsed))
     }
 
     /// Whether a later record of the same attempt replaces this one: only a

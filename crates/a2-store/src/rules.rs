@@ -4,18 +4,14 @@
 //! The states, who may move a head and what fences whom are drawn in
 //! `docs/head-lifecycle.md`.
 
-use crate::types::{Backoff, FailOutcome, Millis};
+use crate::types::{Backoff, FailOutcome, HeadStatus, Millis};
 
-/// The running state of a cursor or a per-event head.
+/// The running state of a cursor or a per-event head as a backend stores
+/// it: the status every view shows, and when the current attempt started
+/// (kept apart because only the attempt history reads it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HeadState {
-    pub attempt_count: u32,
-    pub failure_count: u32,
-    pub last_error: Option<String>,
-    pub failed_at: Option<Millis>,
-    pub lease_holder: Option<String>,
-    pub lease_expires_at: Option<Millis>,
-    pub next_attempt_at: Option<Millis>,
+    pub status: HeadStatus,
     /// When the current attempt's claim leased the head: its attempt history's start.
     pub attempt_started_at: Option<Millis>,
 }
@@ -36,41 +32,28 @@ pub enum ClaimStep {
 }
 
 impl HeadState {
-    pub fn lease_live(&self, now: Millis) -> bool {
-        self.lease_holder.is_some() && self.lease_expires_at.is_some_and(|t| t > now)
-    }
-
-    pub fn release(&mut self) {
-        self.lease_holder = None;
-        self.lease_expires_at = None;
-    }
-
-    /// Whether `attempt` is the current, live attempt: the fence of complete, fail and renew.
-    pub fn is_current(&self, attempt: u32) -> bool {
-        self.attempt_count == attempt && self.failed_at.is_none()
-    }
-
     /// Inspect a head for a claim. A lease that lapsed without an outcome is
     /// charged as a failure here, by the claim that takes it over.
     pub fn check(&mut self, now: Millis, max_failures: u32) -> ClaimStep {
-        if self.failed_at.is_some() {
+        let s = &mut self.status;
+        if s.dead() {
             return ClaimStep::Dead;
         }
-        if self.lease_live(now) {
-            return ClaimStep::Busy(self.lease_expires_at.unwrap_or(now));
+        if s.lease_live(now) {
+            return ClaimStep::Busy(s.lease_expires_at.unwrap_or(now));
         }
-        if let Some(at) = self.next_attempt_at.filter(|at| *at > now) {
+        if let Some(at) = s.next_attempt_at.filter(|at| *at > now) {
             return ClaimStep::Waiting(at);
         }
-        if self.lease_holder.take().is_some() {
-            self.lease_expires_at = None;
-            self.failure_count += 1;
+        if s.lease_holder.take().is_some() {
+            s.lease_expires_at = None;
+            s.failure_count += 1;
             // The lapse is counted; `last_error` stays what the consumer last threw, and
             // stays empty when every failure was a lapse (the seeds: the attempt history
             // says what happened, no error is invented).
-            if self.failure_count >= max_failures {
-                self.failed_at = Some(now);
-                self.next_attempt_at = None;
+            if s.failure_count >= max_failures {
+                s.failed_at = Some(now);
+                s.next_attempt_at = None;
                 return ClaimStep::Exhausted;
             }
         }
@@ -79,36 +62,39 @@ impl HeadState {
 
     /// Lease a runnable head to `holder`; returns the new attempt number.
     pub fn take(&mut self, now: Millis, holder: &str, ttl_ms: i64) -> u32 {
-        self.attempt_count += 1;
-        self.lease_holder = Some(holder.to_owned());
-        self.lease_expires_at = Some(now + ttl_ms);
-        self.next_attempt_at = None;
+        let s = &mut self.status;
+        s.attempt_count += 1;
+        s.lease_holder = Some(holder.to_owned());
+        s.lease_expires_at = Some(now + ttl_ms);
+        s.next_attempt_at = None;
         self.attempt_started_at = Some(now);
-        self.attempt_count
+        s.attempt_count
     }
 
     /// Record a failed attempt (already fenced): backoff, or dead at the budget.
     pub fn fail(&mut self, now: Millis, error: String, max_failures: u32, backoff: Backoff) -> FailOutcome {
-        self.failure_count += 1;
-        self.last_error = Some(error);
-        self.release();
-        if self.failure_count >= max_failures {
-            self.failed_at = Some(now);
-            self.next_attempt_at = None;
-            return FailOutcome::DeadLettered { failure_count: self.failure_count };
+        let s = &mut self.status;
+        s.failure_count += 1;
+        s.last_error = Some(error);
+        s.release();
+        if s.failure_count >= max_failures {
+            s.failed_at = Some(now);
+            s.next_attempt_at = None;
+            return FailOutcome::DeadLettered { failure_count: s.failure_count };
         }
-        let retry_at = now + backoff.delay_ms(self.failure_count);
-        self.next_attempt_at = Some(retry_at);
-        FailOutcome::Failed { failure_count: self.failure_count, retry_at }
+        let retry_at = now + backoff.delay_ms(s.failure_count);
+        s.next_attempt_at = Some(retry_at);
+        FailOutcome::Failed { failure_count: s.failure_count, retry_at }
     }
 
     /// Redrive retry: a fresh failure budget, runnable now. The attempt count
     /// keeps counting so it stays a valid fencing token.
     pub fn retry(&mut self) {
-        self.failure_count = 0;
-        self.failed_at = None;
-        self.next_attempt_at = None;
-        self.release();
+        let s = &mut self.status;
+        s.failure_count = 0;
+        s.failed_at = None;
+        s.next_attempt_at = None;
+        s.release();
     }
 }
 
@@ -138,8 +124,8 @@ pub fn claim_head(
         ClaimStep::Exhausted => {
             claimed.exhausted.push(crate::ClaimedHead {
                 head,
-                attempt: state.attempt_count,
-                failure_count: state.failure_count,
+                attempt: state.status.attempt_count,
+                failure_count: state.status.failure_count,
                 lease_expires_at: now,
                 event,
             });
@@ -150,7 +136,7 @@ pub fn claim_head(
             claimed.heads.push(crate::ClaimedHead {
                 head,
                 attempt,
-                failure_count: state.failure_count,
+                failure_count: state.status.failure_count,
                 lease_expires_at: now + params.ttl_ms,
                 event,
             });
@@ -173,23 +159,12 @@ pub fn untaken_cursor(params: &crate::HeadClaim, head: &crate::HeadRef, event_ty
 
 /// A log consumer's cursor as `consume` watches it.
 pub fn cursor_state(session_head: u64, next: u64, s: HeadState) -> crate::CursorState {
-    crate::CursorState {
-        session_head,
-        next: (next <= session_head).then_some(next),
-        attempt_count: s.attempt_count,
-        failure_count: s.failure_count,
-        last_error: s.last_error,
-        failed_at: s.failed_at,
-        lease_holder: s.lease_holder,
-        lease_expires_at: s.lease_expires_at,
-        next_attempt_at: s.next_attempt_at,
-        paused: false,
-    }
+    crate::CursorState { session_head, next: (next <= session_head).then_some(next), status: s.status, paused: false }
 }
 
 /// Where an operator's acknowledgement through `through` leaves a cursor
 /// standing at `next` with state `s`: moved, or why not.
-pub fn cursor_advance(next: u64, s: &HeadState, through: u64, now: Millis) -> crate::CursorAdvanced {
+pub fn cursor_advance(next: u64, s: &HeadStatus, through: u64, now: Millis) -> crate::CursorAdvanced {
     if next > through {
         return crate::CursorAdvanced::Moved { from: next, next };
     }
@@ -236,7 +211,6 @@ pub fn head_infos(session_key: &str, session_head: u64, rows: Vec<HeadRow>) -> V
             HeadKind::Log => (session_head + 1).saturating_sub(row.index),
             HeadKind::Lane | HeadKind::Concurrent => 1,
         };
-        let s = row.state;
         infos.push(HeadInfo {
             contract: contract.to_owned(),
             session_id: session_id.to_owned(),
@@ -247,13 +221,7 @@ pub fn head_infos(session_key: &str, session_head: u64, rows: Vec<HeadRow>) -> V
             session_head,
             lag,
             oldest_pending_at: if lag > 0 { row.event_created_at } else { None },
-            attempt_count: s.attempt_count,
-            failure_count: s.failure_count,
-            last_error: s.last_error,
-            failed_at: s.failed_at,
-            lease_holder: s.lease_holder,
-            lease_expires_at: s.lease_expires_at,
-            next_attempt_at: s.next_attempt_at,
+            status: row.state.status,
         });
     }
     infos
@@ -408,13 +376,15 @@ pub fn check_import(import: &crate::SessionImport) -> Result<(), crate::StoreErr
 /// An imported head's state here: its failures kept, no lease.
 pub fn imported_state(h: &crate::ImportedHead) -> HeadState {
     HeadState {
-        attempt_count: h.attempt_count,
-        failure_count: h.failure_count,
-        last_error: h.last_error.clone(),
-        failed_at: h.failed_at,
-        lease_holder: None,
-        lease_expires_at: None,
-        next_attempt_at: h.next_attempt_at,
+        status: HeadStatus {
+            attempt_count: h.attempt_count,
+            failure_count: h.failure_count,
+            last_error: h.last_error.clone(),
+            failed_at: h.failed_at,
+            lease_holder: None,
+            lease_expires_at: None,
+            next_attempt_at: h.next_attempt_at,
+        },
         attempt_started_at: None,
     }
 }

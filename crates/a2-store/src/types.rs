@@ -325,13 +325,7 @@ pub struct CursorState {
     pub session_head: u64,
     /// The next index it will run; `None` when caught up with the head.
     pub next: Option<u64>,
-    pub attempt_count: u32,
-    pub failure_count: u32,
-    pub last_error: Option<String>,
-    pub failed_at: Option<Millis>,
-    pub lease_holder: Option<String>,
-    pub lease_expires_at: Option<Millis>,
-    pub next_attempt_at: Option<Millis>,
+    pub status: HeadStatus,
     /// Its consumer is paused store-wide: no process moves it until resumed.
     pub paused: bool,
 }
@@ -414,11 +408,11 @@ impl From<&HeadInfo> for ImportedHead {
             kind: h.kind,
             lane: h.lane.clone(),
             index: h.next_index,
-            attempt_count: h.attempt_count,
-            failure_count: h.failure_count,
-            last_error: h.last_error.clone(),
-            failed_at: h.failed_at,
-            next_attempt_at: h.next_attempt_at,
+            attempt_count: h.status.attempt_count,
+            failure_count: h.status.failure_count,
+            last_error: h.status.last_error.clone(),
+            failed_at: h.status.failed_at,
+            next_attempt_at: h.status.next_attempt_at,
         }
     }
 }
@@ -587,6 +581,45 @@ pub enum HeadKind {
     Concurrent,
 }
 
+/// The seven fields that say where a head or cursor stands in its attempts:
+/// stored by every backend, moved by [`crate::rules::HeadState`], and shown
+/// unchanged by every view (the operator's, the Studio's) that embeds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct HeadStatus {
+    /// Attempts started: also the fencing token of the current attempt.
+    pub attempt_count: u32,
+    /// Failures since the last redrive (a lapsed lease counts as one).
+    pub failure_count: u32,
+    pub last_error: Option<String>,
+    /// Set when it was dead-lettered; it blocks its lane until redriven.
+    pub failed_at: Option<Millis>,
+    pub lease_holder: Option<String>,
+    pub lease_expires_at: Option<Millis>,
+    /// Its backoff: no claim takes it before then.
+    pub next_attempt_at: Option<Millis>,
+}
+
+impl HeadStatus {
+    pub fn dead(&self) -> bool {
+        self.failed_at.is_some()
+    }
+
+    pub fn lease_live(&self, now: Millis) -> bool {
+        self.lease_holder.is_some() && self.lease_expires_at.is_some_and(|t| t > now)
+    }
+
+    /// Whether `attempt` is the current, live attempt: the fence of complete, fail and renew.
+    pub fn is_current(&self, attempt: u32) -> bool {
+        self.attempt_count == attempt && self.failed_at.is_none()
+    }
+
+    pub fn release(&mut self) {
+        self.lease_holder = None;
+        self.lease_expires_at = None;
+    }
+}
+
 /// A head or cursor as the Studio shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeadInfo {
@@ -602,18 +635,13 @@ pub struct HeadInfo {
     pub lag: u64,
     /// Creation time of the oldest event it has not handled.
     pub oldest_pending_at: Option<Millis>,
-    pub attempt_count: u32,
-    pub failure_count: u32,
-    pub last_error: Option<String>,
-    pub failed_at: Option<Millis>,
-    pub lease_holder: Option<String>,
-    pub lease_expires_at: Option<Millis>,
-    pub next_attempt_at: Option<Millis>,
+    #[serde(flatten)]
+    pub status: HeadStatus,
 }
 
 impl HeadInfo {
     pub fn dead(&self) -> bool {
-        self.failed_at.is_some()
+        self.status.dead()
     }
 }
 

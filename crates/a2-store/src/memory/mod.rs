@@ -89,7 +89,7 @@ impl MemoryStore {
             )));
         };
         let through = params.through.unwrap_or(head).min(head);
-        let advanced = crate::rules::cursor_advance(cursor.next, &cursor.state, through, now);
+        let advanced = crate::rules::cursor_advance(cursor.next, &cursor.state.status, through, now);
         if let CursorAdvanced::Moved { from, next } = advanced {
             if next > from {
                 cursor.next = next;
@@ -224,8 +224,8 @@ impl Store for MemoryStore {
             let owned = match row.fenced(&held.head, held.attempt) {
                 Some(slot) => {
                     let state = slot_state(slot);
-                    if state.lease_holder.as_deref() == Some(params.holder.as_str()) {
-                        state.lease_expires_at = Some(expires);
+                    if state.status.lease_holder.as_deref() == Some(params.holder.as_str()) {
+                        state.status.lease_expires_at = Some(expires);
                         true
                     } else {
                         false

@@ -123,7 +123,7 @@ impl SessionRow {
     /// narrowed since) is dropped with it: it must never run again.
     pub fn skip_untaken(&mut self, consumer: &StoreConsumer, now: Millis) {
         let Some(cursor) = self.cursors.get_mut(&consumer.name) else { return };
-        if cursor.state.failed_at.is_some() || cursor.state.lease_live(now) {
+        if cursor.state.status.failed_at.is_some() || cursor.state.status.lease_live(now) {
             return;
         }
         let start = cursor.next;
@@ -197,7 +197,7 @@ impl SessionRow {
             HeadSlot::Cursor(c) => &c.state,
             HeadSlot::Target(s) => s,
         };
-        state.is_current(attempt).then_some(slot)
+        state.status.is_current(attempt).then_some(slot)
     }
 
     /// Settle a head: move the cursor on, or drop the per-event head.
@@ -233,7 +233,7 @@ impl SessionRow {
             if params.through.is_some_and(|t| head.index > t) || excluded.contains(&head) {
                 return;
             }
-            if claimed.heads.len() >= limit && state.failed_at.is_none() && !state.lease_live(now) {
+            if claimed.heads.len() >= limit && state.status.failed_at.is_none() && !state.status.lease_live(now) {
                 return;
             }
             let Some(event) = index_slot(events, head.index).cloned() else { return };
@@ -306,16 +306,21 @@ impl SessionRow {
     pub fn is_dead(&self, consumer: &str, lane: Option<&str>, index: u64) -> bool {
         if let Some(cursor) = self.cursors.get(consumer) {
             if lane == Some(cursor.lane.as_str()) {
-                return cursor.next == index && cursor.state.failed_at.is_some();
+                return cursor.next == index && cursor.state.status.failed_at.is_some();
             }
         }
-        self.heads.get(&(consumer.to_owned(), lane.map(str::to_owned), index)).is_some_and(|s| s.failed_at.is_some())
+        self.heads
+            .get(&(consumer.to_owned(), lane.map(str::to_owned), index))
+            .is_some_and(|s| s.status.failed_at.is_some())
     }
 
     /// Whether a head of these consumers could run now with no live claim on it.
     pub fn runnable(&self, consumers: &[String], now: Millis) -> bool {
-        let free =
-            |s: &HeadState| s.failed_at.is_none() && !s.lease_live(now) && s.next_attempt_at.is_none_or(|at| at <= now);
+        let free = |s: &HeadState| {
+            s.status.failed_at.is_none()
+                && !s.status.lease_live(now)
+                && s.status.next_attempt_at.is_none_or(|at| at <= now)
+        };
         let ours = |name: &str| consumers.iter().any(|c| c == name);
         let cursor_behind = self.cursors.iter().any(|(name, c)| ours(name) && c.next <= self.head && free(&c.state));
         let mut lanes_seen: HashSet<(&str, &str)> = HashSet::new();
@@ -344,8 +349,8 @@ impl SessionRow {
         let heads = self.heads.iter().map(|((name, lane, index), s)| (HeadRef::new(name, lane.as_deref(), *index), s));
         let running: Vec<Attempt> = cursors
             .chain(heads)
-            .filter(|(head, state)| head.index <= boundary && state.lease_live(now))
-            .map(|(head, state)| Attempt::ended(&head, state, state.attempt_count, now, AttemptOutcome::Cleared))
+            .filter(|(head, state)| head.index <= boundary && state.status.lease_live(now))
+            .map(|(head, state)| Attempt::ended(&head, state, state.status.attempt_count, now, AttemptOutcome::Cleared))
             .collect();
         for attempt in running {
             self.record_attempt(attempt);
@@ -404,7 +409,7 @@ impl SessionRow {
         let mut letters: Vec<DeadLetter> = cursor_rows
             .chain(head_rows)
             .filter_map(|(consumer, lane, index, state)| {
-                let failed_at = state.failed_at?;
+                let failed_at = state.status.failed_at?;
                 let event = self.event(index)?;
                 Some(DeadLetter {
                     contract: contract.to_owned(),
@@ -414,9 +419,9 @@ impl SessionRow {
                     index,
                     event_id: event.id.clone(),
                     event_type: event.event_type.clone(),
-                    attempt_count: state.attempt_count,
-                    failure_count: state.failure_count,
-                    last_error: state.last_error.clone(),
+                    attempt_count: state.status.attempt_count,
+                    failure_count: state.status.failure_count,
+                    last_error: state.status.last_error.clone(),
                     failed_at,
                 })
             })
