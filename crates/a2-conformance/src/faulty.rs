@@ -164,6 +164,24 @@ impl Store for Faulty {
     async fn audit_list(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError> {
         self.inner.audit_list(params).await
     }
+    async fn task_schedule(&self, params: TaskSchedule) -> Result<bool, StoreError> {
+        self.inner.task_schedule(params).await
+    }
+    async fn task_claim(&self, params: TaskClaim) -> Result<Vec<ScheduledTask>, StoreError> {
+        self.inner.task_claim(params).await
+    }
+    async fn task_finish(&self, params: TaskFinish) -> Result<bool, StoreError> {
+        self.inner.task_finish(params).await
+    }
+    async fn task_list(&self, params: TaskList) -> Result<Vec<ScheduledTask>, StoreError> {
+        self.inner.task_list(params).await
+    }
+    async fn task_cancel(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError> {
+        self.inner.task_cancel(params).await
+    }
+    async fn task_hasten(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError> {
+        self.inner.task_hasten(params).await
+    }
     async fn attempt_list(&self, params: AttemptList) -> Result<Vec<Attempt>, StoreError> {
         self.inner.attempt_list(params).await
     }

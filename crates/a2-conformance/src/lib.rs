@@ -33,6 +33,7 @@ mod run_context;
 mod semantics;
 pub mod store;
 mod support;
+mod tasks;
 
 pub use inspection::consumer_totals_in_chunks_match_the_whole;
 pub use tokio;
@@ -123,6 +124,8 @@ macro_rules! conformance_suite {
                     attempt_history_records_every_outcome,
                     attempt_history_is_pruned_by_retention,
                     dead_letters_group_by_cause,
+                    scheduled_tasks_are_kept_once_and_claimed_when_due,
+                    failed_delivery_is_retried_and_operators_can_hasten_or_cancel,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;

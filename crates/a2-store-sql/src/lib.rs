@@ -15,6 +15,7 @@ mod search;
 mod statements;
 mod steps;
 mod store;
+mod tasks;
 mod value;
 
 use std::ops::Deref;

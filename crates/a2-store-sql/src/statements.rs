@@ -140,6 +140,21 @@ pub struct Statements {
     pub pause_delete: &'static str,
     /// (contract or NULL) → pauses by contract, consumer
     pub pauses_list: &'static str,
+    // ── scheduled tasks ──
+    /// (id, key, contract, name, due_at, work, trigger, now) → id; nothing when the id is kept already
+    pub task_insert: &'static str,
+    /// (contracts, now, holder, lease expires, limit) → the due tasks leased to the holder
+    pub task_claim: &'static str,
+    /// (id, holder) → id: a delivered task deleted while the holder holds it
+    pub task_delete_held: &'static str,
+    /// (id, holder, error, retry at) → id: a failed delivery released, due again later
+    pub task_release: &'static str,
+    /// (contract?, key?, after due_at?, after id, limit) → tasks by due time, id
+    pub task_list: &'static str,
+    /// (id) → the task deleted
+    pub task_delete: &'static str,
+    /// (id, now) → the task, due now and released
+    pub task_hasten: &'static str,
     /// (key, head, clear_index, created_at, updated_at)
     pub session_import: &'static str,
     /// (key) then per event (idx, id, type, payload, created_at, cause)

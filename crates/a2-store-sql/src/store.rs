@@ -687,6 +687,24 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let rows = self.backend.read().await?.fetch(self.sql().audit_list, args).await?;
         rows.iter().map(crate::rows::audit_record).collect()
     }
+    async fn task_schedule(&self, params: TaskSchedule) -> Result<bool, StoreError> {
+        crate::tasks::schedule(self, params).await
+    }
+    async fn task_claim(&self, params: TaskClaim) -> Result<Vec<ScheduledTask>, StoreError> {
+        crate::tasks::claim(self, params).await
+    }
+    async fn task_finish(&self, params: TaskFinish) -> Result<bool, StoreError> {
+        crate::tasks::finish(self, params).await
+    }
+    async fn task_list(&self, params: TaskList) -> Result<Vec<ScheduledTask>, StoreError> {
+        crate::tasks::list(self, params).await
+    }
+    async fn task_cancel(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError> {
+        crate::tasks::change(self, params, false).await
+    }
+    async fn task_hasten(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError> {
+        crate::tasks::change(self, params, true).await
+    }
 }
 
 fn imported_event_row(event: &Event) -> Result<Vec<Arg>, StoreError> {

@@ -13,6 +13,7 @@ pub mod rules;
 pub mod search;
 mod server;
 mod store;
+mod tasks;
 mod types;
 
 pub use attempts::*;
@@ -23,4 +24,5 @@ pub use opened::{is_postgres_url, OpenOptions, OpenedStore, StoreKind, StoreOpen
 pub use search::{EventFilter, EventFilterPage, EventMatch, SessionMatch, SessionSearch, SessionSearchPage};
 pub use server::{DatabaseServer, TlsState};
 pub use store::{page_size, Store, MAX_PAGE};
+pub use tasks::*;
 pub use types::*;

@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use crate::attempts::*;
 use crate::search::*;
+use crate::tasks::*;
 use crate::types::*;
 use crate::{Clock, SessionKey, StoreError};
 
@@ -163,6 +164,29 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// The audit log, newest first.
     async fn audit_list(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError>;
+
+    // ── the scheduler's tasks ────────────────────────────────────────
+
+    /// Keep a task until it is due; `false` when a task with its id is
+    /// already kept (scheduling again, e.g. from a retried run, is one task).
+    async fn task_schedule(&self, params: TaskSchedule) -> Result<bool, StoreError>;
+
+    /// Lease due tasks not held by a live delivery (`FOR UPDATE SKIP LOCKED`
+    /// where the database has it), bumping their attempts.
+    async fn task_claim(&self, params: TaskClaim) -> Result<Vec<ScheduledTask>, StoreError>;
+
+    /// Delete a delivered task or put a failed one back, only while the
+    /// holder still holds it; `false` when it does not.
+    async fn task_finish(&self, params: TaskFinish) -> Result<bool, StoreError>;
+
+    /// Pending tasks, by due time then id.
+    async fn task_list(&self, params: TaskList) -> Result<Vec<ScheduledTask>, StoreError>;
+
+    /// Delete a task before it is delivered; the task, or `None` when there was none.
+    async fn task_cancel(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError>;
+
+    /// Make a task due now and release any lease on it, so the next delivery pass takes it.
+    async fn task_hasten(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError>;
 }
 
 /// Clamp a requested page size to `1..=MAX_PAGE`.

@@ -1,7 +1,9 @@
 //! The in-memory backend: one mutex over every session, so each call is
 //! atomic the way a SQL transaction is. For tests and the `memory:` demo.
 
+mod attempts;
 mod session;
+mod tasks;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,6 +15,7 @@ use crate::rules::HeadState;
 use crate::attempts::*;
 use crate::search::*;
 use crate::store::page_size;
+use crate::tasks::*;
 use crate::types::*;
 use crate::{Clock, Store, StoreError, SystemClock};
 
@@ -24,6 +27,7 @@ pub struct MemoryStore {
     totals: Mutex<Option<TotalsSnapshot>>,
     /// Paused consumers by (contract, consumer).
     pauses: Mutex<BTreeMap<(String, String), PausedConsumer>>,
+    tasks: Mutex<tasks::Tasks>,
 }
 
 impl Default for MemoryStore {
@@ -40,6 +44,7 @@ impl MemoryStore {
             audit: Mutex::new(Vec::new()),
             totals: Mutex::new(None),
             pauses: Mutex::new(BTreeMap::new()),
+            tasks: Mutex::new(tasks::Tasks::default()),
         }
     }
 
@@ -51,6 +56,10 @@ impl MemoryStore {
 
     fn now(&self) -> Millis {
         self.clock.now_ms()
+    }
+
+    fn tasks(&self) -> MutexGuard<'_, tasks::Tasks> {
+        self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn pauses(&self) -> MutexGuard<'_, BTreeMap<(String, String), PausedConsumer>> {
@@ -657,86 +666,15 @@ impl Store for MemoryStore {
     }
 
     async fn attempt_list(&self, params: AttemptList) -> Result<Vec<Attempt>, StoreError> {
-        let sessions = self.lock();
-        let Some(row) = sessions.get(&params.session) else { return Ok(Vec::new()) };
-        let mut attempts: Vec<&Attempt> = row
-            .attempts
-            .values()
-            .filter(|a| params.consumer.as_ref().is_none_or(|c| *c == a.consumer))
-            .filter(|a| params.index.is_none_or(|i| i == a.index))
-            .filter(|a| match &params.after {
-                None => true,
-                Some(after) if params.oldest_first => a.key() > *after,
-                Some(after) => a.key() < *after,
-            })
-            .collect();
-        attempts.sort_by_key(|a| a.key());
-        if !params.oldest_first {
-            attempts.reverse();
-        }
-        Ok(attempts.into_iter().take(page_size(params.limit)).cloned().collect())
+        Ok(attempts::list(&self.lock(), &params))
     }
 
     async fn attempt_prune(&self, params: AttemptPrune) -> Result<AttemptPruned, StoreError> {
-        let mut sessions = self.lock();
-        let keys: Vec<SessionKey> = contract_sessions(&sessions, &params.contract, params.after.as_deref())
-            .take(page_size(params.sessions))
-            .map(|(key, _)| key.clone())
-            .collect();
-        let mut pruned = 0;
-        for key in &keys {
-            let Some(row) = sessions.get_mut(key) else { continue };
-            let mut newest: BTreeMap<(String, Option<String>, u64), u32> = BTreeMap::new();
-            for (consumer, lane, index, attempt) in row.attempts.keys() {
-                let top = newest.entry((consumer.clone(), lane.clone(), *index)).or_default();
-                *top = (*top).max(*attempt);
-            }
-            let doomed: Vec<_> = row
-                .attempts
-                .keys()
-                .filter(|(consumer, lane, index, attempt)| {
-                    let top = newest.get(&(consumer.clone(), lane.clone(), *index)).copied().unwrap_or(0);
-                    *attempt + params.keep <= top && !row.is_dead(consumer, lane.as_deref(), *index)
-                })
-                .cloned()
-                .collect();
-            for id in doomed {
-                row.attempts.remove(&id);
-                pruned += 1;
-            }
-        }
-        let next = keys
-            .last()
-            .filter(|_| keys.len() >= page_size(params.sessions))
-            .map(|k| crate::split_session_key(k).1.to_owned());
-        Ok(AttemptPruned { pruned, next })
+        Ok(attempts::prune(&mut self.lock(), &params))
     }
 
     async fn attempt_rates(&self, params: AttemptRates) -> Result<Vec<AttemptRate>, StoreError> {
-        let bucket_ms = params.bucket_ms.max(1);
-        let sessions = self.lock();
-        // Keyed oldest bucket first, then by name: the order every store answers in.
-        let mut rates: BTreeMap<(Millis, String, String), AttemptRate> = BTreeMap::new();
-        for (key, row) in sessions.iter() {
-            let contract = crate::split_session_key(key).0;
-            if params.contract.as_ref().is_some_and(|c| c != contract) {
-                continue;
-            }
-            for attempt in row.attempts.values().filter(|a| a.ended_at >= params.since) {
-                let bucket_start = attempt.ended_at.div_euclid(bucket_ms) * bucket_ms;
-                let id = (bucket_start, contract.to_owned(), attempt.consumer.clone());
-                let rate = rates.entry(id).or_insert_with(|| AttemptRate {
-                    contract: contract.to_owned(),
-                    consumer: attempt.consumer.clone(),
-                    bucket_start,
-                    completed: 0,
-                    failed: 0,
-                });
-                rate.completed += u64::from(attempt.outcome == AttemptOutcome::Completed);
-                rate.failed += u64::from(attempt.outcome.is_failure());
-            }
-        }
-        Ok(rates.into_values().collect())
+        Ok(attempts::rates(&self.lock(), &params))
     }
 
     async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError> {
@@ -775,5 +713,34 @@ impl Store for MemoryStore {
         let audit = self.audit.lock().unwrap_or_else(|p| p.into_inner());
         let before = params.before.unwrap_or(u64::MAX);
         Ok(audit.iter().rev().filter(|r| r.id < before).take(page_size(params.limit)).cloned().collect())
+    }
+
+    async fn task_schedule(&self, params: TaskSchedule) -> Result<bool, StoreError> {
+        crate::check_session_key(&params.session)?;
+        Ok(self.tasks().schedule(params, self.now()))
+    }
+
+    async fn task_claim(&self, params: TaskClaim) -> Result<Vec<ScheduledTask>, StoreError> {
+        Ok(self.tasks().claim(&params, self.now()))
+    }
+
+    async fn task_finish(&self, params: TaskFinish) -> Result<bool, StoreError> {
+        Ok(self.tasks().finish(params))
+    }
+
+    async fn task_list(&self, params: TaskList) -> Result<Vec<ScheduledTask>, StoreError> {
+        Ok(self.tasks().list(&params))
+    }
+
+    async fn task_cancel(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError> {
+        let cancelled = self.tasks().cancel(&params.id);
+        self.record_outcome(params.audit.filter(|_| cancelled.is_some()), serde_json::json!({ "cancelled": true }));
+        Ok(cancelled)
+    }
+
+    async fn task_hasten(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError> {
+        let hastened = self.tasks().hasten(&params.id, self.now());
+        self.record_outcome(params.audit.filter(|_| hastened.is_some()), serde_json::json!({ "due_now": true }));
+        Ok(hastened)
     }
 }
