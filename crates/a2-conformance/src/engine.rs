@@ -18,6 +18,7 @@ pub use crate::leases::*;
 pub use crate::permits::*;
 pub use crate::reads::*;
 pub use crate::run_context::*;
+pub use crate::scheduling::*;
 pub use crate::semantics::*;
 
 #[derive(Deserialize)]
@@ -73,6 +74,7 @@ impl Pace {
                 consume_wait_max: Duration::from_millis(50),
                 stream_poll: Duration::from_millis(100),
                 rescue_every: Duration::from_millis(200),
+                scheduler_poll: Duration::from_millis(50),
                 ..DrainTimings::default()
             },
         }

@@ -30,6 +30,7 @@ mod permits;
 pub mod property;
 mod reads;
 mod run_context;
+mod scheduling;
 mod semantics;
 pub mod store;
 mod support;
@@ -174,6 +175,12 @@ macro_rules! conformance_suite {
                     consume_of_own_consumer_kicks_its_drain,
                     reappend_of_an_id_cleared_away_dedupes,
                     returned_batch_cause_carries_batch_size,
+                    schedule_from_a_retried_run_is_one_task,
+                    schedule_refuses_bad_input_before_anything_is_kept,
+                    scheduled_append_is_delivered_once_when_due,
+                    scheduled_append_after_clear_is_a_no_op,
+                    scheduled_clear_respects_if_last_index,
+                    due_tasks_are_served_once_by_many_servers,
                 );
             }
         }

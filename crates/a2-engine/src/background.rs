@@ -35,6 +35,8 @@ struct State {
     draining: Arc<Semaphore>,
     /// The kept-totals refresher runs once the server first drains.
     refresher: AtomicBool,
+    /// Who holds the scheduled tasks this server claims to deliver.
+    holder: String,
 }
 
 /// The service. Stopping it stops every task it started; so does the end of
@@ -62,6 +64,7 @@ impl Background {
                 drains: Mutex::new(HashMap::new()),
                 draining: Arc::new(Semaphore::new(max_draining)),
                 refresher: AtomicBool::new(false),
+                holder: format!("scheduler:{}", uuid::Uuid::new_v4()),
             }),
             wakes: Mutex::new(wakes),
             rescues,
@@ -81,6 +84,14 @@ impl Background {
         if self.rescues {
             tokio::spawn(rescue_loop(self.state.clone()));
         }
+        if self.state.core.upgrade().is_some_and(|core| core.scheduler().served_from_store()) {
+            tokio::spawn(deliver_loop(self.state.clone()));
+        }
+    }
+
+    /// The holder this server claims scheduled tasks as.
+    pub(crate) fn holder(&self) -> &str {
+        &self.state.holder
     }
 
     /// Stop draining, rescuing and upkeep; running heads are abandoned and their leases lapse.
@@ -212,6 +223,26 @@ async fn rescue(state: &Arc<State>, core: &ServerCore) {
         match page.scanned_through {
             Some(through) => after = Some(through),
             None => return,
+        }
+    }
+}
+
+/// Deliver the contract's due scheduled tasks every `scheduler_poll`, or at
+/// once when a task due sooner is scheduled here. Many servers on one store
+/// share the work: a claim leases each task to one of them.
+async fn deliver_loop(state: Arc<State>) {
+    loop {
+        let Some(core) = state.core.upgrade() else { return };
+        if let Err(error) = core.deliver_due(&state.holder).await {
+            tracing::warn!(code = error.code(), %error, "could not deliver due scheduled tasks; trying again later");
+        }
+        let every = core.timings().scheduler_poll;
+        let deliveries = core.deliveries();
+        drop(core);
+        tokio::select! {
+            () = tokio::time::sleep(every) => {},
+            () = deliveries.notified() => {},
+            () = state.shutdown.cancelled() => return,
         }
     }
 }

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::abort::AbortRule;
 use crate::cancel::{cancel_for, CancelCause, CancelReason};
 use crate::history::{EventRange, EventStream, History};
+use crate::scheduler::{ScheduleOrigin, Timing};
 use crate::signals::SessionSignals;
 use crate::{ids, A2Error, Contract, StateAt};
 
@@ -31,6 +32,12 @@ pub struct AppendInput {
     pub event_type: String,
     pub payload: Value,
     pub id: Option<String>,
+}
+
+/// What to schedule.
+pub(crate) enum ScheduleWork {
+    Append(Vec<AppendInput>),
+    Clear { if_last_index: Option<u64> },
 }
 
 impl AppendInput {
@@ -309,6 +316,15 @@ pub(crate) trait RunHost: Send + Sync {
     ) -> HostFuture<'a, u64>;
     /// Signs that the session `key` may have grown, subscribed now.
     fn signals(&self, key: SessionKey) -> SessionSignals;
+    /// Schedule a task of the session on the run's behalf; returns its id.
+    fn schedule<'a>(
+        self: Arc<Self>,
+        session_id: &'a str,
+        name: &'a str,
+        timing: Timing,
+        work: ScheduleWork,
+        origin: ScheduleOrigin,
+    ) -> HostFuture<'a, String>;
 }
 
 /// The triggering event, the attempt number, a consumer-scoped session and
@@ -337,6 +353,8 @@ pub struct ConsumerSession {
     pub(crate) host: Arc<dyn RunHost>,
     pub(crate) session_id: String,
     pub(crate) trigger_id: String,
+    /// When the trigger was appended: a scheduled delay counts from it, so a retried run schedules the same time.
+    pub(crate) trigger_created_at: a2_store::Millis,
     pub(crate) head: HeadRef,
     pub(crate) attempt: u32,
     /// The run's own token: clearing the session from the run ends the attempt.
@@ -373,6 +391,34 @@ impl ConsumerSession {
         let (trigger, name, consumer) = (self.trigger_id.clone(), name.to_owned(), self.head.consumer.clone());
         let id_for = Box::new(move |ordinal| ids::appended_event_id(&trigger, &name, ordinal, &consumer));
         self.host.clone().append(&self.session_id, events, self.cause(), id_for).await
+    }
+
+    fn origin(&self) -> ScheduleOrigin {
+        ScheduleOrigin {
+            trigger_event_id: self.trigger_id.clone(),
+            trigger_index: self.head.index,
+            trigger_created_at: self.trigger_created_at,
+            consumer: self.head.consumer.clone(),
+        }
+    }
+
+    /// Schedule `events` for this session when `timing` says (a delay counts
+    /// from the trigger's append); returns the task's id. The id is derived
+    /// from the trigger, this consumer and `name`, so a retried run schedules
+    /// one task; a clear through the trigger before it is due makes it a no-op.
+    pub async fn schedule(&self, name: &str, timing: Timing, events: Vec<AppendInput>) -> Result<String, A2Error> {
+        self.host.clone().schedule(&self.session_id, name, timing, ScheduleWork::Append(events), self.origin()).await
+    }
+
+    /// Schedule a clear of this session, only if its head is `if_last_index` then when given.
+    pub async fn schedule_clear(
+        &self,
+        name: &str,
+        timing: Timing,
+        if_last_index: Option<u64>,
+    ) -> Result<String, A2Error> {
+        let work = ScheduleWork::Clear { if_last_index };
+        self.host.clone().schedule(&self.session_id, name, timing, work, self.origin()).await
     }
 
     /// The reducer's state: the latest when `through` is `None`, as any

@@ -47,6 +47,10 @@ pub enum A2Error {
     /// store's failure; the rescuer drains the session again.
     #[error("the drain of session '{session}' panicked: {message}")]
     DrainPanicked { session: String, message: String },
+    /// The scheduler did not take a task (`session.schedule`): nothing was
+    /// scheduled, and the caller can tell this from a store error on the log.
+    #[error("the scheduler did not take task '{task}': {message}")]
+    SchedulerSendFailed { task: String, message: String },
     /// The store's own error, its code and retryability unchanged.
     #[error("{0}")]
     Store(StoreError),
@@ -73,6 +77,7 @@ impl A2Error {
             Self::ConsumeCycle { .. } => "CONSUME_CYCLE",
             Self::Cancelled { .. } => "CANCELLED",
             Self::DrainPanicked { .. } => "DRAIN_PANICKED",
+            Self::SchedulerSendFailed { .. } => "SCHEDULER_SEND_FAILED",
             Self::Store(e) => e.code(),
         }
     }
@@ -80,7 +85,7 @@ impl A2Error {
     /// Whether the same call may succeed later without any change.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::ClaimExpired { .. } => true,
+            Self::ClaimExpired { .. } | Self::SchedulerSendFailed { .. } => true,
             Self::Store(e) => e.is_retryable(),
             _ => false,
         }

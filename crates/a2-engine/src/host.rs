@@ -8,10 +8,12 @@ use std::sync::Arc;
 use a2_store::{Cause, Event, HeadRef, Store};
 use tokio_util::sync::CancellationToken;
 
+use crate::consumer::ScheduleWork;
 use crate::consumer::{HostFuture, RunHost};
+use crate::scheduler::ScheduleOrigin;
 use crate::server_core::ServerCore;
 use crate::signals::SessionSignals;
-use crate::{AppendInput, Consumer, StateAt};
+use crate::{AppendInput, Consumer, StateAt, Timing};
 
 impl RunHost for ServerCore {
     fn store(&self) -> &Arc<dyn Store> {
@@ -58,5 +60,16 @@ impl RunHost for ServerCore {
 
     fn signals(&self, key: SessionKey) -> SessionSignals {
         ServerCore::signals(self, key)
+    }
+
+    fn schedule<'a>(
+        self: Arc<Self>,
+        session_id: &'a str,
+        name: &'a str,
+        timing: Timing,
+        work: ScheduleWork,
+        origin: ScheduleOrigin,
+    ) -> HostFuture<'a, String> {
+        Box::pin(async move { ServerCore::schedule(&self, session_id, name, &timing, work, Some(&origin)).await })
     }
 }

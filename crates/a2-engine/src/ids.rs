@@ -11,6 +11,13 @@ const APPEND_NAMESPACE: Uuid = Uuid::from_u128(0x6f2c_9a4e_1b7d_4c3a_9e58_0d1f_a
 /// Namespace of ids for events a consumer returns from `run`.
 const RETURN_NAMESPACE: Uuid = Uuid::from_u128(0x3b8e_5d21_7a94_4f06_8c1e_2f9a_b7c6_d5e4);
 
+/// Namespace of the ids of tasks `session.schedule` puts on the scheduler.
+const SCHEDULE_NAMESPACE: Uuid = Uuid::from_u128(0x9d41_7c2e_5f83_4b6a_a1d0_3e7f_c2b8_9a15);
+/// Namespace of the ids of scheduled clears.
+const SCHEDULE_CLEAR_NAMESPACE: Uuid = Uuid::from_u128(0x52e8_b3a9_0c6d_4f17_8b24_6d9e_f0a3_c7b1);
+/// Namespace of the ids of the events a scheduled task appends.
+const SCHEDULED_EVENT_NAMESPACE: Uuid = Uuid::from_u128(0xc7a3_1e58_92d4_4b0f_9e6a_5b2c_d8f1_0e47);
+
 /// UUIDv5 (SHA-1) of a namespace and NUL-joined parts.
 fn uuid_v5(namespace: Uuid, parts: &[&str]) -> String {
     let mut hasher = Sha1::new();
@@ -30,6 +37,59 @@ pub fn appended_event_id(trigger_event_id: &str, name: &str, ordinal: usize, con
 /// The id of item `ordinal` of what a consumer's run returned.
 pub fn returned_event_id(trigger_event_id: &str, ordinal: usize, consumer: &str) -> String {
     uuid_v5(RETURN_NAMESPACE, &[trigger_event_id, &ordinal.to_string(), consumer])
+}
+
+/// What keys a scheduled task: the session, the run that scheduled it (none
+/// outside a run), the schedule's name, and the session's clear index when a
+/// clear came first (so scheduling again after a clear is a distinct task).
+#[derive(Debug, Clone, Copy)]
+pub struct ScheduleKey<'a> {
+    pub contract: &'a str,
+    pub session_id: &'a str,
+    pub trigger_event_id: Option<&'a str>,
+    pub name: &'a str,
+    pub clear_index: u64,
+    /// The consumer whose run scheduled it: two consumers of one event never collide.
+    pub consumer: Option<&'a str>,
+}
+
+/// The id of a scheduled append: a JSON array of its key (unambiguous
+/// whatever the parts contain), hashed in its own namespace.
+pub fn schedule_id(key: &ScheduleKey<'_>) -> String {
+    let mut parts = vec![
+        serde_json::json!(key.contract),
+        serde_json::json!(key.session_id),
+        serde_json::json!(key.trigger_event_id),
+        serde_json::json!(key.name),
+    ];
+    if key.clear_index > 0 {
+        parts.push(serde_json::json!(key.clear_index));
+    }
+    if let Some(consumer) = key.consumer {
+        parts.push(serde_json::json!({ "consumer": consumer }));
+    }
+    uuid_v5(SCHEDULE_NAMESPACE, &[&serde_json::Value::Array(parts).to_string()])
+}
+
+/// The id of a scheduled clear: its key, the clear index always, and its guard.
+pub fn schedule_clear_id(key: &ScheduleKey<'_>, if_last_index: Option<u64>) -> String {
+    let mut parts = vec![
+        serde_json::json!(key.contract),
+        serde_json::json!(key.session_id),
+        serde_json::json!(key.trigger_event_id),
+        serde_json::json!(key.clear_index),
+        serde_json::json!(key.name),
+        serde_json::json!(if_last_index),
+    ];
+    if let Some(consumer) = key.consumer {
+        parts.push(serde_json::json!({ "consumer": consumer }));
+    }
+    uuid_v5(SCHEDULE_CLEAR_NAMESPACE, &[&serde_json::Value::Array(parts).to_string()])
+}
+
+/// The id of item `ordinal` of a scheduled append that named no id of its own.
+pub fn scheduled_event_id(schedule_id: &str, ordinal: usize) -> String {
+    uuid_v5(SCHEDULED_EVENT_NAMESPACE, &[schedule_id, &ordinal.to_string()])
 }
 
 /// Any event id a caller gives: 1–256 characters. A run's appends and
@@ -86,6 +146,29 @@ mod tests {
         assert!(!looks_derived(&random_event_id()), "a v4 id is not derived");
         assert!(validate_event_id(&derived).is_ok() && validate_external_id(&derived).is_err());
         assert!(validate_event_id("").is_err() && validate_event_id(&"x".repeat(257)).is_err());
+    }
+
+    #[test]
+    fn schedule_ids_are_keyed_on_every_part() {
+        let key = ScheduleKey {
+            contract: "shop",
+            session_id: "o-1",
+            trigger_event_id: Some("e1"),
+            name: "remind",
+            clear_index: 0,
+            consumer: Some("mailer"),
+        };
+        let id = schedule_id(&key);
+        assert_eq!(id, schedule_id(&ScheduleKey { ..key }));
+        assert!(looks_derived(&id));
+        assert_ne!(id, schedule_id(&ScheduleKey { clear_index: 3, ..key }), "a clear makes it a new task");
+        assert_ne!(id, schedule_id(&ScheduleKey { consumer: None, ..key }));
+        assert_ne!(id, schedule_id(&ScheduleKey { trigger_event_id: None, ..key }));
+        assert_ne!(id, schedule_id(&ScheduleKey { name: "other", ..key }));
+        assert_ne!(id, schedule_id(&ScheduleKey { session_id: "o-2", ..key }));
+        assert_ne!(schedule_clear_id(&key, Some(4)), schedule_clear_id(&key, None));
+        assert_ne!(schedule_clear_id(&key, None), id, "clears have their own namespace");
+        assert_ne!(scheduled_event_id(&id, 0), scheduled_event_id(&id, 1));
     }
 
     #[test]

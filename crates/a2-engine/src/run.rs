@@ -159,6 +159,7 @@ async fn run_and_settle(
             host: core.clone(),
             session_id: session_id.to_owned(),
             trigger_id: claimed.event.id.clone(),
+            trigger_created_at: claimed.event.created_at,
             head: claimed.head.clone(),
             attempt: claimed.attempt,
             cancel: run_token.clone(),

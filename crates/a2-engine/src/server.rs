@@ -7,8 +7,10 @@ use a2_store::{Cleared, Event, RedriveAction, SessionClear, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::background::Background;
+use crate::consumer::ScheduleWork;
 use crate::drain::{run_drain, DrainOptions, DrainResult};
 use crate::history::{DeadHead, DeadHeads, EventRange, EventStream, History};
+use crate::scheduler::{Scheduler, StoreScheduler, Timing};
 use crate::server_core::{random_ids, CoreParts, ServerCore};
 use crate::timings::DrainTimings;
 use crate::{ids, A2Error, AppendInput, Consumer, Contract, StateAt};
@@ -22,9 +24,17 @@ pub struct ServerBuilder {
     background: bool,
     max_running: usize,
     snapshot_every: u64,
+    scheduler: Option<Arc<dyn Scheduler>>,
 }
 
 impl ServerBuilder {
+    /// Where `session.schedule` puts tasks (default: the server's own store,
+    /// whose due tasks every server of the contract serves in the background).
+    pub fn scheduler(mut self, scheduler: Arc<dyn Scheduler>) -> Self {
+        self.scheduler = Some(scheduler);
+        self
+    }
+
     /// Write a reducer's snapshot once a read folded this many events past
     /// the last one (default 100), not on every read; reads a running head
     /// pins are written whatever the count.
@@ -71,7 +81,9 @@ impl ServerBuilder {
             }
         }
         let stop_on_drop = CancellationToken::new();
+        let scheduler = self.scheduler.unwrap_or_else(|| Arc::new(StoreScheduler::new(self.store.clone())));
         let (core, wakes) = ServerCore::new(CoreParts {
+            scheduler,
             contract: self.contract,
             store: self.store,
             consumers: self.consumers,
@@ -112,6 +124,7 @@ impl Server {
             background: true,
             max_running: 256,
             snapshot_every: 100,
+            scheduler: None,
         }
     }
 
@@ -132,6 +145,13 @@ impl Server {
         a2_store::validate_session_id(id)
             .map_err(|e| A2Error::InvalidSessionId { id: id.to_owned(), reason: e.to_string() })?;
         Ok(Session { core: self.core.clone(), background: self.background.clone(), id: id.to_owned() })
+    }
+
+    /// Deliver the contract's due scheduled tasks here and now (the
+    /// background does it every `scheduler_poll`); returns how many were delivered.
+    pub async fn deliver_due(&self) -> Result<usize, A2Error> {
+        self.background.ensure_started();
+        self.core.deliver_due(self.background.holder()).await
     }
 
     /// Stop every drain of this server, in the background or not: none claims
@@ -165,6 +185,25 @@ impl Session {
         }
         self.background.ensure_started();
         self.core.append(&self.id, events, None, &random_ids).await
+    }
+
+    /// Schedule `events` to be appended to this session when `timing` says;
+    /// returns the task's id. Scheduling the same name again is one task
+    /// (until a clear); the events are checked against the contract now.
+    pub async fn schedule(&self, name: &str, timing: Timing, events: Vec<AppendInput>) -> Result<String, A2Error> {
+        self.background.ensure_started();
+        self.core.schedule(&self.id, name, &timing, ScheduleWork::Append(events), None).await
+    }
+
+    /// Schedule a clear of this session, only if its head is `if_last_index` then when given.
+    pub async fn schedule_clear(
+        &self,
+        name: &str,
+        timing: Timing,
+        if_last_index: Option<u64>,
+    ) -> Result<String, A2Error> {
+        self.background.ensure_started();
+        self.core.schedule(&self.id, name, &timing, ScheduleWork::Clear { if_last_index }, None).await
     }
 
     /// A reducer's state through `through` (default: the head), with the index it reflects.

@@ -11,12 +11,13 @@ use a2_store::{
     session_key, Cause, Clock, Event, EventAppend, EventList, HeadRef, NewEvent, RedriveAction, SnapshotGet,
     SnapshotPut, Store, StoreConsumer, Target,
 };
-use tokio::sync::{broadcast, mpsc, Semaphore};
+use tokio::sync::{broadcast, mpsc, Notify, Semaphore};
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::Instrument;
 
 use crate::consume_waits::ConsumeWaits;
 use crate::consumer::LaneFn;
+use crate::scheduler::Scheduler;
 use crate::signals::{AppendNotice, SessionSignals};
 use crate::timings::DrainTimings;
 use crate::{ids, A2Error, AppendInput, Consumer, Contract, Lane, StateAt};
@@ -61,6 +62,8 @@ pub(crate) struct CoreParts {
     pub background: bool,
     /// Cancelled when the core is dropped: the background service stops with it.
     pub stop_on_drop: CancellationToken,
+    /// Where `session.schedule` puts its tasks.
+    pub scheduler: Arc<dyn Scheduler>,
 }
 
 pub(crate) struct ServerCore {
@@ -81,6 +84,9 @@ pub(crate) struct ServerCore {
     wake: Option<mpsc::UnboundedSender<String>>,
     /// Cancelled by `Server::shutdown` (and when the core is dropped): drains stop.
     stopping: CancellationToken,
+    scheduler: Arc<dyn Scheduler>,
+    /// Wakes the background's delivery loop when a task is due before its next look.
+    deliveries: Arc<Notify>,
     _stop_on_drop: DropGuard,
 }
 
@@ -108,6 +114,8 @@ impl ServerCore {
             snapshot_every: parts.snapshot_every,
             wake,
             stopping: parts.stop_on_drop.clone(),
+            scheduler: parts.scheduler,
+            deliveries: Arc::new(Notify::new()),
             _stop_on_drop: parts.stop_on_drop.drop_guard(),
         };
         (Arc::new(core), wakes)
@@ -168,6 +176,22 @@ impl ServerCore {
 
     /// Ask the server's background drains to look at a session; nothing when
     /// the server does not drain in the background (or is shutting down).
+    pub(crate) fn scheduler(&self) -> &Arc<dyn Scheduler> {
+        &self.scheduler
+    }
+
+    /// Wake the delivery loop for a task due at `due_at` if it would otherwise look too late.
+    pub(crate) fn wake_deliveries(&self, due_at: a2_store::Millis) {
+        if due_at <= self.clock.now_ms() + crate::timings::millis(self.timings.scheduler_poll) {
+            self.deliveries.notify_one();
+        }
+    }
+
+    /// Notified when a task due soon was scheduled here.
+    pub(crate) fn deliveries(&self) -> Arc<Notify> {
+        self.deliveries.clone()
+    }
+
     pub(crate) fn wake(&self, session_id: &str) {
         if let Some(wake) = &self.wake {
             // A closed channel means the background service has stopped: nothing left to wake.
@@ -240,7 +264,26 @@ impl ServerCore {
         cause: Option<Cause>,
         id_for: &IdFor<'_>,
     ) -> Result<Vec<Event>, A2Error> {
+        self.append_from(session_id, events, cause, None, id_for).await
+    }
+
+    /// [`Self::append`], for a scheduled task's delivery as well: `scheduled_by`
+    /// is the index of the event whose run scheduled it, so a clear through
+    /// that event refuses the delivery like the run's own append.
+    pub(crate) async fn append_from(
+        &self,
+        session_id: &str,
+        events: Vec<AppendInput>,
+        cause: Option<Cause>,
+        scheduled_by: Option<u64>,
+        id_for: &IdFor<'_>,
+    ) -> Result<Vec<Event>, A2Error> {
         let from_consumer = cause.is_some();
+        let source = match (&cause, scheduled_by) {
+            (Some(_), _) => "consumer",
+            (None, Some(_)) => "scheduler",
+            (None, None) => "external",
+        };
         let span = tracing::info_span!(
             "a2.append",
             a2.contract = %self.contract.name(),
@@ -249,7 +292,7 @@ impl ServerCore {
             a2.append.types = %events.iter().map(|e| e.event_type.as_str()).collect::<Vec<_>>().join(","),
             // The seeds also dispatch through a scheduler; this engine appends inline only.
             a2.append.mode = "inline",
-            a2.append.source = if from_consumer { "consumer" } else { "external" },
+            a2.append.source = source,
             a2.append.head = tracing::field::Empty,
         );
         async {
@@ -266,7 +309,7 @@ impl ServerCore {
                     events: new,
                     consumers: self.store_consumers.clone(),
                     // A run's append names its trigger: the store refuses it past a clear, atomically.
-                    origin_index: cause.as_ref().map(|c| c.index),
+                    origin_index: cause.as_ref().map(|c| c.index).or(scheduled_by),
                 })
                 .await?;
             tracing::Span::current().record("a2.append.head", appended.head);

@@ -36,6 +36,9 @@ pub struct DrainTimings {
     /// How often a server working in the background looks for work a dead
     /// process left (lapsed leases, due retries, heads nobody claimed).
     pub rescue_every: Duration,
+    /// How often a server working in the background looks for due scheduled
+    /// tasks of its contract (a task scheduled by this server for sooner wakes it).
+    pub scheduler_poll: Duration,
     /// How long a run whose lease lapsed or was superseded may take to return
     /// after its token is cancelled, before it is stopped where it awaits.
     pub cancel_grace: Duration,
@@ -54,6 +57,7 @@ impl Default for DrainTimings {
             stream_poll: Duration::from_secs(1),
             totals_refresh: Duration::from_secs(30),
             rescue_every: Duration::from_secs(5),
+            scheduler_poll: Duration::from_secs(1),
             cancel_grace: Duration::from_secs(1),
         }
     }
