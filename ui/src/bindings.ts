@@ -47,6 +47,9 @@ export const commands = {
 	demoTraffic: (request: DemoTraffic) => typedError<DemoTrafficState, ApiError>(__TAURI_INVOKE("demo_traffic", { request })),
 	demoSeed: (request: DemoSeed) => typedError<DemoSeeded, ApiError>(__TAURI_INVOKE("demo_seed", { request })),
 	readerRoleGrant: (request: ReaderGrant) => typedError<boolean, ApiError>(__TAURI_INVOKE("reader_role_grant", { request })),
+	timerList: (request: TimerQuery) => typedError<TimerPage, ApiError>(__TAURI_INVOKE("timer_list", { request })),
+	timerDeliver: (request: TimerRef) => typedError<TimerDelivered, ApiError>(__TAURI_INVOKE("timer_deliver", { request })),
+	timerCancel: (request: TimerRef) => typedError<TimerView, ApiError>(__TAURI_INVOKE("timer_cancel", { request })),
 };
 
 /* Types */
@@ -748,6 +751,86 @@ export type StoreKind = "memory" | "sqlite" | "postgres";
 export type ThroughputQuery = {
 	contract: string | null,
 	minutes: number,
+};
+
+/**  Where a page of timers ends: the next page starts after it. */
+export type TimerCursor = {
+	due_at: number,
+	id: string,
+};
+
+/**  What "deliver now" did. */
+export type TimerDelivered = {
+	/**  The timer as it was made due. */
+	timer: TimerView,
+	/**
+	 *  Delivered by this process (it hosts the contract); otherwise the
+	 *  next delivery pass of any server of the contract delivers it.
+	 */
+	delivered: boolean,
+};
+
+/**  One event a timer will append; its payload as exact JSON text. */
+export type TimerEvent = {
+	id: string,
+	type: string,
+	payload: string,
+};
+
+/**  A page of pending timers, soonest first. */
+export type TimerPage = {
+	items: TimerView[],
+	next: TimerCursor | null,
+};
+
+/**  Pending timers, soonest first: store-wide, of a contract, or of one session. */
+export type TimerQuery = {
+	contract?: string | null,
+	/**  A session id; needs `contract`. */
+	session?: string | null,
+	after?: TimerCursor | null,
+	/**  Rows a page (0: the default page). */
+	limit?: number,
+};
+
+/**  One timer, by its id. */
+export type TimerRef = {
+	id: string,
+};
+
+/**  The run that scheduled a timer: its trigger event and consumer. */
+export type TimerTrigger = {
+	event_id: string,
+	index: number,
+	consumer: string | null,
+};
+
+/**  A pending scheduled task. */
+export type TimerView = {
+	id: string,
+	contract: string,
+	session: string,
+	/**  The schedule's name, as the app gave it. */
+	name: string,
+	/**  `append` or `clear`. */
+	kind: string,
+	due_at: number,
+	/**  Until it is due; negative once it is. */
+	due_in_ms: number,
+	/**  Due more than [`OVERDUE_AFTER_MS`] ago and not being delivered. */
+	overdue: boolean,
+	/**  What an append timer will append (empty for a clear). */
+	events: TimerEvent[],
+	/**  A clear timer's guard. */
+	if_last_index: number | null,
+	trigger: TimerTrigger | null,
+	created_at: number,
+	/**  Deliveries started; more than one means one failed or its server died. */
+	attempts: number,
+	last_error: string | null,
+	/**  The server delivering it right now, if any. */
+	lease_holder: string | null,
+	lease_expires_at: number | null,
 };
 
 /**  The connection's TLS: off, encrypted without checking the server, or verified. */

@@ -219,6 +219,18 @@ pub(crate) enum Command {
         #[arg(long)]
         reason: String,
     },
+    /// What is due: pending scheduled tasks, soonest first (overdue ones
+    /// mean no server of their contract is delivering); or deliver one now,
+    /// or cancel it, by id.
+    Timers {
+        #[arg(long)]
+        contract: Option<String>,
+        /// One session's timers; needs --contract.
+        #[arg(long, requires = "contract")]
+        session: Option<String>,
+        #[command(subcommand)]
+        action: Option<TimerAction>,
+    },
     /// Let a paused consumer's work be claimed again.
     Resume {
         #[arg(long)]
@@ -330,4 +342,14 @@ pub(crate) enum Command {
 pub(crate) enum IndexKind {
     /// Event payloads, for payload searches (Postgres).
     Payloads,
+}
+
+/// What to do to one timer.
+#[derive(Debug, clap::Subcommand)]
+pub enum TimerAction {
+    /// Make it due now; delivered at once where this process hosts its
+    /// contract, else by the next look of any server of the contract.
+    Deliver { id: String },
+    /// Delete it before it is delivered.
+    Cancel { id: String },
 }

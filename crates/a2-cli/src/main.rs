@@ -17,9 +17,9 @@ use a2_studio_api::{
     ConsumeRequest, ConsumerRef, CopyRequest, DeadLetterGroupQuery, DeadLetterQuery, DeadLetterRef, DemoSeed,
     EventFilterRequest, EventQuery, HeadKey, ImportRequest, JobProgress, JobRef, Limits, NoArgs, PauseQuery,
     PauseRequest, ReaderGrant, Redrive, RedriveAction, RedriveAll, SearchHit, SearchRequest, SessionListRequest,
-    SessionRef, SessionSort, Studio, ThroughputQuery, TotalsQuery,
+    SessionRef, SessionSort, Studio, ThroughputQuery, TimerQuery, TimerRef, TotalsQuery,
 };
-use args::{Action, Cli, Command, ConsumeKind, GroupBy, IndexKind, Sort};
+use args::{Action, Cli, Command, ConsumeKind, GroupBy, IndexKind, Sort, TimerAction};
 use clap::Parser;
 use serde_json::json;
 
@@ -266,6 +266,35 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.value(&json!(done), &format!("cleared: {} (index {})", done.cleared, done.index));
             return Ok(if done.cleared { Done::Changed } else { Done::Unchanged });
         }
+        Command::Timers { contract, session, action: None } => {
+            let mut query = TimerQuery { contract, session, after: None, limit: 0 };
+            let mut timers = Vec::new();
+            loop {
+                let page = studio.timer_list(query.clone()).await?;
+                timers.extend(page.items);
+                match page.next {
+                    Some(next) => query.after = Some(next),
+                    None => break,
+                }
+            }
+            out.timers(&timers);
+        }
+        Command::Timers { action: Some(TimerAction::Deliver { id }), .. } => {
+            let done = studio.timer_deliver(TimerRef { id }).await?;
+            let line = if done.delivered {
+                format!("timer '{}' delivered to session '{}'", done.timer.id, done.timer.session)
+            } else {
+                format!(
+                    "timer '{}' is due now: the next look of a server of '{}' delivers it",
+                    done.timer.id, done.timer.contract
+                )
+            };
+            out.value(&json!(done), &line);
+        }
+        Command::Timers { action: Some(TimerAction::Cancel { id }), .. } => {
+            let cancelled = studio.timer_cancel(TimerRef { id }).await?;
+            out.value(&json!(cancelled), &format!("timer '{}' ({}) cancelled", cancelled.id, cancelled.name));
+        }
         Command::Pause { contract, consumer, reason } => {
             let paused = studio.consumer_pause(PauseRequest { contract, consumer, reason }).await?;
             let line = format!(
@@ -502,6 +531,9 @@ mod parity {
         "payload_index",
         "demo_seed",
         "reader_role_grant",
+        "timer_list",
+        "timer_deliver",
+        "timer_cancel",
     ];
 
     /// A window's state, not an operator's action: a one-shot command has no use for them.

@@ -2,7 +2,7 @@
 
 use a2_studio_api::{
     Attempt, AttemptPage, AttemptRate, AuditView, ConnectionInfo, ConsumerTotal, DeadLetterGroup, DeadLetterPage,
-    EventView, HeadView, PausedConsumer, SearchHit, SessionPage, SessionSummary, SnapshotView, TlsView,
+    EventView, HeadView, PausedConsumer, SearchHit, SessionPage, SessionSummary, SnapshotView, TimerView, TlsView,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -184,6 +184,39 @@ impl Out {
                 })
                 .collect();
             table(&["contract", "consumer", "sessions", "lagging", "lag", "dead", "paused"], rows);
+        }
+    }
+
+    pub fn timers(&self, timers: &[TimerView]) {
+        if !self.emit(&timers) {
+            let due = |t: &TimerView| {
+                let when = if t.due_in_ms >= 0 {
+                    format!("in {} s", t.due_in_ms / 1_000)
+                } else {
+                    format!("{} s ago", -t.due_in_ms / 1_000)
+                };
+                if t.overdue {
+                    format!("{when} OVERDUE")
+                } else {
+                    when
+                }
+            };
+            let rows = timers
+                .iter()
+                .map(|t| {
+                    vec![
+                        t.id.clone(),
+                        t.contract.clone(),
+                        t.session.clone(),
+                        t.name.clone(),
+                        t.kind.clone(),
+                        due(t),
+                        t.trigger.as_ref().and_then(|g| g.consumer.clone()).unwrap_or_else(|| "-".into()),
+                        t.events.iter().map(|e| e.event_type.as_str()).collect::<Vec<_>>().join(","),
+                    ]
+                })
+                .collect();
+            table(&["id", "contract", "session", "name", "kind", "due", "by", "events"], rows);
         }
     }
 

@@ -25,7 +25,7 @@ fn append_task(id: &str, session: &str, due_at: Millis) -> TaskSchedule {
 }
 
 fn claim_params(holder: &str) -> TaskClaim {
-    TaskClaim { contracts: vec![CONTRACT.into()], holder: holder.into(), ttl_ms: TTL, limit: 10 }
+    TaskClaim { contracts: vec![CONTRACT.into()], holder: holder.into(), ttl_ms: TTL, limit: 10, only: None }
 }
 
 /// A task is kept once per id, with what it was given; a claim takes it
@@ -87,7 +87,10 @@ pub async fn failed_delivery_is_retried_and_operators_can_hasten_or_cancel(facto
     let now = clock.now_ms();
     store.task_schedule(append_task("t-a", "s", now)).await.expect("schedule");
     store.task_schedule(append_task("t-b", "s", now + 60_000)).await.expect("schedule");
-    let claimed = store.task_claim(claim_params("p1")).await.expect("claim");
+    let only_b = TaskClaim { only: Some("t-b".into()), ..claim_params("p1") };
+    assert!(store.task_claim(only_b).await.expect("claim").is_empty(), "only t-b, which is not due");
+    let only_a = TaskClaim { only: Some("t-a".into()), ..claim_params("p1") };
+    let claimed = store.task_claim(only_a).await.expect("claim");
     assert_eq!(claimed.len(), 1);
     let failed = TaskOutcome::Failed { error: "store unavailable".into(), retry_at: now + 1_000 };
     assert!(store

@@ -233,7 +233,7 @@ async fn rescue(state: &Arc<State>, core: &ServerCore) {
 async fn deliver_loop(state: Arc<State>) {
     loop {
         let Some(core) = state.core.upgrade() else { return };
-        if let Err(error) = core.deliver_due(&state.holder).await {
+        if let Err(error) = core.deliver_due(&state.holder, None).await {
             tracing::warn!(code = error.code(), %error, "could not deliver due scheduled tasks; trying again later");
         }
         let every = core.timings().scheduler_poll;

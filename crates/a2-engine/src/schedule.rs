@@ -162,10 +162,11 @@ impl ServerCore {
 
     /// One delivery pass: claim this contract's due tasks and deliver each,
     /// a failure put back with a backoff. Returns how many were delivered.
-    pub(crate) async fn deliver_due(&self, holder: &str) -> Result<usize, A2Error> {
+    pub(crate) async fn deliver_due(&self, holder: &str, only: Option<&str>) -> Result<usize, A2Error> {
         let mut delivered = 0;
         loop {
             let claim = TaskClaim {
+                only: only.map(str::to_owned),
                 contracts: vec![self.contract().name().to_owned()],
                 holder: holder.to_owned(),
                 // A delivery is held as long as a head's claim: a dead server's tasks are redelivered as soon.

@@ -151,7 +151,14 @@ impl Server {
     /// background does it every `scheduler_poll`); returns how many were delivered.
     pub async fn deliver_due(&self) -> Result<usize, A2Error> {
         self.background.ensure_started();
-        self.core.deliver_due(self.background.holder()).await
+        self.core.deliver_due(self.background.holder(), None).await
+    }
+
+    /// Deliver one task here and now if it is due and no delivery holds it:
+    /// an operator's "deliver now" after making it due. Whether it was delivered.
+    pub async fn deliver_task(&self, id: &str) -> Result<bool, A2Error> {
+        self.background.ensure_started();
+        Ok(self.core.deliver_due(self.background.holder(), Some(id)).await? == 1)
     }
 
     /// Stop every drain of this server, in the background or not: none claims

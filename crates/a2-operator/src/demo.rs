@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, Reducer, Server};
+use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, Reducer, Server, Timing};
 use a2_store::{Backoff, Store};
 use serde::Deserialize;
 use serde_json::json;
@@ -50,6 +50,9 @@ fn chance(seed: u64, text: &str) -> f64 {
     (hash >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// How long after an order the demo's payment reminder is due.
+pub const REMINDER_DELAY: &str = "1d";
+
 fn contract() -> Result<Contract, OperatorError> {
     let any = |_: &serde_json::Value| Ok(());
     let totals = Reducer::new("totals", json!({ "orders": 0, "amount": 0 }), |state, event| {
@@ -67,6 +70,7 @@ fn contract() -> Result<Contract, OperatorError> {
         .event_with("payment.captured", any)?
         .event_with("order.shipped", any)?
         .event_with("email.sent", any)?
+        .event_with("payment.reminder", any)?
         .reducer(totals)?)
 }
 
@@ -106,7 +110,13 @@ fn consumers(options: DemoOptions) -> Result<Vec<Consumer>, OperatorError> {
         ctx.session.state("totals", None).await?;
         Ok::<(), BoxError>(())
     })?;
-    Ok(vec![charger, fulfilment, mailer, ledger])
+    // A day after each order, a reminder to pay: the Timers view's pending work.
+    let reminders = Consumer::builder("reminders").types(["order.placed"]).run(|ctx| async move {
+        let reminder = AppendInput::new("payment.reminder", json!({ "order": ctx.event.id }));
+        ctx.session.schedule("payment-reminder", Timing::delay(REMINDER_DELAY), vec![reminder]).await?;
+        Ok::<(), BoxError>(())
+    })?;
+    Ok(vec![charger, fulfilment, mailer, ledger, reminders])
 }
 
 /// A server for the demo contract on `store`; `background`: its consumers

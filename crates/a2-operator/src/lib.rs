@@ -12,6 +12,7 @@ mod error;
 mod params;
 mod reads;
 mod search;
+mod timers;
 mod transfer;
 mod views;
 
@@ -26,6 +27,9 @@ pub use params::{
     DeadLetterRef, EventQuery, Redrive, SessionQuery, SessionRef, TotalsQuery,
 };
 pub use search::{path_pattern, SearchQuery};
+pub use timers::{
+    TimerCursor, TimerDelivered, TimerEvent, TimerQuery, TimerRef, TimerTrigger, TimerView, OVERDUE_AFTER_MS,
+};
 pub use transfer::{ExportCounts, ExportHeader, Imported, SessionCopy, EXPORT_FORMAT};
 pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redriven};
 

@@ -348,3 +348,85 @@ async fn redrive_returns_when_committed_not_when_the_consumer_ran() {
         .await
         .unwrap_or_else(|_| panic!("the hosted consumer did not run the retried head"));
 }
+
+/// The Timers view's API: the demo's reminders are listed soonest first and
+/// paged; "deliver now" delivers one through the hosted demo server (its
+/// event lands in the session) and leaves the others; cancel deletes one;
+/// both are audited, and a read-only connection is refused both.
+async fn timers_list_deliver_and_cancel(kind: StoreKind) {
+    use a2_operator::{TimerQuery, TimerRef};
+
+    let store = store_of(kind).await;
+    let mut rw = operator(store.clone(), kind, Mode::ReadWrite);
+    let options = a2_operator::demo::DemoOptions { sessions: 3, fail_rate: 0.0, ..Default::default() };
+    rw.demo_seed(options).await.unwrap_or_else(|e| panic!("{e}"));
+    rw.demo_host().unwrap_or_else(|e| panic!("{e}"));
+
+    let all = rw.timer_list(&TimerQuery::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(all.items.len() >= 3, "a reminder per order: {:?}", all.items);
+    assert!(all.items.windows(2).all(|w| (w[0].due_at, &w[0].id) <= (w[1].due_at, &w[1].id)), "soonest first");
+    let first = all.items[0].clone();
+    assert_eq!((first.kind.as_str(), first.name.as_str(), first.overdue), ("append", "payment-reminder", false));
+    assert!(first.due_in_ms > 3_600_000, "due in a day: {first:?}");
+    assert_eq!(first.events[0].event_type, "payment.reminder");
+    assert_eq!(first.trigger.as_ref().and_then(|t| t.consumer.as_deref()), Some("reminders"));
+    let paged =
+        rw.timer_list(&TimerQuery { limit: 1, ..TimerQuery::default() }).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(paged.items.iter().map(|t| &t.id).collect::<Vec<_>>(), [&first.id]);
+    let rest = TimerQuery { after: paged.next, ..TimerQuery::default() };
+    assert_eq!(rw.timer_list(&rest).await.map(|p| p.items.len()).ok(), Some(all.items.len() - 1));
+    let of_session =
+        TimerQuery { contract: Some("shop".into()), session: Some(first.session.clone()), ..TimerQuery::default() };
+    let of_session = rw.timer_list(&of_session).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(of_session.items.iter().all(|t| t.session == first.session) && !of_session.items.is_empty());
+    let lone_session = TimerQuery { session: Some("order-00001".into()), ..TimerQuery::default() };
+    assert!(matches!(rw.timer_list(&lone_session).await, Err(OperatorError::Invalid { .. })));
+
+    // The seed clears order-00000: its reminders would be delivered as no-ops.
+    let first = all.items.iter().find(|t| t.session != "order-00000").cloned().unwrap_or_else(|| panic!("{all:?}"));
+    let ro = operator(store.clone(), kind, Mode::ReadOnly);
+    let target = TimerRef { id: first.id.clone() };
+    assert!(matches!(ro.timer_deliver(&target).await, Err(OperatorError::ReadOnly { .. })));
+    assert!(matches!(ro.timer_cancel(&target).await, Err(OperatorError::ReadOnly { .. })));
+
+    let events_of = |session: &str| EventQuery {
+        contract: "shop".into(),
+        session: session.into(),
+        after: None,
+        before: None,
+        newest_first: false,
+        limit: 100,
+    };
+    let before = rw.event_list(events_of(&first.session)).await.unwrap_or_else(|e| panic!("{e}")).len();
+    let delivered = rw.timer_deliver(&target).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(delivered.delivered, "the hosted demo server delivered it");
+    let after = rw.event_list(events_of(&first.session)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(after.len(), before + 1);
+    assert_eq!(after.last().map(|e| e.event_type.as_str()), Some("payment.reminder"));
+    let left = rw.timer_list(&TimerQuery::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(left.items.len(), all.items.len() - 1, "only that timer was delivered");
+    assert!(matches!(rw.timer_deliver(&target).await, Err(OperatorError::NotFound { .. })));
+
+    let second = TimerRef { id: left.items[0].id.clone() };
+    let cancelled = rw.timer_cancel(&second).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cancelled.id, second.id);
+    assert!(matches!(rw.timer_cancel(&second).await, Err(OperatorError::NotFound { .. })));
+    let audit = store.audit_list(AuditList { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let actions: Vec<&str> = audit.iter().map(|r| r.entry.action.as_str()).collect();
+    assert_eq!(&actions[..2], ["timer.cancel", "timer.deliver"], "{actions:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_timers_list_deliver_and_cancel() {
+    timers_list_deliver_and_cancel(StoreKind::Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_timers_list_deliver_and_cancel() {
+    timers_list_deliver_and_cancel(StoreKind::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_timers_list_deliver_and_cancel() {
+    timers_list_deliver_and_cancel(StoreKind::Postgres).await;
+}

@@ -263,7 +263,7 @@ pub(crate) static SQL: Statements = Statements {
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING id",
     task_claim: "UPDATE a2_scheduled t SET attempts = t.attempts + 1, lease_holder = $3, lease_expires_at = $4 \
          FROM (SELECT id FROM a2_scheduled WHERE contract = ANY($1) AND due_at <= $2 \
-           AND (lease_expires_at IS NULL OR lease_expires_at <= $2) \
+           AND (lease_expires_at IS NULL OR lease_expires_at <= $2) AND ($6::text IS NULL OR id = $6) \
            ORDER BY due_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) d \
          WHERE t.id = d.id RETURNING t.*",
     task_delete_held: "DELETE FROM a2_scheduled WHERE id = $1 AND lease_holder = $2 RETURNING id",

@@ -143,7 +143,7 @@ pub struct Statements {
     // ── scheduled tasks ──
     /// (id, key, contract, name, due_at, work, trigger, now) → id; nothing when the id is kept already
     pub task_insert: &'static str,
-    /// (contracts, now, holder, lease expires, limit) → the due tasks leased to the holder
+    /// (contracts, now, holder, lease expires, limit, only id?) → the due tasks leased to the holder
     pub task_claim: &'static str,
     /// (id, holder) → id: a delivered task deleted while the holder holds it
     pub task_delete_held: &'static str,

@@ -63,6 +63,7 @@ pub(crate) async fn claim<B: SqlBackend>(
         Arg::text(&params.holder),
         Arg::Int(now + params.ttl_ms),
         page(params.limit),
+        Arg::OptText(params.only),
     ];
     let mut tx = store.backend.begin().await?;
     let rows = tx.fetch(store.sql().task_claim, args).await?;

@@ -264,7 +264,7 @@ pub(crate) static SQL: Statements = Statements {
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO NOTHING RETURNING id",
     task_claim: "UPDATE a2_scheduled SET attempts = attempts + 1, lease_holder = ?3, lease_expires_at = ?4 \
          WHERE id IN (SELECT id FROM a2_scheduled WHERE contract IN (SELECT value FROM json_each(?1)) AND due_at <= ?2 \
-           AND (lease_expires_at IS NULL OR lease_expires_at <= ?2) ORDER BY due_at, id LIMIT ?5) \
+           AND (lease_expires_at IS NULL OR lease_expires_at <= ?2) AND (?6 IS NULL OR id = ?6) ORDER BY due_at, id LIMIT ?5) \
          RETURNING *",
     task_delete_held: "DELETE FROM a2_scheduled WHERE id = ?1 AND lease_holder = ?2 RETURNING id",
     task_release: "UPDATE a2_scheduled SET last_error = ?3, due_at = ?4, lease_holder = NULL, lease_expires_at = NULL \

@@ -97,6 +97,8 @@ pub struct TaskClaim {
     pub holder: String,
     pub ttl_ms: i64,
     pub limit: u32,
+    /// Only this task (an operator's "deliver now"), if it is due and free.
+    pub only: Option<String>,
 }
 
 /// How a claimed task's delivery ended.

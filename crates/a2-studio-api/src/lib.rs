@@ -18,7 +18,10 @@ pub use a2_operator::model::{
     Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, Cause, Cleared, ConsumerTotal, DeadLetter,
     DeadLetterGroup, HeadKey, HeadKind, HeadRef, RedriveAction, SessionSummary, TotalsSnapshot,
 };
-pub use a2_operator::{ConsumeMode, Consumed, HeadView, JobProgress, Redriven, StoreKind};
+pub use a2_operator::{
+    ConsumeMode, Consumed, HeadView, JobProgress, Redriven, StoreKind, TimerCursor, TimerDelivered, TimerQuery,
+    TimerRef, TimerView,
+};
 pub use commands::{Limits, Studio};
 
 /// `0.1.0 (commit 1a2b3c4d5e6f)`: what `--version` prints in every shell.
@@ -74,6 +77,9 @@ macro_rules! studio_commands {
             demo_traffic(DemoTraffic) -> DemoTrafficState;
             demo_seed(DemoSeed) -> DemoSeeded;
             reader_role_grant(ReaderGrant) -> bool;
+            timer_list(TimerQuery) -> TimerPage;
+            timer_deliver(TimerRef) -> TimerDelivered;
+            timer_cancel(TimerRef) -> TimerView;
         }
     };
 }

@@ -261,6 +261,13 @@ pub struct DeadLetterPage {
     pub next: Option<HeadKey>,
 }
 
+/// A page of pending timers, soonest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct TimerPage {
+    pub items: Vec<a2_operator::TimerView>,
+    pub next: Option<a2_operator::TimerCursor>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 pub struct AttemptPage {
     pub items: Vec<Attempt>,

@@ -23,6 +23,7 @@ use crate::*;
 mod actions;
 mod connection;
 mod reads;
+mod timers;
 
 /// How often a store without change notifications (SQLite, memory) is re-read.
 const POLL: Duration = Duration::from_secs(2);
