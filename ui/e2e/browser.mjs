@@ -10,7 +10,9 @@
 // the copy opened.
 // ops (against `a2 serve --demo-traffic`): a payload search from the palette,
 // a session's events filtered by a payload path; pause a consumer from the
-// overview (its lag grows while traffic flows), resume it (the lag drains).
+// overview (its lag grows while traffic flows), resume it (the lag drains);
+// open Timers (the serving process runs the demo contract), deliver a payment
+// reminder now and find its event in the session and the delivery in the audit.
 // Exits non-zero on the first failed expectation.
 import { chromium } from "playwright-core";
 import { mkdtempSync } from "node:fs";
@@ -155,6 +157,7 @@ try {
   if (mode === "ops") {
     await searchPayloads();
     await pauseAndResume();
+    await deliverTimerNow();
   }
   else await deadLettersAndActions();
   expect(pageErrors.length === 0, `no page errors: ${pageErrors.join("; ")}`);
@@ -304,6 +307,8 @@ async function deadLettersAndActions() {
       await api("session_clear", { contract: "shop", session: "order-00007", if_last_index: null }),
       await api("session_consume", { contract: "shop", session: "order-00007", consumer: "mailer", through: null, mode: "ack", export_path: null }),
       await api("demo_traffic", { on: true }),
+      await api("timer_deliver", { id: "any" }),
+      await api("timer_cancel", { id: "any" }),
     ];
     for (const r of refusals) expect(r.status === 403 && r.body.code === "READ_ONLY", `the API refuses with READ_ONLY: ${JSON.stringify(r)}`);
     step("the HTTP API refused every action with READ_ONLY");
@@ -325,6 +330,33 @@ async function deadLettersAndActions() {
     step("store unchanged");
     await copyHome(connection);
   }
+}
+
+/** ops: the Timers view lists the demo's reminders; one delivered now appears in its session. */
+async function deliverTimerNow() {
+  await open("#/timers");
+  const timerRows = page.getByTestId("timer-row");
+  await timerRows.first().waitFor();
+  const count = await timerRows.count();
+  // order-00000 was cleared by the seed: a reminder there is delivered as a no-op.
+  const row = page.locator("[data-testid=timer-row]", { hasText: "order-00003" }).first();
+  const id = await row.getAttribute("data-timer");
+  expect(((await row.textContent()) ?? "").includes("payment-reminder"), "the demo's payment reminder is listed");
+  await row.getByTestId("timer-deliver").click();
+  const dialog = page.getByRole("dialog", { name: "Deliver timer now" });
+  await dialog.getByRole("button", { name: "Deliver now" }).click();
+  await dialog.getByTestId("outcome").waitFor();
+  const outcome = (await dialog.getByTestId("outcome").textContent()) ?? "";
+  expect(outcome.startsWith("Delivered 'payment-reminder' to shop/order-00003"), `the deliver outcome: ${outcome}`);
+  await dialog.getByRole("button", { name: "Close" }).click();
+  await page.waitForFunction((t) => !document.querySelector(`[data-testid=timer-row][data-timer="${t}"]`), id);
+  step(`${count} timers listed; delivered ${id} now`);
+  await open("#/session/shop/order-00003/events");
+  await page.locator(".event-row .type", { hasText: "payment.reminder" }).first().waitFor();
+  await open("#/audit");
+  await page.getByTestId("audit-row").first().waitFor();
+  expect(((await page.getByTestId("audit-table").textContent()) ?? "").includes("timer.deliver"), "the audit lists the delivery");
+  step("its payment.reminder event is in order-00003, and the audit says who delivered it");
 }
 
 /** A session's causality waterfall: bars by outcome; a failed one opens with its error; the wheel zooms. */

@@ -12,6 +12,7 @@ import { go, href, useRoute } from "./route";
 import type { Transport } from "./transport";
 import { ConnectionContext, ErrorBox } from "./ui";
 import { Audit } from "./views/Audit";
+import { Timers } from "./views/Timers";
 import { Connect } from "./views/Connect";
 import { DeadLetters } from "./views/DeadLetters";
 import { Overview } from "./views/Overview";
@@ -176,6 +177,9 @@ export function App({ transport }: { transport: Transport }) {
           <a href={href({ view: "search", contract: "", payload: "", type: "", id: "" })} className={route.view === "search" ? "on" : ""}>
             Search
           </a>
+          <a href={href({ view: "timers" })} className={route.view === "timers" ? "on" : ""}>
+            Timers
+          </a>
           <a href={href({ view: "audit" })} className={route.view === "audit" ? "on" : ""}>
             Audit
           </a>
@@ -188,6 +192,7 @@ export function App({ transport }: { transport: Transport }) {
           {route.view === "session" && <Session {...route} />}
           {route.view === "dead-letters" && <DeadLetters />}
           {route.view === "audit" && <Audit />}
+          {route.view === "timers" && <Timers />}
           {route.view === "search" && <Search key={href(route)} {...route} />}
         </main>
         {palette && (

@@ -7,7 +7,7 @@ export type Gateable = Pick<ConnectionInfo, "read_only"> & Partial<Pick<Connecti
 
 export type Gate = { allowed: true } | { allowed: false; reason: string };
 
-export type Action = "redrive" | "consume" | "consume.run" | "clear" | "demo" | "pause";
+export type Action = "redrive" | "consume" | "consume.run" | "clear" | "demo" | "pause" | "timer";
 
 export function gate(connection: Gateable | null | undefined, action: Action): Gate {
   if (!connection) return { allowed: false, reason: "Not connected to a store." };

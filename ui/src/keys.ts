@@ -23,6 +23,7 @@ const ROOT = {
   attempts: "attempts",
   appended: "appended",
   throughput: "throughput",
+  timers: "timers",
 } as const;
 
 type Root = (typeof ROOT)[keyof typeof ROOT];
@@ -51,6 +52,10 @@ export const keys = {
   /** The events an attempt appended, found after its trigger. */
   appended: (contract: string, session: string, index: number, ids: readonly string[]) => [ROOT.appended, contract, session, index, ids] as const,
   throughput: () => [ROOT.throughput] as const,
+  /** Pending timers: store-wide, or of one session. */
+  timers: (contract: string | null, session: string | null) => [ROOT.timers, contract, session] as const,
+  /** Every timers read, store-wide and per session (a prefix). */
+  allTimers: () => [ROOT.timers] as const,
 };
 
 /** Reads that no store change touches: the connection, the saved profiles and how a URL would open. */
@@ -62,7 +67,7 @@ export function changesWith(key: readonly unknown[]): boolean {
 }
 
 /** What an operator does that changes what the Studio shows. */
-export type Change = "redrive" | "consume" | "clear" | "pause" | "profiles";
+export type Change = "redrive" | "consume" | "clear" | "pause" | "timer" | "profiles";
 
 /** The reads each change can make stale, by their key's first part. */
 const TOUCHES: Record<Change, readonly Root[]> = {
@@ -71,9 +76,11 @@ const TOUCHES: Record<Change, readonly Root[]> = {
   // A cursor moved (running the consumer may append events): its heads, attempts and events, the counts, the audit.
   consume: [ROOT.heads, ROOT.attempts, ROOT.appended, ROOT.events, ROOT.session, ROOT.sessions, ROOT.contracts, ROOT.consumerOverview, ROOT.deadLetters, ROOT.deadLetterGroups, ROOT.throughput, ROOT.audit],
   // A session cleared through an index: its events, heads, dead letters and snapshots, and every count.
-  clear: [ROOT.session, ROOT.sessions, ROOT.events, ROOT.heads, ROOT.snapshots, ROOT.deadLetters, ROOT.deadLetterGroups, ROOT.deadLetterEvent, ROOT.attempts, ROOT.appended, ROOT.consumerOverview, ROOT.throughput, ROOT.audit],
+  clear: [ROOT.timers, ROOT.session, ROOT.sessions, ROOT.events, ROOT.heads, ROOT.snapshots, ROOT.deadLetters, ROOT.deadLetterGroups, ROOT.deadLetterEvent, ROOT.attempts, ROOT.appended, ROOT.consumerOverview, ROOT.throughput, ROOT.audit],
   // A consumer paused or resumed store-wide.
   pause: [ROOT.pauses, ROOT.consumerOverview, ROOT.audit],
+  // A timer delivered now (its events appended, their consumers run) or cancelled.
+  timer: [ROOT.timers, ROOT.events, ROOT.session, ROOT.sessions, ROOT.heads, ROOT.contracts, ROOT.consumerOverview, ROOT.audit],
   profiles: [ROOT.profiles],
 };
 

@@ -22,6 +22,8 @@ const POLLS: { key: readonly unknown[]; every: number; replicaOnly?: true }[] = 
   { key: keys.consumerOverview(), every: 5_000 },
   // Another process may pause or resume a consumer.
   { key: keys.pauses(), every: 5_000 },
+  // Timers fall due (and become overdue) with the clock, not with the store.
+  { key: keys.allTimers(), every: 5_000 },
   // A replica's delay behind its primary.
   { key: keys.connection(), every: 2_000, replicaOnly: true },
 ];

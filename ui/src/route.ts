@@ -9,10 +9,11 @@ export type Route =
   | { view: "session"; contract: string; session: string; tab: SessionTab; index?: number }
   | { view: "dead-letters" }
   | { view: "audit" }
+  | { view: "timers" }
   | { view: "search"; contract: string; payload: string; type: string; id: string };
 
-export type SessionTab = "events" | "consumers" | "timeline" | "dead-letters" | "snapshots";
-const TABS: SessionTab[] = ["events", "consumers", "timeline", "dead-letters", "snapshots"];
+export type SessionTab = "events" | "consumers" | "timeline" | "dead-letters" | "timers" | "snapshots";
+const TABS: SessionTab[] = ["events", "consumers", "timeline", "dead-letters", "timers", "snapshots"];
 
 export function parseRoute(hash: string): Route {
   const [path, query] = hash.replace(/^#/, "").split("?");
@@ -33,6 +34,8 @@ export function parseRoute(hash: string): Route {
       return { view: "dead-letters" };
     case "audit":
       return { view: "audit" };
+    case "timers":
+      return { view: "timers" };
     case "search":
       return {
         view: "search",

@@ -15,6 +15,7 @@ import { Events } from "./Events";
 import { DeadLetterTable } from "./DeadLetters";
 import { AttemptList } from "./Attempts";
 import { Timeline } from "./Timeline";
+import { TimerTable } from "./Timers";
 import { keys } from "../keys";
 
 const TABS: [SessionTab, string][] = [
@@ -22,6 +23,7 @@ const TABS: [SessionTab, string][] = [
   ["consumers", "Consumers"],
   ["timeline", "Timeline"],
   ["dead-letters", "Dead letters"],
+  ["timers", "Timers"],
   ["snapshots", "Snapshots"],
 ];
 
@@ -67,6 +69,7 @@ export function Session({ contract, session, tab, index }: { contract: string; s
       {s && tab === "consumers" && <Heads summary={s} />}
       {tab === "timeline" && <Timeline contract={contract} session={session} />}
       {tab === "dead-letters" && <DeadLetterTable contract={contract} session={session} />}
+      {tab === "timers" && <TimerTable contract={contract} session={session} />}
       {tab === "snapshots" && <Snapshots contract={contract} session={session} />}
       {copying && <CopyDialog contract={contract} session={session} onClose={() => setCopying(false)} />}
       {clearing && s && (
