@@ -131,8 +131,7 @@ pub async fn scheduled_append_is_delivered_once_when_due(factory: &dyn StoreFact
     let quiet = server_with(pace, store.clone(), Vec::new(), |b| b.run_in_background(false));
     let half = quiet.session("s").unwrap_or_else(|e| panic!("{e}"));
     let half = half.schedule("half", Timing::At(0), vec![tick(3)]).await.unwrap_or_else(|e| panic!("{e}"));
-    let claim =
-        TaskClaim { contracts: vec!["shop".into()], holder: "dead".into(), ttl_ms: 3_000, limit: 10, only: None };
+    let claim = TaskClaim { contract: "shop".into(), holder: "dead".into(), ttl_ms: 3_000, limit: 10, only: None };
     let claimed = store.task_claim(claim).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(claimed.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), [half.as_str()]);
     let half_event = ids::scheduled_event_id(&half, 0);

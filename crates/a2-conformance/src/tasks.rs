@@ -25,7 +25,7 @@ fn append_task(id: &str, session: &str, due_at: Millis) -> TaskSchedule {
 }
 
 fn claim_params(holder: &str) -> TaskClaim {
-    TaskClaim { contracts: vec![CONTRACT.into()], holder: holder.into(), ttl_ms: TTL, limit: 10, only: None }
+    TaskClaim { contract: CONTRACT.into(), holder: holder.into(), ttl_ms: TTL, limit: 10, only: None }
 }
 
 /// A task is kept once per id, with what it was given; a claim takes it
@@ -65,7 +65,7 @@ pub async fn scheduled_tasks_are_kept_once_and_claimed_when_due(factory: &dyn St
     assert_eq!(claimed.iter().map(|t| (t.id.as_str(), t.attempts)).collect::<Vec<_>>(), [("t-b", 1)]);
     assert_eq!(claimed[0].lease_holder.as_deref(), Some("p1"));
     assert!(store.task_claim(claim_params("p2")).await.expect("claim").is_empty(), "a live lease holds it");
-    let other_contract = TaskClaim { contracts: vec!["other".into()], ..claim_params("p2") };
+    let other_contract = TaskClaim { contract: "other".into(), ..claim_params("p2") };
     assert!(store.task_claim(other_contract).await.expect("claim").is_empty());
 
     clock.advance(TTL);

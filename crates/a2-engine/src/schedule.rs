@@ -167,7 +167,7 @@ impl ServerCore {
         loop {
             let claim = TaskClaim {
                 only: only.map(str::to_owned),
-                contracts: vec![self.contract().name().to_owned()],
+                contract: self.contract().name().to_owned(),
                 holder: holder.to_owned(),
                 // A delivery is held as long as a head's claim: a dead server's tasks are redelivered as soon.
                 ttl_ms: crate::timings::millis(self.timings().claim_ttl),

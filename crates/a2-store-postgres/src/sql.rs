@@ -261,16 +261,18 @@ pub(crate) static SQL: Statements = Statements {
     pauses_list: "SELECT * FROM a2_consumer_pauses WHERE $1::text IS NULL OR contract = $1 ORDER BY contract, consumer",
     task_insert: "INSERT INTO a2_scheduled (id, session, contract, name, due_at, work, trigger, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING id",
-    task_claim: "UPDATE a2_scheduled t SET attempts = t.attempts + 1, lease_holder = $3, lease_expires_at = $4 \
-         FROM (SELECT id FROM a2_scheduled WHERE contract = ANY($1) AND due_at <= $2 \
+    // The ids as an array: each row updated is found by its key, never by a join's scan.
+    task_claim: "UPDATE a2_scheduled SET attempts = attempts + 1, lease_holder = $3, lease_expires_at = $4 \
+         WHERE id = ANY(ARRAY(SELECT id FROM a2_scheduled WHERE contract = $1 AND due_at <= $2 \
            AND (lease_expires_at IS NULL OR lease_expires_at <= $2) AND ($6::text IS NULL OR id = $6) \
-           ORDER BY due_at, id LIMIT $5 FOR UPDATE SKIP LOCKED) d \
-         WHERE t.id = d.id RETURNING t.*",
+           ORDER BY due_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)) RETURNING *",
     task_delete_held: "DELETE FROM a2_scheduled WHERE id = $1 AND lease_holder = $2 RETURNING id",
     task_release: "UPDATE a2_scheduled SET last_error = $3, due_at = $4, lease_holder = NULL, lease_expires_at = NULL \
          WHERE id = $1 AND lease_holder = $2 RETURNING id",
-    task_list: "SELECT * FROM a2_scheduled WHERE ($1::text IS NULL OR contract = $1) AND ($2::text IS NULL OR session = $2) \
-         AND ($3::bigint IS NULL OR (due_at, id) > ($3, $4::text)) ORDER BY due_at, id LIMIT $5",
+    task_list: "SELECT * FROM a2_scheduled WHERE ($1::text IS NULL OR contract = $1) \
+         AND ($2::bigint IS NULL OR (due_at, id) > ($2, $3::text)) ORDER BY due_at, id LIMIT $4",
+    task_list_of_session: "SELECT * FROM a2_scheduled WHERE session = $1 \
+         AND ($2::bigint IS NULL OR (due_at, id) > ($2, $3::text)) ORDER BY due_at, id LIMIT $4",
     task_delete: "DELETE FROM a2_scheduled WHERE id = $1 RETURNING *",
     task_hasten: "UPDATE a2_scheduled SET due_at = LEAST(due_at, $2), lease_holder = NULL, lease_expires_at = NULL \
          WHERE id = $1 RETURNING *",

@@ -135,6 +135,19 @@ fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<Expl
             sql.filter_events,
             vec![key(), Arg::Int(0), Arg::Int(1_000), payload(), Arg::OptText(None), Arg::OptText(None)],
         ),
+        read(
+            "scheduler: claim the due tasks",
+            sql.task_claim,
+            vec![
+                Arg::text(split_session_key(session).0),
+                Arg::Int(now),
+                Arg::text("explain"),
+                Arg::Int(now + 30_000),
+                Arg::Int(64),
+                Arg::OptText(None),
+            ],
+        ),
+        read("timers of a session", sql.task_list_of_session, vec![key(), Arg::OptInt(None), empty(), Arg::Int(100)]),
     ]
 }
 

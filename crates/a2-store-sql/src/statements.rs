@@ -143,14 +143,16 @@ pub struct Statements {
     // ── scheduled tasks ──
     /// (id, key, contract, name, due_at, work, trigger, now) → id; nothing when the id is kept already
     pub task_insert: &'static str,
-    /// (contracts, now, holder, lease expires, limit, only id?) → the due tasks leased to the holder
+    /// (contract, now, holder, lease expires, limit, only id?) → the due tasks leased to the holder
     pub task_claim: &'static str,
     /// (id, holder) → id: a delivered task deleted while the holder holds it
     pub task_delete_held: &'static str,
     /// (id, holder, error, retry at) → id: a failed delivery released, due again later
     pub task_release: &'static str,
-    /// (contract?, key?, after due_at?, after id, limit) → tasks by due time, id
+    /// (contract?, after due_at?, after id, limit) → tasks by due time, id
     pub task_list: &'static str,
+    /// (key, after due_at?, after id, limit) → a session's tasks by due time, id
+    pub task_list_of_session: &'static str,
     /// (id) → the task deleted
     pub task_delete: &'static str,
     /// (id, now) → the task, due now and released

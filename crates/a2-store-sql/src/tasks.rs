@@ -53,12 +53,9 @@ pub(crate) async fn claim<B: SqlBackend>(
     store: &SqlStore<B>,
     params: TaskClaim,
 ) -> Result<Vec<ScheduledTask>, StoreError> {
-    if params.contracts.is_empty() {
-        return Ok(Vec::new());
-    }
     let now = store.now();
     let args = vec![
-        Arg::texts(&params.contracts),
+        Arg::Text(params.contract),
         Arg::Int(now),
         Arg::text(&params.holder),
         Arg::Int(now + params.ttl_ms),
@@ -92,14 +89,12 @@ pub(crate) async fn list<B: SqlBackend>(
     params: TaskList,
 ) -> Result<Vec<ScheduledTask>, StoreError> {
     let (after_due, after_id) = params.after.map_or((None, String::new()), |(due, id)| (Some(due), id));
-    let args = vec![
-        Arg::OptText(params.contract),
-        Arg::OptText(params.session.map(|s| s.as_str().to_owned())),
-        Arg::OptInt(after_due),
-        Arg::Text(after_id),
-        page(params.limit),
-    ];
-    let rows = store.backend.read().await?.fetch(store.sql().task_list, args).await?;
+    let (sql, scope) = match params.session {
+        Some(session) => (store.sql().task_list_of_session, Arg::text(session.as_str())),
+        None => (store.sql().task_list, Arg::OptText(params.contract)),
+    };
+    let args = vec![scope, Arg::OptInt(after_due), Arg::Text(after_id), page(params.limit)];
+    let rows = store.backend.read().await?.fetch(sql, args).await?;
     rows.iter().map(task).collect()
 }
 

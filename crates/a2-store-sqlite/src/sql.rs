@@ -263,14 +263,16 @@ pub(crate) static SQL: Statements = Statements {
     task_insert: "INSERT INTO a2_scheduled (id, session, contract, name, due_at, work, trigger, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (id) DO NOTHING RETURNING id",
     task_claim: "UPDATE a2_scheduled SET attempts = attempts + 1, lease_holder = ?3, lease_expires_at = ?4 \
-         WHERE id IN (SELECT id FROM a2_scheduled WHERE contract IN (SELECT value FROM json_each(?1)) AND due_at <= ?2 \
+         WHERE id IN (SELECT id FROM a2_scheduled WHERE contract = ?1 AND due_at <= ?2 \
            AND (lease_expires_at IS NULL OR lease_expires_at <= ?2) AND (?6 IS NULL OR id = ?6) ORDER BY due_at, id LIMIT ?5) \
          RETURNING *",
     task_delete_held: "DELETE FROM a2_scheduled WHERE id = ?1 AND lease_holder = ?2 RETURNING id",
     task_release: "UPDATE a2_scheduled SET last_error = ?3, due_at = ?4, lease_holder = NULL, lease_expires_at = NULL \
          WHERE id = ?1 AND lease_holder = ?2 RETURNING id",
-    task_list: "SELECT * FROM a2_scheduled WHERE (?1 IS NULL OR contract = ?1) AND (?2 IS NULL OR session = ?2) \
-         AND (?3 IS NULL OR (due_at, id) > (?3, ?4)) ORDER BY due_at, id LIMIT ?5",
+    task_list: "SELECT * FROM a2_scheduled WHERE (?1 IS NULL OR contract = ?1) \
+         AND (?2 IS NULL OR (due_at, id) > (?2, ?3)) ORDER BY due_at, id LIMIT ?4",
+    task_list_of_session: "SELECT * FROM a2_scheduled WHERE session = ?1 \
+         AND (?2 IS NULL OR (due_at, id) > (?2, ?3)) ORDER BY due_at, id LIMIT ?4",
     task_delete: "DELETE FROM a2_scheduled WHERE id = ?1 RETURNING *",
     task_hasten: "UPDATE a2_scheduled SET due_at = MIN(due_at, ?2), lease_holder = NULL, lease_expires_at = NULL \
          WHERE id = ?1 RETURNING *",

@@ -90,10 +90,10 @@ pub struct TaskSchedule {
     pub trigger: Option<TaskTrigger>,
 }
 
-/// Lease due tasks of these contracts to a holder, oldest due first.
+/// Lease due tasks of a contract to a holder, oldest due first.
 #[derive(Debug, Clone)]
 pub struct TaskClaim {
-    pub contracts: Vec<String>,
+    pub contract: String,
     pub holder: String,
     pub ttl_ms: i64,
     pub limit: u32,
@@ -123,6 +123,7 @@ pub struct TaskFinish {
 #[derive(Debug, Clone, Default)]
 pub struct TaskList {
     pub contract: Option<String>,
+    /// One session's tasks (`contract` is then not needed).
     pub session: Option<SessionKey>,
     /// Keyset position: the (due_at, id) of the last task of the previous page.
     pub after: Option<(Millis, String)>,

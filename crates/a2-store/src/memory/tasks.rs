@@ -39,7 +39,7 @@ impl Tasks {
         let mut due: Vec<&mut ScheduledTask> = self
             .0
             .values_mut()
-            .filter(|t| t.claimable(now) && params.contracts.contains(&t.contract))
+            .filter(|t| t.claimable(now) && params.contract == t.contract)
             .filter(|t| params.only.as_ref().is_none_or(|id| *id == t.id))
             .collect();
         due.sort_by(|a, b| (a.due_at, &a.id).cmp(&(b.due_at, &b.id)));
