@@ -83,11 +83,13 @@ pub fn session_ids(prefix: &str, count: usize) -> Vec<String> {
     (0..count).map(|i| format!("{prefix}{i:04}")).collect()
 }
 
-/// Drain every session, many at once, until a whole pass finds nothing to do anywhere.
+/// Deliver the due scheduled tasks, then drain every session, many at once,
+/// until a whole pass finds nothing to deliver or do anywhere.
 pub async fn drain_all(server: &Server, sessions: &[String]) -> Result<u64, a2_engine::A2Error> {
     let in_flight = Arc::new(tokio::sync::Semaphore::new(32));
     let mut processed = 0;
     loop {
+        let delivered = server.deliver_due().await?;
         let mut pass = tokio::task::JoinSet::new();
         for id in sessions {
             let session = server.session(id)?;
@@ -97,7 +99,7 @@ pub async fn drain_all(server: &Server, sessions: &[String]) -> Result<u64, a2_e
                 session.drain().await
             });
         }
-        let mut idle = true;
+        let mut idle = delivered == 0;
         while let Some(joined) = pass.join_next().await {
             let result = joined
                 .map_err(|e| a2_engine::A2Error::InvalidArgument { message: format!("a drain task failed: {e}") })??;

@@ -9,6 +9,7 @@
 mod common;
 
 use std::process::Child;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use a2_e2e::cluster::Cluster;
@@ -55,7 +56,8 @@ async fn soak_kills_and_restart() {
     let mut rng = Lcg(seed);
     let args = ["drain", "--prefix", "s", "--sessions", "32", "--delay-ms", "3", "--ttl-ms", "1500"];
     let mut workers: Vec<Child> = (0..4).map(|_| shared.worker(&args)).collect();
-    let feeder = tokio::spawn(feed(shared.url.clone(), sessions.clone()));
+    let timers = Timers::default();
+    let feeder = tokio::spawn(feed(shared.url.clone(), sessions.clone(), timers.clone()));
     let started = Instant::now();
     let total = kills();
     let mut restarted_at = None;
@@ -109,8 +111,14 @@ async fn soak_kills_and_restart() {
             after = Some(last.key());
             dead.extend(letters);
         }
-        if dead.is_empty() {
+        let list = a2_store::TaskList { limit: 1, ..Default::default() };
+        let undelivered = store.task_list(list).await.unwrap_or_else(|e| panic!("{e}"));
+        if dead.is_empty() && undelivered.is_empty() {
             break;
+        }
+        if dead.is_empty() {
+            // A timer held by a killed worker waits out its lease before the next worker takes it.
+            tokio::time::sleep(Duration::from_millis(1_600)).await;
         }
         assert!(pass < 20, "{} dead letters are still there after 20 retries of them all", dead.len());
         for letter in dead {
@@ -125,17 +133,27 @@ async fn soak_kills_and_restart() {
         }
     }
     let figures = check(&cluster.url).await;
+    let timer_figures = check_timers(&cluster.url, &timers).await;
     println!("soak: {redriven} heads were dead-lettered by the kills and retried");
     println!(
-        "soak: {total} SIGKILLs and one Postgres crash-restart (at {:.1} s) in {:.1} s; then drained in {:.1} s; {figures}",
+        "soak: {total} SIGKILLs and one Postgres crash-restart (at {:.1} s) in {:.1} s; then drained in {:.1} s; {figures}; {timer_figures}",
         restarted_at.map_or(0.0, |d| d.as_secs_f64()),
         chaos.as_secs_f64(),
         (started.elapsed() - chaos).as_secs_f64()
     );
 }
 
-/// More work while the kills go on: one event to one session every 20 ms, through a store of its own.
-async fn feed(url: String, sessions: Vec<String>) {
+/// The timers the feeder scheduled: those the store confirmed, and those whose
+/// answer was lost (the cluster went down): kept or not, never delivered twice.
+#[derive(Clone, Default)]
+struct Timers {
+    confirmed: Arc<Mutex<Vec<usize>>>,
+    unconfirmed: Arc<Mutex<Vec<usize>>>,
+}
+
+/// More work while the kills go on: one event to one session every 20 ms, through a store of its own,
+/// and every tenth a timer due 300 ms later that appends one more, delivered by whichever worker claims it.
+async fn feed(url: String, sessions: Vec<String>, timers: Timers) {
     let mut n = 0usize;
     loop {
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -148,6 +166,13 @@ async fn feed(url: String, sessions: Vec<String>) {
             // The cluster may be down: try again with a new connection.
             if session.append(vec![event]).await.is_err() {
                 break;
+            }
+            if n % 10 == 0 {
+                let scheduled = a2_engine::AppendInput::new("work", serde_json::json!({ "scheduled": n }));
+                let done =
+                    session.schedule(&format!("timer-{n}"), a2_engine::Timing::delay("300ms"), vec![scheduled]).await;
+                let list = if done.is_ok() { &timers.confirmed } else { &timers.unconfirmed };
+                list.lock().unwrap_or_else(|p| p.into_inner()).push(n);
             }
             n += 1;
         }
@@ -240,5 +265,39 @@ async fn check(url: &str) -> String {
         n("handled"),
         n("retried"),
         n("dead")
+    )
+}
+
+/// Every timer the store confirmed was delivered exactly once (its event is
+/// in the log once, and was handled like any work); one whose answer was
+/// lost, at most once; none is left. Returns the figures.
+async fn check_timers(url: &str, timers: &Timers) -> String {
+    let pool = sqlx::PgPool::connect(url).await.unwrap_or_else(|e| panic!("{e}"));
+    let sql = "SELECT (payload->>'scheduled')::bigint AS n, count(*) AS copies FROM §.a2_events \
+               WHERE type = 'work' AND payload ? 'scheduled' GROUP BY 1"
+        .replace("§", SCHEMA);
+    let rows = sqlx::query(&sql).fetch_all(&pool).await.unwrap_or_else(|e| panic!("{e}"));
+    let left: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {SCHEMA}.a2_scheduled"))
+        .fetch_one(&pool)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    pool.close().await;
+    let copies: std::collections::HashMap<usize, i64> = rows
+        .iter()
+        .map(|r| (r.try_get::<i64, _>("n").unwrap_or(-1) as usize, r.try_get::<i64, _>("copies").unwrap_or(-1)))
+        .collect();
+    let confirmed = timers.confirmed.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let unconfirmed = timers.unconfirmed.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    assert!(!confirmed.is_empty(), "the feeder scheduled timers");
+    let missing: Vec<usize> = confirmed.iter().filter(|n| copies.get(n) != Some(&1)).copied().collect();
+    assert!(missing.is_empty(), "confirmed timers not delivered exactly once: {missing:?} ({copies:?})");
+    let twice: Vec<(&usize, &i64)> = copies.iter().filter(|(_, c)| **c != 1).collect();
+    assert!(twice.is_empty(), "timers delivered more than once: {twice:?}");
+    assert_eq!(left, 0, "timers left undelivered");
+    let lost_delivered = unconfirmed.iter().filter(|n| copies.contains_key(n)).count();
+    format!(
+        "{} timers scheduled and delivered exactly once ({} more whose answer was lost: {lost_delivered} delivered)",
+        confirmed.len(),
+        unconfirmed.len()
     )
 }
