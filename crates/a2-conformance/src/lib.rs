@@ -181,6 +181,7 @@ macro_rules! conformance_suite {
                     scheduled_append_after_clear_is_a_no_op,
                     scheduled_clear_respects_if_last_index,
                     due_tasks_are_served_once_by_many_servers,
+                    watchdog_retries_work_of_a_dead_process,
                 );
             }
         }

@@ -271,3 +271,62 @@ pub async fn due_tasks_are_served_once_by_many_servers(factory: &dyn StoreFactor
     delivered.sort_unstable();
     assert_eq!(delivered, (0..20).collect::<Vec<_>>(), "each task's event once");
 }
+
+/// A process claims a head and dies (its run never returns, its leases
+/// lapse). Another server of the contract, whose rescuer is an hour away,
+/// retries the head when the dead process's watchdog falls due: the drain
+/// task its claim armed at the lease's expiry plus grace.
+pub async fn watchdog_retries_work_of_a_dead_process(factory: &dyn StoreFactory, pace: Pace) {
+    let store = open(factory).await;
+    let scheduler: Arc<dyn Scheduler> = Arc::new(StoreScheduler::new(store.clone()));
+    let started = Arc::new(tokio::sync::Notify::new());
+    let signal = started.clone();
+    let hangs = Consumer::builder("worker")
+        .types(["tick"])
+        .run(move |_| {
+            let started = signal.clone();
+            async move {
+                started.notify_one();
+                std::future::pending::<()>().await;
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let no_rescue =
+        |b: ServerBuilder| b.timings(DrainTimings { rescue_every: Duration::from_secs(3_600), ..pace.timings() });
+    let dying = server_with(pace, store.clone(), vec![hangs], |b| no_rescue(b).scheduler(scheduler.clone()));
+    let session = dying.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
+    started.notified().await;
+    let armed = eventually_tasks(&store, |t| t.iter().any(|t| t.work == TaskWork::Drain)).await;
+    let watchdog = armed.iter().find(|t| t.work == TaskWork::Drain).cloned().unwrap_or_else(|| panic!("{armed:?}"));
+    assert_eq!(watchdog.due_at % 1_000, 0, "slotted to the second");
+    dying.shutdown();
+    drop(dying);
+
+    let seen = seen();
+    let survivor = server_with(
+        pace,
+        store.clone(),
+        vec![recorder(Consumer::builder("worker").types(["tick"]), "worker", &seen)],
+        no_rescue,
+    );
+    // The survivor's rescuer looked once, at its start, while the lease was live: only the watchdog is left.
+    eventually("the survivor ran the dead process's head", || snapshot(&seen) == [("worker".to_owned(), 1)]).await;
+    eventually_async_tasks_empty(&store).await;
+    drop(survivor);
+}
+
+async fn eventually_tasks(
+    store: &Arc<dyn a2_store::Store>,
+    done: impl Fn(&[ScheduledTask]) -> bool,
+) -> Vec<ScheduledTask> {
+    for _ in 0..2_000 {
+        let now = tasks(store).await;
+        if done(&now) {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("tasks never became what was waited for: {:?}", tasks(store).await);
+}

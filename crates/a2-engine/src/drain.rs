@@ -489,6 +489,9 @@ impl Drain {
             self.report_exhausted(exhausted, claimed.session_head);
         }
         let expires_at = requested_at + millis(timings.claim_ttl);
+        if !claimed.heads.is_empty() {
+            self.core.arm_watchdog(&self.session_id, expires_at);
+        }
         for head in &claimed.heads {
             let permit = grant.take_one();
             self.start(head.clone(), permit, expires_at, claimed.session_head);
@@ -631,6 +634,10 @@ impl Drain {
                 return false;
             }
         };
+        if !renewed.renewed.is_empty() {
+            // The beat moved the leases: the watchdog moves with them.
+            self.core.arm_watchdog(&self.session_id, requested_at + ttl_ms);
+        }
         for head in renewed.renewed {
             if let Some(active) = self.active.get_mut(&head) {
                 active.expires_at = requested_at + ttl_ms;

@@ -18,6 +18,9 @@ const SCHEDULE_CLEAR_NAMESPACE: Uuid = Uuid::from_u128(0x52e8_b3a9_0c6d_4f17_8b2
 /// Namespace of the ids of the events a scheduled task appends.
 const SCHEDULED_EVENT_NAMESPACE: Uuid = Uuid::from_u128(0xc7a3_1e58_92d4_4b0f_9e6a_5b2c_d8f1_0e47);
 
+/// Namespace of the ids of the watchdog's drain tasks.
+const WATCHDOG_NAMESPACE: Uuid = Uuid::from_u128(0x1f6b_84d2_3ac9_4e05_b7d8_42a6_9c0e_5f3b);
+
 /// UUIDv5 (SHA-1) of a namespace and NUL-joined parts.
 fn uuid_v5(namespace: Uuid, parts: &[&str]) -> String {
     let mut hasher = Sha1::new();
@@ -85,6 +88,12 @@ pub fn schedule_clear_id(key: &ScheduleKey<'_>, if_last_index: Option<u64>) -> S
         parts.push(serde_json::json!({ "consumer": consumer }));
     }
     uuid_v5(SCHEDULE_CLEAR_NAMESPACE, &[&serde_json::Value::Array(parts).to_string()])
+}
+
+/// The id of the watchdog drain of a session due at `slot`: one task per
+/// (session, slot) whichever process arms it.
+pub fn watchdog_id(contract: &str, session_id: &str, slot: i64) -> String {
+    uuid_v5(WATCHDOG_NAMESPACE, &[contract, session_id, &slot.to_string()])
 }
 
 /// The id of item `ordinal` of a scheduled append that named no id of its own.

@@ -119,6 +119,37 @@ impl ServerCore {
         Ok(scheduled)
     }
 
+    /// Arm the watchdog of a claim whose leases expire at `expires_at`: a drain
+    /// task due at the expiry plus grace, slotted up to the second, so one task
+    /// covers every claim and beat of a session in that second. Off the claim's
+    /// path: a failed arm is logged and never stops claiming.
+    pub(crate) fn arm_watchdog(&self, session_id: &str, expires_at: a2_store::Millis) {
+        if !self.watchdog() {
+            return;
+        }
+        let due = expires_at + crate::timings::millis(self.timings().watchdog_grace);
+        let slot = due.div_euclid(1_000) * 1_000 + if due.rem_euclid(1_000) > 0 { 1_000 } else { 0 };
+        if !self.watchdog_slot_free(session_id, slot) {
+            return;
+        }
+        let id = ids::watchdog_id(self.contract().name(), session_id, slot);
+        let task = TaskSchedule {
+            session: self.key(session_id),
+            id,
+            name: "a2.watchdog".into(),
+            due_at: slot,
+            work: TaskWork::Drain,
+            trigger: None,
+        };
+        let scheduler = self.scheduler().clone();
+        let session = session_id.to_owned();
+        tokio::spawn(async move {
+            if let Err(error) = scheduler.schedule(task).await {
+                tracing::warn!(a2.session_id = %session, code = error.code(), %error, "could not arm the drain watchdog");
+            }
+        });
+    }
+
     /// Deliver one task through the ordinary paths. A task whose trigger was
     /// cleared away, or a clear whose guard no longer holds, is an
     /// acknowledged no-op, as the seeds say.
@@ -147,6 +178,11 @@ impl ServerCore {
                         Err(error) if error.code() != "SESSION_CLEARED" => Err(error),
                         _ => Ok(()),
                     }
+                }
+                // The background's drain of the session claims whatever a dead process left there.
+                TaskWork::Drain => {
+                    self.wake(&task.session_id);
+                    Ok(())
                 }
                 TaskWork::Clear { if_last_index } => {
                     let clear =

@@ -30,6 +30,9 @@ pub struct ServerBuilder {
 impl ServerBuilder {
     /// Where `session.schedule` puts tasks (default: the server's own store,
     /// whose due tasks every server of the contract serves in the background).
+    /// A scheduler configured here also arms the drain watchdog on every claim
+    /// (unless `DrainTimings::watchdog` is off), as the seeds do when a scheduler
+    /// is configured; without one, stranded work heals by appends and the rescuer.
     pub fn scheduler(mut self, scheduler: Arc<dyn Scheduler>) -> Self {
         self.scheduler = Some(scheduler);
         self
@@ -81,8 +84,10 @@ impl ServerBuilder {
             }
         }
         let stop_on_drop = CancellationToken::new();
+        let watchdog = self.scheduler.is_some() && self.timings.watchdog;
         let scheduler = self.scheduler.unwrap_or_else(|| Arc::new(StoreScheduler::new(self.store.clone())));
         let (core, wakes) = ServerCore::new(CoreParts {
+            watchdog,
             scheduler,
             contract: self.contract,
             store: self.store,

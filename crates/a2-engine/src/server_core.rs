@@ -8,7 +8,7 @@ use a2_store::SessionKey;
 use std::sync::Arc;
 
 use a2_store::{
-    session_key, Cause, Clock, Event, EventAppend, EventList, HeadRef, NewEvent, RedriveAction, SnapshotGet,
+    session_key, Cause, Clock, Event, EventAppend, EventList, HeadRef, Millis, NewEvent, RedriveAction, SnapshotGet,
     SnapshotPut, Store, StoreConsumer, Target,
 };
 use tokio::sync::{broadcast, mpsc, Notify, Semaphore};
@@ -64,6 +64,8 @@ pub(crate) struct CoreParts {
     pub stop_on_drop: CancellationToken,
     /// Where `session.schedule` puts its tasks.
     pub scheduler: Arc<dyn Scheduler>,
+    /// Claims arm the drain watchdog (a scheduler was configured explicitly).
+    pub watchdog: bool,
 }
 
 pub(crate) struct ServerCore {
@@ -85,8 +87,11 @@ pub(crate) struct ServerCore {
     /// Cancelled by `Server::shutdown` (and when the core is dropped): drains stop.
     stopping: CancellationToken,
     scheduler: Arc<dyn Scheduler>,
+    watchdog: bool,
     /// Wakes the background's delivery loop when a task is due before its next look.
     deliveries: Arc<Notify>,
+    /// The watchdog slots this process armed, by session: one task per (session, slot) here.
+    watchdog_slots: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
     _stop_on_drop: DropGuard,
 }
 
@@ -115,7 +120,9 @@ impl ServerCore {
             wake,
             stopping: parts.stop_on_drop.clone(),
             scheduler: parts.scheduler,
+            watchdog: parts.watchdog,
             deliveries: Arc::new(Notify::new()),
+            watchdog_slots: std::sync::Mutex::new(std::collections::HashMap::new()),
             _stop_on_drop: parts.stop_on_drop.drop_guard(),
         };
         (Arc::new(core), wakes)
@@ -180,11 +187,33 @@ impl ServerCore {
         &self.scheduler
     }
 
+    /// Whether claims arm the drain watchdog.
+    pub(crate) fn watchdog(&self) -> bool {
+        self.watchdog
+    }
+
     /// Wake the delivery loop for a task due at `due_at` if it would otherwise look too late.
-    pub(crate) fn wake_deliveries(&self, due_at: a2_store::Millis) {
+    pub(crate) fn wake_deliveries(&self, due_at: Millis) {
         if due_at <= self.clock.now_ms() + crate::timings::millis(self.timings.scheduler_poll) {
             self.deliveries.notify_one();
         }
+    }
+
+    /// Whether the watchdog of `session_id` at `slot` is still to be armed here
+    /// (marking it armed): a session keeps only its latest slot, so the map
+    /// holds one entry a session that claimed.
+    pub(crate) fn watchdog_slot_free(&self, session_id: &str, slot: Millis) -> bool {
+        let mut slots = self.watchdog_slots.lock().unwrap_or_else(|p| p.into_inner());
+        if slots.get(session_id).is_some_and(|armed| *armed >= slot) {
+            return false;
+        }
+        if slots.len() >= 4_096 {
+            // Slots already due were delivered or are due now: forget them.
+            let now = self.clock.now_ms();
+            slots.retain(|_, armed| *armed > now);
+        }
+        slots.insert(session_id.to_owned(), slot);
+        true
     }
 
     /// Notified when a task due soon was scheduled here.

@@ -36,6 +36,10 @@ pub struct DrainTimings {
     /// How often a server working in the background looks for work a dead
     /// process left (lapsed leases, due retries, heads nobody claimed).
     pub rescue_every: Duration,
+    /// Whether a claim arms a drain task at its lease's expiry plus
+    /// `watchdog_grace` when a scheduler was configured (`ServerBuilder::scheduler`),
+    /// so work a dead process held is retried then, not at the rescuer's next pass.
+    pub watchdog: bool,
     /// How often a server working in the background looks for due scheduled
     /// tasks of its contract (a task scheduled by this server for sooner wakes it).
     pub scheduler_poll: Duration,
@@ -58,6 +62,7 @@ impl Default for DrainTimings {
             totals_refresh: Duration::from_secs(30),
             rescue_every: Duration::from_secs(5),
             scheduler_poll: Duration::from_secs(1),
+            watchdog: true,
             cancel_grace: Duration::from_secs(1),
         }
     }

@@ -40,7 +40,7 @@ pub struct TimerView {
     pub session: String,
     /// The schedule's name, as the app gave it.
     pub name: String,
-    /// `append` or `clear`.
+    /// `append`, `clear`, or `drain` (a watchdog a claim armed at its lease's expiry).
     pub kind: String,
     pub due_at: Millis,
     /// Until it is due; negative once it is.
@@ -64,6 +64,7 @@ pub struct TimerView {
 impl TimerView {
     pub fn new(task: ScheduledTask, now: Millis) -> Self {
         let delivering = task.lease_expires_at.is_some_and(|until| until > now);
+        let kind = task.work.kind().to_owned();
         let (events, if_last_index) = match task.work {
             TaskWork::Append { events } => (
                 events
@@ -73,9 +74,10 @@ impl TimerView {
                 None,
             ),
             TaskWork::Clear { if_last_index } => (Vec::new(), if_last_index),
+            TaskWork::Drain => (Vec::new(), None),
         };
         Self {
-            kind: if events.is_empty() { "clear" } else { "append" }.to_owned(),
+            kind,
             due_in_ms: task.due_at - now,
             overdue: !delivering && task.due_at + OVERDUE_AFTER_MS < now,
             id: task.id,

@@ -25,6 +25,9 @@ pub enum TaskWork {
     Append { events: Vec<ScheduledEvent> },
     /// Clear the session, only if its head is `if_last_index` when given.
     Clear { if_last_index: Option<u64> },
+    /// Drain the session: the watchdog a claim arms at its lease's expiry,
+    /// so work a dead process held is retried then, by whoever serves it.
+    Drain,
 }
 
 impl TaskWork {
@@ -32,6 +35,7 @@ impl TaskWork {
         match self {
             TaskWork::Append { .. } => "append",
             TaskWork::Clear { .. } => "clear",
+            TaskWork::Drain => "drain",
         }
     }
 }

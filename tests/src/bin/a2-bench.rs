@@ -155,6 +155,9 @@ enum Shape {
     Log,
 }
 
+/// Whether the drains measured arm the watchdog (`--drain-only` measures both, interleaved).
+static WATCHDOG: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 async fn drain(
     store: Arc<dyn Store>,
     sessions: usize,
@@ -232,12 +235,17 @@ async fn drain_shape(
     if let Some((url, schema)) = analyze {
         analyze_schema(url, schema, false).await?;
     }
-    let server = Server::builder(contract, store.clone())
+    let builder = Server::builder(contract, store.clone())
         .consumer(consumer)
         .timings(DrainTimings { claim_batch: 256, ..DrainTimings::default() })
-        .run_in_background(false)
-        .build()
-        .map_err(|e| e.to_string())?;
+        .run_in_background(false);
+    // A configured scheduler arms the drain watchdog on every claim and beat: its cost is measured beside.
+    let builder = if WATCHDOG.load(std::sync::atomic::Ordering::Relaxed) {
+        builder.scheduler(Arc::new(a2_engine::StoreScheduler::new(store.clone())))
+    } else {
+        builder
+    };
+    let server = builder.build().map_err(|e| e.to_string())?;
     let ids: Vec<String> = (0..sessions).map(|s| format!("{prefix}-{s}")).collect();
     let start = Instant::now();
     let mut drains = tokio::task::JoinSet::new();
@@ -555,9 +563,13 @@ async fn run() -> Result<(), String> {
     if args.iter().any(|a| a == "--drain-only") {
         // For profiling the drain: the Postgres drain alone, three times.
         for _ in 0..3 {
-            let jobs = drain(pg.clone(), 200, 100, Some((&url, &schema))).await;
-            println!("bench postgres drain sessions=200 events=100 jobs_per_s={:.0}", jobs?);
+            for watchdog in [false, true] {
+                WATCHDOG.store(watchdog, std::sync::atomic::Ordering::Relaxed);
+                let jobs = drain(pg.clone(), 200, 100, Some((&url, &schema))).await;
+                println!("bench postgres drain sessions=200 events=100 watchdog={watchdog} jobs_per_s={:.0}", jobs?);
+            }
         }
+        WATCHDOG.store(false, std::sync::atomic::Ordering::Relaxed);
         let log = drain_shape(pg.clone(), 200, 20, Shape::Log, "log-only", Some((&url, &schema))).await?;
         println!("bench postgres drain shape=log sessions=200 events=20 jobs_per_s={log:.0}");
         drop_schema(&url, &schema).await;

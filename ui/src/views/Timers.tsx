@@ -99,7 +99,7 @@ export function TimerTable({ contract, session }: { contract?: string; session?:
                 </td>
                 <td>
                   <button type="button" className="link" onClick={() => setOpen(open === t.id ? null : t.id)}>
-                    {t.kind === "append" ? `append ${t.events.map((e) => e.type).join(", ")}` : `clear${t.if_last_index !== null ? ` if head is ${t.if_last_index}` : ""}`}
+                    {willDo(t)}
                   </button>
                   {t.attempts > 0 && t.last_error && <div className="bad">failed {t.attempts}×: {t.last_error}</div>}
                 </td>
@@ -143,9 +143,21 @@ export function TimerTable({ contract, session }: { contract?: string; session?:
   );
 }
 
+/** What a timer does when it is due, in a few words. */
+function willDo(t: TimerView): string {
+  if (t.kind === "append") return `append ${t.events.map((e) => e.type).join(", ")}`;
+  if (t.kind === "drain") return "drain (the watchdog of a claim's lease)";
+  return `clear${t.if_last_index !== null ? ` if head is ${t.if_last_index}` : ""}`;
+}
+
 function TimerDialog({ timer, action, onClose }: { timer: TimerView; action: "deliver" | "cancel"; onClose: (changed: boolean) => void }) {
   const close = useCloseAfter("timer", onClose);
-  const what = timer.kind === "append" ? `append ${timer.events.length} event${timer.events.length === 1 ? "" : "s"}` : "clear the session";
+  const what =
+    timer.kind === "append"
+      ? `append ${timer.events.length} event${timer.events.length === 1 ? "" : "s"}`
+      : timer.kind === "drain"
+        ? "drain the session (work a dead process held is retried)"
+        : "clear the session";
   if (action === "cancel") {
     return (
       <ConfirmDialog
