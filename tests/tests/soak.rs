@@ -167,7 +167,7 @@ async fn feed(url: String, sessions: Vec<String>, timers: Timers) {
             if session.append(vec![event]).await.is_err() {
                 break;
             }
-            if n % 10 == 0 {
+            if n.is_multiple_of(10) {
                 let scheduled = a2_engine::AppendInput::new("work", serde_json::json!({ "scheduled": n }));
                 let done =
                     session.schedule(&format!("timer-{n}"), a2_engine::Timing::delay("300ms"), vec![scheduled]).await;
