@@ -414,6 +414,8 @@ export type ErrorCode = "READ_ONLY" | "NOT_FOUND" | "INVALID_INPUT" | "NOT_CONNE
 "CONSUMER_BUSY" | "SESSION_CLEARED" | "CONSUME_CYCLE" | "CANCELLED" | 
 /**  A drain's task panicked (a bug, not the store); the rescuer drains the session again. */
 "DRAIN_PANICKED" | 
+/**  `session.schedule`'s scheduler did not take the task: nothing was scheduled. */
+"SCHEDULER_SEND_FAILED" | 
 /**  A client's transport: the Studio server did not answer, or not in JSON. */
 "TRANSPORT" | 
 /**  A client's: something failed that was not a Studio error at all. */
@@ -812,7 +814,7 @@ export type TimerView = {
 	session: string,
 	/**  The schedule's name, as the app gave it. */
 	name: string,
-	/**  `append` or `clear`. */
+	/**  `append`, `clear`, or `drain` (a watchdog a claim armed at its lease's expiry). */
 	kind: string,
 	due_at: number,
 	/**  Until it is due; negative once it is. */

@@ -80,7 +80,7 @@ pub async fn grouped_appends_keep_payloads_and_cursors(factory: &dyn StoreFactor
     for s in 0..8 {
         let old = format!("old-{s}");
         append_n(&*store, &old, 2, &[]).await;
-        let clear = SessionClear { session: key(&old), if_last_index: Some(2), audit: None };
+        let clear = SessionClear { session: key(&old), if_last_index: Some(2), audit: None, settles: None };
         assert!(store.session_clear(clear).await.expect("clear").cleared);
         append(&*store, &old, vec![event(&format!("{old}-third"), "tick")], &[]).await;
         append(&*store, &format!("again-{s}"), vec![event(&format!("again-{s}-e"), "tick")], &[]).await;

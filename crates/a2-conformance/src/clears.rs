@@ -25,13 +25,13 @@ pub async fn clear_with_matching_and_mismatching_guard(factory: &dyn StoreFactor
         .expect("snapshot");
     let held = claim(&*store, "s", "h", &consumers).await.heads;
     let missed = store
-        .session_clear(SessionClear { session: key("s"), if_last_index: Some(1), audit: None })
+        .session_clear(SessionClear { session: key("s"), if_last_index: Some(1), audit: None, settles: None })
         .await
         .expect("clear");
     assert_eq!(missed, Cleared { cleared: false, index: 2 });
     assert_eq!(store.session_get(&key("s")).await.expect("get").map(|s| s.clear_index), Some(0));
     let cleared = store
-        .session_clear(SessionClear { session: key("s"), if_last_index: Some(2), audit: None })
+        .session_clear(SessionClear { session: key("s"), if_last_index: Some(2), audit: None, settles: None })
         .await
         .expect("clear");
     assert_eq!(cleared, Cleared { cleared: true, index: 2 });
@@ -59,8 +59,10 @@ pub async fn clear_with_matching_and_mismatching_guard(factory: &dyn StoreFactor
         claimed.heads.iter().map(|h| (h.head.consumer.as_str(), h.head.index)).collect::<Vec<_>>(),
         vec![("c", 3)]
     );
-    let unguarded =
-        store.session_clear(SessionClear { session: key("s"), if_last_index: None, audit: None }).await.expect("clear");
+    let unguarded = store
+        .session_clear(SessionClear { session: key("s"), if_last_index: None, audit: None, settles: None })
+        .await
+        .expect("clear");
     assert_eq!(unguarded, Cleared { cleared: true, index: 3 });
 }
 
@@ -104,7 +106,8 @@ pub async fn cleared_trigger_append_is_refused_atomically(factory: &dyn StoreFac
     let (store, _) = open(factory).await;
     let consumers = [log("c")];
     append(&*store, "s", vec![event("a", "tick"), event("b", "tick")], &consumers).await;
-    let cleared = store.session_clear(SessionClear { session: key("s"), if_last_index: None, audit: None }).await;
+    let cleared =
+        store.session_clear(SessionClear { session: key("s"), if_last_index: None, audit: None, settles: None }).await;
     assert_eq!(cleared.expect("clear").index, 2);
     let from = |origin: u64, id: &str| EventAppend {
         session: key("s"),

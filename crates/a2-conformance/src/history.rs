@@ -107,7 +107,8 @@ pub async fn attempt_history_records_every_outcome(factory: &dyn StoreFactory) {
 
     // Cleared: the running fifth attempt ends with the clear.
     clock.advance(20);
-    let cleared = store.session_clear(SessionClear { session: key("s"), if_last_index: None, audit: None }).await;
+    let cleared =
+        store.session_clear(SessionClear { session: key("s"), if_last_index: None, audit: None, settles: None }).await;
     assert!(cleared.expect("clear").cleared);
 
     let c2 = attempts(&*store, list("s", Some("c"), Some(2), false)).await;

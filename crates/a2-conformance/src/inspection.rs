@@ -344,7 +344,12 @@ pub async fn redrive_and_clear_record_their_audit_entry_with_the_outcome(factory
     assert!(store.dead_letter_redrive(redrive(Some(entry("redrive.skip")))).await.expect("redrive"));
     assert!(!store.dead_letter_redrive(redrive(Some(entry("redrive.skip")))).await.expect("again"));
     let missed = store
-        .session_clear(SessionClear { session: key("s"), if_last_index: Some(9), audit: Some(entry("clear")) })
+        .session_clear(SessionClear {
+            session: key("s"),
+            if_last_index: Some(9),
+            audit: Some(entry("clear")),
+            settles: None,
+        })
         .await
         .expect("clear");
     assert!(!missed.cleared);

@@ -127,6 +127,7 @@ macro_rules! conformance_suite {
                     dead_letters_group_by_cause,
                     scheduled_tasks_are_kept_once_and_claimed_when_due,
                     failed_delivery_is_retried_and_operators_can_hasten_or_cancel,
+                    a_scheduled_clear_is_settled_in_its_own_transaction,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;

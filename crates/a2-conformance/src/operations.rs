@@ -228,7 +228,7 @@ pub async fn session_import_copies_a_session_whole(factory: &dyn StoreFactory) {
     }
     append_n(&*store, "src", 6, &consumers).await;
     store
-        .session_clear(SessionClear { session: key("src"), if_last_index: Some(6), audit: None })
+        .session_clear(SessionClear { session: key("src"), if_last_index: Some(6), audit: None, settles: None })
         .await
         .expect("clear");
     let targets = vec![targeted("t1", "tick", &[("job", None)]), targeted("t2", "tock", &[("seq", Some("a"))])];
@@ -379,7 +379,10 @@ pub async fn payload_search_walks_sessions_in_chunks(factory: &dyn StoreFactory)
         vec![("s5", "tock")]
     );
 
-    store.session_clear(SessionClear { session: key("s4"), if_last_index: None, audit: None }).await.expect("clear");
+    store
+        .session_clear(SessionClear { session: key("s4"), if_last_index: None, audit: None, settles: None })
+        .await
+        .expect("clear");
     let (found, _) = search_all(&*store, by_customer, 2).await;
     assert_eq!(
         found.iter().map(|m| m.session_id.as_str()).collect::<Vec<_>>(),

@@ -111,6 +111,18 @@ pub async fn failed_delivery_is_retried_and_operators_can_hasten_or_cancel(facto
     let hastened = store.task_hasten(change("t-b", "timer.deliver")).await.expect("hasten").expect("a task");
     assert_eq!(hastened.due_at, clock.now_ms());
     assert!(store.task_hasten(change("t-none", "timer.deliver")).await.expect("hasten").is_none());
+    // Being delivered: hastening keeps the delivery's lease, and it cannot be cancelled half delivered.
+    let held = TaskClaim { only: Some("t-b".into()), ..claim_params("p3") };
+    assert_eq!(store.task_claim(held).await.expect("claim").len(), 1);
+    let again = store.task_hasten(TaskChange { id: "t-b".into(), audit: None }).await.expect("hasten").expect("a task");
+    assert_eq!(again.lease_holder.as_deref(), Some("p3"), "a live delivery keeps its lease");
+    assert!(store.task_claim(claim_params("p4")).await.expect("claim").iter().all(|t| t.id != "t-b"), "not taken over");
+    assert!(store.task_cancel(TaskChange { id: "t-b".into(), audit: None }).await.expect("cancel").is_none());
+    let release = TaskOutcome::Failed { error: "stopped".into(), retry_at: clock.now_ms() + 60_000 };
+    assert!(store
+        .task_finish(TaskFinish { id: "t-b".into(), holder: "p3".into(), outcome: release })
+        .await
+        .expect("finish"));
     let cancelled = store.task_cancel(change("t-b", "timer.cancel")).await.expect("cancel").expect("a task");
     assert_eq!(cancelled.id, "t-b");
     assert!(store.task_cancel(change("t-b", "timer.cancel")).await.expect("cancel").is_none(), "cancelled once");
@@ -124,4 +136,41 @@ pub async fn failed_delivery_is_retried_and_operators_can_hasten_or_cancel(facto
         ],
         "one entry for each change that found its task, none for the misses"
     );
+}
+
+/// A scheduled clear is settled in the clear's own transaction: its holder
+/// clears and deletes the task at once; a holder whose lease was taken over
+/// clears nothing (a second clear would wipe what was appended since).
+pub async fn a_scheduled_clear_is_settled_in_its_own_transaction(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    append_n(&*store, "s", 2, &[]).await;
+    let task =
+        TaskSchedule { work: TaskWork::Clear { if_last_index: None }, ..append_task("t-clear", "s", clock.now_ms()) };
+    store.task_schedule(task).await.expect("schedule");
+    assert_eq!(store.task_claim(claim_params("p1")).await.expect("claim").len(), 1);
+    clock.advance(TTL);
+    assert_eq!(store.task_claim(claim_params("p2")).await.expect("claim").len(), 1, "p1's lease lapsed: p2 has it");
+    let clear = |holder: &str| SessionClear {
+        session: key("s"),
+        if_last_index: None,
+        audit: None,
+        settles: Some(TaskHeld { id: "t-clear".into(), holder: holder.into() }),
+    };
+    let stale = store.session_clear(clear("p1")).await.expect("clear");
+    assert_eq!(stale, Cleared { cleared: false, index: 2 }, "the stale holder clears nothing");
+    assert_eq!(store.session_bounds(&key("s")).await.expect("bounds").clear_index, 0);
+    assert_eq!(
+        store.task_list(TaskList { limit: 10, ..TaskList::default() }).await.expect("list").len(),
+        1,
+        "the task is kept"
+    );
+    let done = store.session_clear(clear("p2")).await.expect("clear");
+    assert_eq!(done, Cleared { cleared: true, index: 2 });
+    assert!(
+        store.task_list(TaskList { limit: 10, ..TaskList::default() }).await.expect("list").is_empty(),
+        "settled with the clear"
+    );
+    append(&*store, "s", vec![event("s-late", "tick")], &[]).await;
+    let again = store.session_clear(clear("p2")).await.expect("clear");
+    assert_eq!(again, Cleared { cleared: false, index: 3 }, "delivered again, it clears nothing that came after");
 }

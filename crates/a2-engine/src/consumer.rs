@@ -447,8 +447,11 @@ impl ConsumerSession {
     /// reads fail with `SESSION_CLEARED`, and what it returns is not appended.
     pub async fn clear(&self, if_last_index: Option<u64>) -> Result<Cleared, A2Error> {
         let key = self.host.key(&self.session_id);
-        let cleared =
-            self.host.store().session_clear(SessionClear { session: key, if_last_index, audit: None }).await?;
+        let cleared = self
+            .host
+            .store()
+            .session_clear(SessionClear { session: key, if_last_index, audit: None, settles: None })
+            .await?;
         if cleared.cleared && cleared.index >= self.head.index {
             cancel_for(&self.reason, &self.cancel, CancelReason::Cleared);
         }

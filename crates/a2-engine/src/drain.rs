@@ -635,7 +635,7 @@ impl Drain {
             }
         };
         if !renewed.renewed.is_empty() {
-            // The beat moved the leases: the watchdog moves with them.
+            // The beat moved the leases: a watchdog for the new expiry is armed (the earlier one still fires, a drain that finds nothing).
             self.core.arm_watchdog(&self.session_id, requested_at + ttl_ms);
         }
         for head in renewed.renewed {

@@ -5,8 +5,8 @@
 //! the store, and every server serves the due tasks of its contract.
 
 use a2_store::{
-    ScheduledEvent, ScheduledTask, SessionClear, StoreError, TaskClaim, TaskFinish, TaskOutcome, TaskSchedule,
-    TaskTrigger, TaskWork,
+    ScheduledEvent, ScheduledTask, SessionClear, StoreError, TaskClaim, TaskFinish, TaskHeld, TaskList, TaskOutcome,
+    TaskSchedule, TaskTrigger, TaskWork,
 };
 
 use tracing::Instrument;
@@ -16,6 +16,16 @@ use crate::ids::{self, ScheduleKey};
 use crate::scheduler::{ScheduleOrigin, Timing};
 use crate::server_core::ServerCore;
 use crate::{A2Error, AppendInput};
+
+/// How a delivery left its task.
+pub(crate) enum Delivery {
+    /// Delivered; the task is to be deleted (fenced by its holder).
+    ToSettle,
+    /// Delivered and deleted in the delivery's own transaction.
+    Settled,
+    /// Another holder had taken the task over: it delivers, not this one.
+    Lost,
+}
 
 /// Tasks claimed at once by one delivery pass.
 const TASKS_PER_CLAIM: u32 = 64;
@@ -150,10 +160,10 @@ impl ServerCore {
         });
     }
 
-    /// Deliver one task through the ordinary paths. A task whose trigger was
-    /// cleared away, or a clear whose guard no longer holds, is an
-    /// acknowledged no-op, as the seeds say.
-    pub(crate) async fn deliver(&self, task: &ScheduledTask) -> Result<(), A2Error> {
+    /// Deliver one task `holder` claimed, through the ordinary paths. A task
+    /// whose trigger was cleared away, or a clear whose guard no longer holds,
+    /// is an acknowledged no-op, as the seeds say.
+    pub(crate) async fn deliver(&self, task: &ScheduledTask, holder: &str) -> Result<Delivery, A2Error> {
         let span = tracing::info_span!(
             "a2.schedule.deliver",
             a2.contract = %task.contract,
@@ -176,24 +186,46 @@ impl ServerCore {
                     let by = task.trigger.as_ref().map(|t| t.index);
                     match self.append_from(&task.session_id, inputs, None, by, &|_| String::new()).await {
                         Err(error) if error.code() != "SESSION_CLEARED" => Err(error),
-                        _ => Ok(()),
+                        // A second delivery appends nothing: the events' ids are fixed.
+                        _ => Ok(Delivery::ToSettle),
                     }
                 }
                 // The background's drain of the session claims whatever a dead process left there.
-                TaskWork::Drain => {
+                TaskWork::Drain if self.drains_in_background() && !self.consumers().is_empty() => {
                     self.wake(&task.session_id);
-                    Ok(())
+                    Ok(Delivery::ToSettle)
                 }
+                TaskWork::Drain => Err(A2Error::InvalidArgument {
+                    message: "a watchdog's drain needs a server draining its consumers in the background: left for one"
+                        .into(),
+                }),
+                // A clear is not idempotent: the task is settled in the clear's own transaction.
                 TaskWork::Clear { if_last_index } => {
-                    let clear =
-                        SessionClear { session: task.session_key(), if_last_index: *if_last_index, audit: None };
-                    self.store().session_clear(clear).await?;
-                    Ok(())
+                    let settles = Some(TaskHeld { id: task.id.clone(), holder: holder.to_owned() });
+                    let clear = SessionClear {
+                        session: task.session_key(),
+                        if_last_index: *if_last_index,
+                        audit: None,
+                        settles,
+                    };
+                    let cleared = self.store().session_clear(clear).await?;
+                    Ok(if cleared.cleared || !self.task_pending(task).await? {
+                        Delivery::Settled
+                    } else {
+                        Delivery::Lost
+                    })
                 }
             }
         }
         .instrument(span)
         .await
+    }
+
+    /// Whether `task` is still kept (a clear that cleared nothing either settled
+    /// it, its guard no longer holding, or found another holder had it).
+    async fn task_pending(&self, task: &ScheduledTask) -> Result<bool, A2Error> {
+        let list = TaskList { session: Some(task.session_key()), limit: a2_store::MAX_PAGE, ..TaskList::default() };
+        Ok(self.store().task_list(list).await?.iter().any(|t| t.id == task.id))
     }
 
     /// One delivery pass: claim this contract's due tasks and deliver each,
@@ -212,8 +244,13 @@ impl ServerCore {
             let tasks = self.store().task_claim(claim).await?;
             let full = tasks.len() >= TASKS_PER_CLAIM as usize;
             for task in tasks {
-                let outcome = match self.deliver(&task).await {
-                    Ok(()) => TaskOutcome::Delivered,
+                let outcome = match self.deliver(&task, holder).await {
+                    Ok(Delivery::Settled) => {
+                        delivered += 1;
+                        continue;
+                    }
+                    Ok(Delivery::Lost) => continue,
+                    Ok(Delivery::ToSettle) => TaskOutcome::Delivered,
                     Err(error) => {
                         tracing::warn!(a2.schedule.id = %task.id, code = error.code(), %error, "scheduled task not delivered; retrying");
                         let delay = self.timings().backoff.delay_ms(task.attempts);

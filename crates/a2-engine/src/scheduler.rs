@@ -10,6 +10,10 @@ use a2_store::{Millis, Store, TaskSchedule};
 
 use crate::A2Error;
 
+/// The largest time a task may be due at (JavaScript's `Date` range), so due
+/// times survive every client and every sum with a delay or a grace.
+const MAX_TIME_MS: i64 = 8_640_000_000_000_000;
+
 /// When a scheduled task is due: a delay from the trigger (`"30s"`, `"500ms"`,
 /// `"1.5h"`; units `ms`, `s`, `m`, `h`, `d`) or a wall-clock time in milliseconds.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,14 +31,24 @@ impl Timing {
     /// inside a run, so a retried run computes the same time; now outside one).
     pub fn due_at(&self, base: Millis) -> Result<Millis, A2Error> {
         match self {
-            Timing::At(at) => Ok(*at),
+            // The seeds ask for a valid Date: JavaScript's range, ±8.64e15 ms from the epoch.
+            Timing::At(at) if at.abs() <= MAX_TIME_MS => Ok(*at),
+            Timing::At(at) => Err(A2Error::InvalidArgument {
+                message: format!("schedule at {at} is not a time: it must be within ±{MAX_TIME_MS} ms of the epoch"),
+            }),
             Timing::Delay(delay) => {
                 let ms = delay_ms(delay).ok_or_else(|| A2Error::InvalidArgument {
                     message: format!(
                         "schedule delay {delay:?} must be positive and use ms, s, m, h, or d (for example '30s')"
                     ),
                 })?;
-                Ok(base.saturating_add(ms))
+                let due = base.saturating_add(ms);
+                if due.abs() > MAX_TIME_MS {
+                    return Err(A2Error::InvalidArgument {
+                        message: format!("schedule delay {delay:?} ends past any time"),
+                    });
+                }
+                Ok(due)
             }
         }
     }

@@ -226,7 +226,11 @@ impl Session {
     /// Clear through the head, only if the head is `if_last_index` when given.
     pub async fn clear(&self, if_last_index: Option<u64>) -> Result<Cleared, A2Error> {
         let key = self.core.key(&self.id);
-        Ok(self.core.store().session_clear(SessionClear { session: key, if_last_index, audit: None }).await?)
+        Ok(self
+            .core
+            .store()
+            .session_clear(SessionClear { session: key, if_last_index, audit: None, settles: None })
+            .await?)
     }
 
     /// Run a log consumer until its cursor passes `through` (default: the head now).

@@ -181,10 +181,14 @@ impl ServerCore {
         &self.stopping
     }
 
-    /// Ask the server's background drains to look at a session; nothing when
-    /// the server does not drain in the background (or is shutting down).
+    /// Where `session.schedule` puts its tasks.
     pub(crate) fn scheduler(&self) -> &Arc<dyn Scheduler> {
         &self.scheduler
+    }
+
+    /// Whether appends and wakes start drains in the background here.
+    pub(crate) fn drains_in_background(&self) -> bool {
+        self.wake.is_some()
     }
 
     /// Whether claims arm the drain watchdog.
@@ -221,6 +225,8 @@ impl ServerCore {
         self.deliveries.clone()
     }
 
+    /// Ask the server's background drains to look at a session; nothing when
+    /// the server does not drain in the background (or is shutting down).
     pub(crate) fn wake(&self, session_id: &str) {
         if let Some(wake) = &self.wake {
             // A closed channel means the background service has stopped: nothing left to wake.

@@ -189,7 +189,10 @@ impl Operator {
         self.session_get(&target).await?;
         let audit =
             Some(self.entry("clear", &target.contract, &target.session, json!({ "if_last_index": if_last_index })));
-        Ok(self.store().session_clear(SessionClear { session: target.key()?, if_last_index, audit }).await?)
+        Ok(self
+            .store()
+            .session_clear(SessionClear { session: target.key()?, if_last_index, audit, settles: None })
+            .await?)
     }
 
     /// How many events a consume through `through` would take.

@@ -78,8 +78,8 @@ impl TimerView {
         };
         Self {
             kind,
-            due_in_ms: task.due_at - now,
-            overdue: !delivering && task.due_at + OVERDUE_AFTER_MS < now,
+            due_in_ms: task.due_at.saturating_sub(now),
+            overdue: !delivering && task.due_at.saturating_add(OVERDUE_AFTER_MS) < now,
             id: task.id,
             contract: task.contract,
             session: task.session_id,
@@ -187,7 +187,8 @@ impl Operator {
         self.writable("timer.cancel")?;
         let audit = Some(self.wide_entry("timer.cancel", None, json!({ "id": id })));
         let task = self.store().task_cancel(TaskChange { id: id.to_owned(), audit }).await?;
-        let task = task.ok_or_else(|| OperatorError::NotFound { what: format!("timer '{id}'") })?;
+        let what = format!("timer '{id}' (or one not being delivered right now)");
+        let task = task.ok_or(OperatorError::NotFound { what })?;
         Ok(TimerView::new(task, self.now()))
     }
 }

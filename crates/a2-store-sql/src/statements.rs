@@ -153,9 +153,9 @@ pub struct Statements {
     pub task_list: &'static str,
     /// (key, after due_at?, after id, limit) → a session's tasks by due time, id
     pub task_list_of_session: &'static str,
-    /// (id) → the task deleted
+    /// (id, now) → the task deleted, unless a live delivery holds it
     pub task_delete: &'static str,
-    /// (id, now) → the task, due now and released
+    /// (id, now) → the task, due now (a live delivery keeps its lease)
     pub task_hasten: &'static str,
     /// (key, head, clear_index, created_at, updated_at)
     pub session_import: &'static str,

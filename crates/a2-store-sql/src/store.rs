@@ -378,6 +378,14 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
         check_session_key(&params.session)?;
         let mut tx = self.backend.begin().await?;
+        if let Some(held) = &params.settles {
+            let args = vec![Arg::text(&held.id), Arg::text(&held.holder)];
+            if tx.fetch_optional(self.sql().task_delete_held, args).await?.is_none() {
+                // Another delivery holds (or settled) the task: it clears, not this one. Dropping `tx` rolls back.
+                let head = self.session_row(tx.as_mut(), &params.session).await?.map_or(0, |(head, _)| head);
+                return Ok(Cleared { cleared: false, index: head });
+            }
+        }
         let cleared = self.clear_in(tx.as_mut(), &params).await?;
         self.audit_in(tx.as_mut(), params.audit, serde_json::json!(cleared)).await?;
         tx.commit().await?;

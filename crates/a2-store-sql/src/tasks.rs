@@ -108,7 +108,7 @@ pub(crate) async fn change<B: SqlBackend>(
     let row = if hasten {
         tx.fetch_optional(store.sql().task_hasten, vec![Arg::text(&params.id), Arg::Int(store.now())]).await?
     } else {
-        tx.fetch_optional(store.sql().task_delete, vec![Arg::text(&params.id)]).await?
+        tx.fetch_optional(store.sql().task_delete, vec![Arg::text(&params.id), Arg::Int(store.now())]).await?
     };
     let changed = row.as_ref().map(task).transpose()?;
     if changed.is_some() {

@@ -1,7 +1,7 @@
 -- The store-backed scheduler's tasks: a delayed append or clear of one session,
 -- keyed by the engine's deterministic schedule id, so scheduling twice is one row.
 -- `work` holds the task's JSON (`{"kind": "append", "events": [...]}` or
--- `{"kind": "clear", "if_last_index": n}`); a delivery leases the row and deletes it.
+-- `{"kind": "clear", "if_last_index": n}` or, the watchdog, `{"kind": "drain"}`); a delivery leases the row and deletes it.
 CREATE TABLE a2_scheduled (
     id TEXT NOT NULL PRIMARY KEY,
     session TEXT NOT NULL,

@@ -273,9 +273,8 @@ pub(crate) static SQL: Statements = Statements {
          AND (?2 IS NULL OR (due_at, id) > (?2, ?3)) ORDER BY due_at, id LIMIT ?4",
     task_list_of_session: "SELECT * FROM a2_scheduled WHERE session = ?1 \
          AND (?2 IS NULL OR (due_at, id) > (?2, ?3)) ORDER BY due_at, id LIMIT ?4",
-    task_delete: "DELETE FROM a2_scheduled WHERE id = ?1 RETURNING *",
-    task_hasten: "UPDATE a2_scheduled SET due_at = MIN(due_at, ?2), lease_holder = NULL, lease_expires_at = NULL \
-         WHERE id = ?1 RETURNING *",
+    task_delete: "DELETE FROM a2_scheduled WHERE id = ?1 AND (lease_expires_at IS NULL OR lease_expires_at <= ?2) RETURNING *",
+    task_hasten: "UPDATE a2_scheduled SET due_at = MIN(due_at, ?2) WHERE id = ?1 RETURNING *",
     session_import: "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)",
     events_import: RowsStatement::PerRow("INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),

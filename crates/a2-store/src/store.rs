@@ -182,10 +182,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Pending tasks, by due time then id.
     async fn task_list(&self, params: TaskList) -> Result<Vec<ScheduledTask>, StoreError>;
 
-    /// Delete a task before it is delivered; the task, or `None` when there was none.
+    /// Delete a task before it is delivered; the task, or `None` when there was
+    /// none or a live delivery holds it (it may be half delivered already).
     async fn task_cancel(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError>;
 
-    /// Make a task due now and release any lease on it, so the next delivery pass takes it.
+    /// Make a task due now, so the next delivery pass takes it (a live
+    /// delivery keeps its lease: taking it over would deliver it twice at once).
     async fn task_hasten(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError>;
 }
 

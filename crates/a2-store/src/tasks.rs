@@ -123,6 +123,13 @@ pub struct TaskFinish {
     pub outcome: TaskOutcome,
 }
 
+/// A claimed task and who holds it: what a delivery settles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskHeld {
+    pub id: String,
+    pub holder: String,
+}
+
 /// Pending tasks by due time, then id.
 #[derive(Debug, Clone, Default)]
 pub struct TaskList {

@@ -447,6 +447,10 @@ pub struct SessionClear {
     pub if_last_index: Option<u64>,
     /// Written in the same transaction, its `outcome` set to the `Cleared` result.
     pub audit: Option<AuditEntry>,
+    /// The scheduled clear this delivers: deleted in the clear's transaction,
+    /// and nothing cleared when its holder no longer holds it, so a clear
+    /// task is never applied twice (a second clear would wipe what came after).
+    pub settles: Option<crate::TaskHeld>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

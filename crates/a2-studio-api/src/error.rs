@@ -74,6 +74,8 @@ error_codes! {
     Cancelled = "CANCELLED",
     /// A drain's task panicked (a bug, not the store); the rescuer drains the session again.
     DrainPanicked = "DRAIN_PANICKED",
+    /// `session.schedule`'s scheduler did not take the task: nothing was scheduled.
+    SchedulerSendFailed = "SCHEDULER_SEND_FAILED",
     /// A client's transport: the Studio server did not answer, or not in JSON.
     Transport = "TRANSPORT",
     /// A client's: something failed that was not a Studio error at all.
@@ -166,6 +168,7 @@ mod tests {
             A2Error::ConsumeCycle { waiter: text(), consumer: text(), session: text(), through: 1 },
             A2Error::Cancelled { message: text() },
             A2Error::DrainPanicked { session: text(), message: text() },
+            A2Error::SchedulerSendFailed { task: text(), message: text() },
         ];
         let operator =
             store.into_iter().map(OperatorError::from).chain(engine.into_iter().map(OperatorError::from)).chain([

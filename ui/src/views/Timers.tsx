@@ -191,7 +191,7 @@ function TimerDialog({ timer, action, onClose }: { timer: TimerView; action: "de
     >
       <p>
         Timer <code>{timer.name}</code> of <code>{timer.contract}/{timer.session}</code>, due {formatTime(timer.due_at)}, is made
-        due now and delivered: it will {what} through the ordinary path, its ids making a second delivery a no-op.
+        due now and delivered: it will {what} through the ordinary path, exactly once (an append's ids make a second delivery a no-op; a clear is settled in its own transaction).
       </p>
     </ConfirmDialog>
   );

@@ -314,8 +314,18 @@ impl Store for MemoryStore {
     }
 
     async fn session_clear(&self, mut params: SessionClear) -> Result<Cleared, StoreError> {
+        crate::check_session_key(&params.session)?;
         let audit = params.audit.take();
+        // Held through the clear: the task goes with it, or nothing is cleared.
+        let mut tasks = self.tasks();
+        if let Some(held) = &params.settles {
+            if !tasks.settle(held) {
+                let head = self.lock().get(&params.session).map_or(0, |row| row.head);
+                return Ok(Cleared { cleared: false, index: head });
+            }
+        }
         let cleared = self.clear(params)?;
+        drop(tasks);
         self.record_outcome(audit, serde_json::json!(cleared));
         Ok(cleared)
     }
@@ -733,7 +743,7 @@ impl Store for MemoryStore {
     }
 
     async fn task_cancel(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError> {
-        let cancelled = self.tasks().cancel(&params.id);
+        let cancelled = self.tasks().cancel(&params.id, self.now());
         self.record_outcome(params.audit.filter(|_| cancelled.is_some()), serde_json::json!({ "cancelled": true }));
         Ok(cancelled)
     }

@@ -73,6 +73,15 @@ impl Tasks {
         true
     }
 
+    /// Delete a task its holder still holds; `false` when it does not.
+    pub(super) fn settle(&mut self, held: &TaskHeld) -> bool {
+        let holds = self.0.get(&held.id).is_some_and(|t| t.lease_holder.as_deref() == Some(held.holder.as_str()));
+        if holds {
+            self.0.remove(&held.id);
+        }
+        holds
+    }
+
     pub(super) fn list(&self, params: &TaskList) -> Vec<ScheduledTask> {
         let mut tasks: Vec<&ScheduledTask> = self
             .0
@@ -85,15 +94,17 @@ impl Tasks {
         tasks.into_iter().take(page_size(params.limit)).cloned().collect()
     }
 
-    pub(super) fn cancel(&mut self, id: &str) -> Option<ScheduledTask> {
+    pub(super) fn cancel(&mut self, id: &str, now: Millis) -> Option<ScheduledTask> {
+        // A task a live delivery holds may already be half delivered: it is not cancelled.
+        if self.0.get(id)?.lease_expires_at.is_some_and(|until| until > now) {
+            return None;
+        }
         self.0.remove(id)
     }
 
     pub(super) fn hasten(&mut self, id: &str, now: Millis) -> Option<ScheduledTask> {
         let task = self.0.get_mut(id)?;
         task.due_at = task.due_at.min(now);
-        task.lease_holder = None;
-        task.lease_expires_at = None;
         Some(task.clone())
     }
 }
