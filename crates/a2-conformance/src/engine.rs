@@ -149,6 +149,22 @@ pub(crate) fn recorder(builder: ConsumerBuilder, name: &'static str, seen: &Seen
         .unwrap_or_else(|e| panic!("consumer: {e}"))
 }
 
+/// A consumer of `tick`s whose runs count themselves in `started` and never
+/// return: a process that dies with its heads leased.
+pub(crate) fn hanging(name: &str, started: Arc<AtomicU32>) -> Consumer {
+    Consumer::builder(name)
+        .types(["tick"])
+        .run(move |_| {
+            let started = started.clone();
+            async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                std::future::pending::<()>().await;
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("consumer: {e}"))
+}
+
 /// Wait (on paused time) until `check` holds.
 pub(crate) async fn eventually<F: FnMut() -> bool>(what: &str, mut check: F) {
     for _ in 0..20_000 {

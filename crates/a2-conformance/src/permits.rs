@@ -9,7 +9,7 @@ use std::sync::Arc;
 use a2_engine::*;
 use a2_store::{session_key, AttemptOutcome};
 
-use crate::engine::{eventually, open, record, recorder, seen, server_with, snapshot, tick, Pace};
+use crate::engine::{eventually, hanging, open, record, recorder, seen, server_with, snapshot, tick, Pace};
 use crate::StoreFactory;
 
 /// A concurrent consumer's run consumes a log consumer the same server
@@ -51,19 +51,7 @@ pub async fn consume_of_a_served_consumer_never_stalls(factory: &dyn StoreFactor
 pub async fn lapse_charges_only_started_attempts(factory: &dyn StoreFactory, pace: Pace) {
     let store = open(factory).await;
     let started = Arc::new(AtomicU32::new(0));
-    let counter = started.clone();
-    let hanging = Consumer::builder("work")
-        .types(["tick"])
-        .run(move |_| {
-            let started = counter.clone();
-            async move {
-                started.fetch_add(1, Ordering::SeqCst);
-                std::future::pending::<()>().await;
-                Ok::<(), BoxError>(())
-            }
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
-    let crashed = server_with(pace, store.clone(), vec![hanging], |b| b.max_running(2));
+    let crashed = server_with(pace, store.clone(), vec![hanging("work", started.clone())], |b| b.max_running(2));
     let session = crashed.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append((1..=6).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("two runs started", || started.load(Ordering::SeqCst) == 2).await;

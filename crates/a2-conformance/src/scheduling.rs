@@ -10,7 +10,7 @@ use a2_engine::*;
 use a2_store::{EventAppend, NewEvent, ScheduledTask, TaskClaim, TaskList, TaskWork};
 use serde_json::json;
 
-use crate::engine::{all_events, eventually, open, recorder, seen, server, server_with, snapshot, tick, Pace};
+use crate::engine::{all_events, eventually, hanging, open, recorder, seen, server, server_with, snapshot, tick, Pace};
 use crate::StoreFactory;
 
 /// A delay long enough that nothing in a scenario reaches it.
@@ -278,25 +278,14 @@ pub async fn due_tasks_are_served_once_by_many_servers(factory: &dyn StoreFactor
 pub async fn watchdog_retries_work_of_a_dead_process(factory: &dyn StoreFactory, pace: Pace) {
     let store = open(factory).await;
     let scheduler: Arc<dyn Scheduler> = Arc::new(StoreScheduler::new(store.clone()));
-    let started = Arc::new(tokio::sync::Notify::new());
-    let signal = started.clone();
-    let hangs = Consumer::builder("worker")
-        .types(["tick"])
-        .run(move |_| {
-            let started = signal.clone();
-            async move {
-                started.notify_one();
-                std::future::pending::<()>().await;
-                Ok::<(), BoxError>(())
-            }
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let started = Arc::new(AtomicU32::new(0));
+    let hangs = hanging("worker", started.clone());
     let no_rescue =
         |b: ServerBuilder| b.timings(DrainTimings { rescue_every: Duration::from_secs(3_600), ..pace.timings() });
     let dying = server_with(pace, store.clone(), vec![hangs], |b| no_rescue(b).scheduler(scheduler.clone()));
     let session = dying.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
-    started.notified().await;
+    eventually("the dying process's run started", || started.load(Ordering::SeqCst) == 1).await;
     let armed = eventually_tasks(&store, |t| t.iter().any(|t| t.work == TaskWork::Drain)).await;
     let watchdog = armed.iter().find(|t| t.work == TaskWork::Drain).cloned().unwrap_or_else(|| panic!("{armed:?}"));
     assert_eq!(watchdog.due_at % 1_000, 0, "slotted to the second");

@@ -261,6 +261,8 @@ pub(crate) static SQL: Statements = Statements {
     pauses_list: "SELECT * FROM a2_consumer_pauses WHERE $1::text IS NULL OR contract = $1 ORDER BY contract, consumer",
     task_insert: "INSERT INTO a2_scheduled (id, session, contract, name, due_at, work, trigger, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING id",
+    task_due: "SELECT id FROM a2_scheduled WHERE contract = $1 AND due_at <= $2 \
+         AND (lease_expires_at IS NULL OR lease_expires_at <= $2) LIMIT 1",
     // The ids as an array: each row updated is found by its key, never by a join's scan.
     task_claim: "UPDATE a2_scheduled SET attempts = attempts + 1, lease_holder = $3, lease_expires_at = $4 \
          WHERE id = ANY(ARRAY(SELECT id FROM a2_scheduled WHERE contract = $1 AND due_at <= $2 \

@@ -135,6 +135,7 @@ fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<Expl
             sql.filter_events,
             vec![key(), Arg::Int(0), Arg::Int(1_000), payload(), Arg::OptText(None), Arg::OptText(None)],
         ),
+        read("scheduler: is anything due", sql.task_due, vec![Arg::text(split_session_key(session).0), Arg::Int(now)]),
         read(
             "scheduler: claim the due tasks",
             sql.task_claim,

@@ -143,6 +143,9 @@ pub struct Statements {
     // ── scheduled tasks ──
     /// (id, key, contract, name, due_at, work, trigger, now) → id; nothing when the id is kept already
     pub task_insert: &'static str,
+    /// (contract, now) → the id of one due task no live delivery holds, if any: read before claiming,
+    /// so a server's poll writes nothing while nothing is due
+    pub task_due: &'static str,
     /// (contract, now, holder, lease expires, limit, only id?) → the due tasks leased to the holder
     pub task_claim: &'static str,
     /// (id, holder) → id: a delivered task deleted while the holder holds it

@@ -87,7 +87,12 @@ impl Tasks {
             .0
             .values()
             .filter(|t| params.contract.as_ref().is_none_or(|c| *c == t.contract))
-            .filter(|t| params.session.as_ref().is_none_or(|s| *s == t.session_key()))
+            .filter(|t| {
+                params
+                    .session
+                    .as_ref()
+                    .is_none_or(|s| crate::split_session_key(s) == (t.contract.as_str(), t.session_id.as_str()))
+            })
             .filter(|t| params.after.as_ref().is_none_or(|(at, id)| (t.due_at, &t.id) > (*at, id)))
             .collect();
         tasks.sort_by(|a, b| (a.due_at, &a.id).cmp(&(b.due_at, &b.id)));
