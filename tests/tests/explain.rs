@@ -37,6 +37,7 @@ async fn seed(store: &dyn Store) {
                 event_type: "work".into(),
                 payload: json!({ "n": n, "customer": format!("c{}", s % 97) }),
                 cause: None,
+                scheduled_by: None,
                 targets: if (n == 0 && s % 40 == 0) || (n == EVENTS - 1 && s % 4 == 0) {
                     vec![Target { consumer: "parallel".into(), lane: None }]
                 } else {

@@ -334,6 +334,11 @@ async function deadLettersAndActions() {
 
 /** ops: the Timers view lists the demo's reminders; one delivered now appears in its session. */
 async function deliverTimerNow() {
+  await open("#/session/shop/order-00003/timeline");
+  const pendingMarks = page.locator("[data-testid=timer-mark][data-state=pending][data-name=payment-reminder]");
+  await pendingMarks.first().waitFor();
+  const pendingBefore = await pendingMarks.count();
+  step(`order-00003's Timeline marks its ${pendingBefore} pending payment reminders`);
   await open("#/timers");
   const timerRows = page.getByTestId("timer-row");
   await timerRows.first().waitFor();
@@ -351,12 +356,18 @@ async function deliverTimerNow() {
   await dialog.getByRole("button", { name: "Close" }).click();
   await page.waitForFunction((t) => !document.querySelector(`[data-testid=timer-row][data-timer="${t}"]`), id);
   step(`${count} timers listed; delivered ${id} now`);
-  await open("#/session/shop/order-00003/events");
-  await page.locator(".event-row .type", { hasText: "payment.reminder" }).first().waitFor();
+  await open("#/session/shop/order-00003/timeline");
+  const delivered = page.locator("[data-testid=timer-mark][data-state=delivered][data-name=payment-reminder]");
+  await delivered.waitFor();
+  expect((await pendingMarks.count()) === pendingBefore - 1, "the delivered reminder is no longer pending");
+  await delivered.dispatchEvent("click");
+  await page.getByTestId("scheduled-by").waitFor();
+  expect(((await page.getByTestId("scheduled-by").textContent()) ?? "").includes("payment-reminder"), "the event names the timer that appended it");
+  await page.locator(".event-row.selected .type", { hasText: "payment.reminder" }).waitFor();
   await open("#/audit");
   await page.getByTestId("audit-row").first().waitFor();
   expect(((await page.getByTestId("audit-table").textContent()) ?? "").includes("timer.deliver"), "the audit lists the delivery");
-  step("its payment.reminder event is in order-00003, and the audit says who delivered it");
+  step("the Timeline marks it delivered and links to its payment.reminder event in order-00003; the audit says who delivered it");
 }
 
 /** A session's causality waterfall: bars by outcome; a failed one opens with its error; the wheel zooms. */

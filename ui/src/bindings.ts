@@ -459,6 +459,8 @@ export type EventView = {
 	payload: string,
 	created_at: number,
 	cause: Cause | null,
+	/**  The timer whose delivery appended it. */
+	scheduled_by: ScheduledBy | null,
 };
 
 /**  Keyset position in store-wide head and dead-letter pages. */
@@ -645,6 +647,17 @@ export type RedriveMany = {
 
 export type Redriven = {
 	redriven: boolean,
+};
+
+/**
+ *  The scheduled task whose delivery appended an event: a reader links the
+ *  event back to its timer once the task itself is gone.
+ */
+export type ScheduledBy = {
+	/**  The task's id (deterministic: the same schedule is the same task). */
+	task: string,
+	/**  The schedule's name, as `session.schedule` was given it. */
+	name: string,
 };
 
 export type SearchHit = {

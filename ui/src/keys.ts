@@ -54,6 +54,8 @@ export const keys = {
   throughput: () => [ROOT.throughput] as const,
   /** Pending timers: store-wide, or of one session. */
   timers: (contract: string | null, session: string | null) => [ROOT.timers, contract, session] as const,
+  /** A session's newest events, for the delivered timers the Timeline marks (under the events prefix). */
+  timelineEvents: (contract: string, session: string) => [ROOT.events, contract, session, "timeline"] as const,
   /** Every timers read, store-wide and per session (a prefix). */
   allTimers: () => [ROOT.timers] as const,
 };

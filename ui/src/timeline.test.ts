@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Attempt, AttemptOutcome } from "./bindings";
-import { barRect, fit, formatDuration, layout, MIN_BAR_PX, MIN_SPAN_MS, pan, ticks, toTime, toX, TRACK_PX, ROW_GAP_PX, visibleBars, zoom } from "./timeline";
+import type { Attempt, AttemptOutcome, EventView, TimerView } from "./bindings";
+import { barRect, fit, formatDuration, layout, MIN_BAR_PX, MIN_SPAN_MS, pan, ticks, timerMarks, toTime, toX, TRACK_PX, ROW_GAP_PX, visibleBars, zoom } from "./timeline";
 
 function attempt(consumer: string, lane: string | null, index: number, start: number | null, end: number, outcome: AttemptOutcome = "completed"): Attempt {
   return { consumer, lane, index, attempt: 1, holder: "h", started_at: start, ended_at: end, outcome, error: null, appended: [] };
@@ -89,5 +89,38 @@ describe("the waterfall's layout", () => {
     expect(formatDuration(12)).toBe("12 ms");
     expect(formatDuration(1400)).toBe("1.40 s");
     expect(formatDuration(90_000)).toBe("1.5 min");
+  });
+});
+
+function pending(id: string, due: number, kind = "append", overdue = false): TimerView {
+  return {
+    id, contract: "shop", session: "s", name: `n-${id}`, kind, due_at: due, due_in_ms: 0, overdue, events: [], if_last_index: null,
+    trigger: null, created_at: 0, attempts: 0, last_error: null, lease_holder: null, lease_expires_at: null,
+  };
+}
+
+function event(index: number, at: number, task: string | null): EventView {
+  return { index, id: `e${index}`, type: "tick", payload: "{}", created_at: at, cause: null, scheduled_by: task ? { task, name: `n-${task}` } : null };
+}
+
+describe("the timer strip", () => {
+  it("marks pending timers at their due time and leaves the watchdog out", () => {
+    const marks = timerMarks([pending("b", 900), pending("a", 500, "clear", true), pending("w", 700, "drain")], []);
+    expect(marks.map((m) => [m.state, m.task, m.at])).toEqual([["pending", "a", 500], ["pending", "b", 900]]);
+    expect(marks[0]).toMatchObject({ kind: "clear", overdue: true });
+  });
+
+  it("marks a delivered timer once, where its first event landed, linked to that event", () => {
+    const marks = timerMarks([pending("p", 9_000)], [event(7, 300, "t"), event(6, 200, "t"), event(5, 100, null), event(8, 400, "u")]);
+    expect(marks).toEqual([
+      { state: "delivered", at: 200, task: "t", name: "n-t", index: 6, count: 2 },
+      { state: "delivered", at: 400, task: "u", name: "n-u", index: 8, count: 1 },
+      { state: "pending", at: 9_000, task: "p", name: "n-p", kind: "append", overdue: false },
+    ]);
+  });
+
+  it("widens the chart's span to the timers beside the bars", () => {
+    const l = layout([attempt("t", null, 1, 100, 200)], [50, 5_000]);
+    expect([l.start, l.end]).toEqual([50, 5_000]);
   });
 });

@@ -2,7 +2,7 @@
 // hold it: time to pixels and back, one row per consumer and lane with
 // overlapping attempts stacked into tracks, zoom about a point, pan, and
 // which bars a viewport shows (only those are drawn).
-import type { Attempt } from "./bindings";
+import type { Attempt, EventView, TimerView } from "./bindings";
 
 /** What part of the time axis the chart shows, and how wide it is drawn. */
 export type View = { from: number; to: number; width: number };
@@ -44,7 +44,7 @@ export function rowLabel(consumer: string, lane: string | null): string {
  * each attempt goes on the first track whose last bar ended before it began
  * (interval partitioning), so concurrent heads stack and never overlap.
  */
-export function layout(attempts: Attempt[]): Layout {
+export function layout(attempts: Attempt[], moments: number[] = []): Layout {
   const byRow = new Map<string, { consumer: string; lane: string | null; items: Attempt[] }>();
   for (const a of attempts) {
     const key = `${a.consumer}\u0000${a.lane ?? ""}`;
@@ -77,6 +77,11 @@ export function layout(attempts: Attempt[]): Layout {
     top += tracks * TRACK_PX + ROW_GAP_PX;
   });
   if (bars.length === 0) return { rows, bars, start: 0, end: 0, height: 0 };
+  // Moments beside the bars (a timer due later) widen the span so a fit shows them.
+  for (const t of moments) {
+    start = Math.min(start, t);
+    end = Math.max(end, t);
+  }
   return { rows, bars, start, end, height: top };
 }
 
@@ -144,4 +149,35 @@ export function formatDuration(ms: number): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
   if (ms < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
   return `${(ms / 3_600_000).toFixed(1)} h`;
+}
+
+/**
+ * A timer on the chart: a pending one at its due time, or a delivered one at
+ * the time its first event landed, linked to those events (the task itself
+ * is gone once delivered; its events name it).
+ */
+export type TimerMark =
+  | { state: "pending"; at: number; task: string; name: string; kind: string; overdue: boolean }
+  | { state: "delivered"; at: number; task: string; name: string; index: number; count: number };
+
+/** Pending timers (append and clear; a watchdog is no app's timer) and the delivered ones the events name. */
+export function timerMarks(timers: TimerView[], events: EventView[]): TimerMark[] {
+  const marks: TimerMark[] = timers
+    .filter((t) => t.kind !== "drain")
+    .map((t) => ({ state: "pending", at: t.due_at, task: t.id, name: t.name, kind: t.kind, overdue: t.overdue }));
+  const delivered = new Map<string, TimerMark & { state: "delivered" }>();
+  for (const e of events) {
+    const by = e.scheduled_by;
+    if (!by) continue;
+    const seen = delivered.get(by.task);
+    if (!seen) delivered.set(by.task, { state: "delivered", at: e.created_at, task: by.task, name: by.name, index: e.index, count: 1 });
+    else {
+      seen.count += 1;
+      if (e.index < seen.index) {
+        seen.index = e.index;
+        seen.at = e.created_at;
+      }
+    }
+  }
+  return [...marks, ...delivered.values()].sort((a, b) => a.at - b.at);
 }

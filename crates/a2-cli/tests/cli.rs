@@ -48,6 +48,7 @@ async fn seed(store: &dyn Store) {
                 event_type: "order.placed".into(),
                 payload: json!({ "n": n }),
                 cause: None,
+                scheduled_by: None,
                 targets: if n == 1 { vec![Target { consumer: "charger".into(), lane: None }] } else { vec![] },
             })
             .collect();

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2_engine::*;
-use a2_store::{EventAppend, NewEvent, ScheduledTask, TaskClaim, TaskList, TaskWork};
+use a2_store::{EventAppend, NewEvent, ScheduledBy, ScheduledTask, TaskClaim, TaskList, TaskWork};
 use serde_json::json;
 
 use crate::engine::{all_events, eventually, hanging, open, recorder, seen, server, server_with, snapshot, tick, Pace};
@@ -139,6 +139,7 @@ pub async fn scheduled_append_is_delivered_once_when_due(factory: &dyn StoreFact
         event_type: "tick".into(),
         payload: json!({ "n": 3 }),
         cause: None,
+        scheduled_by: Some(ScheduledBy { task: half.clone(), name: "half".into() }),
         targets: Vec::new(),
     };
     let append = EventAppend {
@@ -161,12 +162,16 @@ pub async fn scheduled_append_is_delivered_once_when_due(factory: &dyn StoreFact
     assert_eq!(all_events(&session).await.len(), 1, "nothing before it is due");
     eventually_async_tasks_empty(&store).await;
     eventually("the log consumer ran every event", || snapshot(&seen).len() == 3).await;
-    let events: Vec<String> = all_events(&session).await.into_iter().map(|e| e.id).collect();
+    let events = all_events(&session).await;
     assert_eq!(
-        events,
+        events.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
         [half_event, ids::scheduled_event_id(&id, 0), ids::scheduled_event_id(&id, 1)],
         "each appended once"
     );
+    // Each event names the task that appended it, so a reader links it to its timer once the task is gone.
+    let marks: Vec<_> = events.iter().map(|e| e.scheduled_by.clone().map(|b| (b.task, b.name))).collect();
+    let ping = Some((id.clone(), "ping".to_owned()));
+    assert_eq!(marks, [Some((half.clone(), "half".to_owned())), ping.clone(), ping]);
     assert_eq!(server.deliver_due().await.unwrap_or_else(|e| panic!("{e}")), 0);
 }
 

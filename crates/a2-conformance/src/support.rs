@@ -24,6 +24,7 @@ pub fn event(id: &str, event_type: &str) -> NewEvent {
         event_type: event_type.to_owned(),
         payload: json!({ "id": id }),
         cause: None,
+        scheduled_by: None,
         targets: Vec::new(),
     }
 }

@@ -233,14 +233,15 @@ async fn rescue(state: &Arc<State>, core: &ServerCore) {
 async fn deliver_loop(state: Arc<State>) {
     loop {
         let Some(core) = state.core.upgrade() else { return };
+        core.delivery_pass_starts();
         if let Err(error) = core.deliver_due(&state.holder, None).await {
             tracing::warn!(code = error.code(), %error, "could not deliver due scheduled tasks; trying again later");
         }
-        let every = core.timings().scheduler_poll;
+        let wait = core.delivery_wait();
         let deliveries = core.deliveries();
         drop(core);
         tokio::select! {
-            () = tokio::time::sleep(every) => {},
+            () = tokio::time::sleep(wait) => {},
             () = deliveries.notified() => {},
             () = state.shutdown.cancelled() => return,
         }

@@ -229,7 +229,7 @@ fn returned_events(
     }
     let trigger = &claimed.event.id;
     let id_for = |ordinal| ids::returned_event_id(trigger, ordinal, consumer.name());
-    core.new_events(session_id, inputs, Some(&cause), &id_for).map_err(|e| format!("{} ({})", e, e.code()))
+    core.new_events(session_id, inputs, Some(&cause), None, &id_for).map_err(|e| format!("{} ({})", e, e.code()))
 }
 
 /// Complete a head with the events it returned. What they open, in this

@@ -5,7 +5,7 @@
 //! the store, and every server serves the due tasks of its contract.
 
 use a2_store::{
-    ScheduledEvent, ScheduledTask, SessionClear, StoreError, TaskClaim, TaskFinish, TaskHeld, TaskList, TaskOutcome,
+    ScheduledBy, ScheduledEvent, ScheduledTask, SessionClear, StoreError, TaskClaim, TaskFinish, TaskHeld, TaskList, TaskOutcome,
     TaskSchedule, TaskTrigger, TaskWork,
 };
 
@@ -14,7 +14,7 @@ use tracing::Instrument;
 use crate::consumer::ScheduleWork;
 use crate::ids::{self, ScheduleKey};
 use crate::scheduler::{ScheduleOrigin, Timing};
-use crate::server_core::ServerCore;
+use crate::server_core::{FromTask, ServerCore};
 use crate::{A2Error, AppendInput};
 
 /// How a delivery left its task.
@@ -183,8 +183,9 @@ impl ServerCore {
                             id: Some(e.id.clone()),
                         })
                         .collect();
-                    let by = task.trigger.as_ref().map(|t| t.index);
-                    match self.append_from(&task.session_id, inputs, None, by, &|_| String::new()).await {
+                    let by = ScheduledBy { task: task.id.clone(), name: task.name.clone() };
+                    let from = FromTask { by: &by, trigger_index: task.trigger.as_ref().map(|t| t.index) };
+                    match self.append_from(&task.session_id, inputs, None, Some(from), &|_| String::new()).await {
                         Err(error) if error.code() != "SESSION_CLEARED" => Err(error),
                         // A second delivery appends nothing: the events' ids are fixed.
                         _ => Ok(Delivery::ToSettle),

@@ -5,10 +5,11 @@
 //! *woken*, and the background service above decides what to drain.
 
 use a2_store::SessionKey;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use a2_store::{
-    session_key, Cause, Clock, Event, EventAppend, EventList, HeadRef, Millis, NewEvent, RedriveAction, SnapshotGet,
+    session_key, Cause, Clock, Event, EventAppend, EventList, HeadRef, Millis, NewEvent, RedriveAction, ScheduledBy, SnapshotGet,
     SnapshotPut, Store, StoreConsumer, Target,
 };
 use tokio::sync::{broadcast, mpsc, Notify, Semaphore};
@@ -90,9 +91,20 @@ pub(crate) struct ServerCore {
     watchdog: bool,
     /// Wakes the background's delivery loop when a task is due before its next look.
     deliveries: Arc<Notify>,
+    /// The earliest due time of a task scheduled here and not yet looked at
+    /// by a delivery pass: the loop sleeps until then rather than a whole poll.
+    soonest_due: AtomicI64,
     /// The watchdog slots this process armed, by session: one task per (session, slot) here.
     watchdog_slots: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
     _stop_on_drop: DropGuard,
+}
+
+/// A scheduled task's delivery, as its append sees it.
+#[derive(Clone, Copy)]
+pub(crate) struct FromTask<'a> {
+    pub by: &'a ScheduledBy,
+    /// The index of the event whose run scheduled the task, if a run did.
+    pub trigger_index: Option<u64>,
 }
 
 impl ServerCore {
@@ -122,6 +134,7 @@ impl ServerCore {
             scheduler: parts.scheduler,
             watchdog: parts.watchdog,
             deliveries: Arc::new(Notify::new()),
+            soonest_due: AtomicI64::new(Millis::MAX),
             watchdog_slots: std::sync::Mutex::new(std::collections::HashMap::new()),
             _stop_on_drop: parts.stop_on_drop.drop_guard(),
         };
@@ -199,8 +212,23 @@ impl ServerCore {
     /// Wake the delivery loop for a task due at `due_at` if it would otherwise look too late.
     pub(crate) fn wake_deliveries(&self, due_at: Millis) {
         if due_at <= self.clock.now_ms() + crate::timings::millis(self.timings.scheduler_poll) {
+            self.soonest_due.fetch_min(due_at, Ordering::SeqCst);
             self.deliveries.notify_one();
         }
+    }
+
+    /// Before a delivery pass: what is due by now is the pass's to deliver.
+    pub(crate) fn delivery_pass_starts(&self) {
+        let now = self.clock.now_ms();
+        let _ = self.soonest_due.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s <= now).then_some(Millis::MAX));
+    }
+
+    /// How long the delivery loop may sleep: a poll, or less when a task
+    /// scheduled here is due sooner (a 300 ms timer lands at 300 ms, not at the next poll).
+    pub(crate) fn delivery_wait(&self) -> std::time::Duration {
+        let poll = self.timings.scheduler_poll;
+        let until = self.soonest_due.load(Ordering::SeqCst).saturating_sub(self.clock.now_ms());
+        std::time::Duration::from_millis(u64::try_from(until).unwrap_or(0)).min(poll)
     }
 
     /// Whether the watchdog of `session_id` at `slot` is still to be armed here
@@ -242,6 +270,7 @@ impl ServerCore {
         session_id: &str,
         events: Vec<AppendInput>,
         cause: Option<&Cause>,
+        scheduled_by: Option<&ScheduledBy>,
         id_for: &IdFor<'_>,
     ) -> Result<Vec<NewEvent>, A2Error> {
         let batch_size = u32::try_from(events.len()).unwrap_or(u32::MAX);
@@ -279,6 +308,7 @@ impl ServerCore {
                     event_type: input.event_type,
                     payload: input.payload,
                     cause,
+                    scheduled_by: scheduled_by.cloned(),
                     targets,
                 })
             })
@@ -302,19 +332,19 @@ impl ServerCore {
         self.append_from(session_id, events, cause, None, id_for).await
     }
 
-    /// [`Self::append`], for a scheduled task's delivery as well: `scheduled_by`
-    /// is the index of the event whose run scheduled it, so a clear through
-    /// that event refuses the delivery like the run's own append.
+    /// [`Self::append`], for a scheduled task's delivery as well: its events
+    /// are marked with the task, and a clear through the event whose run
+    /// scheduled it refuses the delivery like the run's own append.
     pub(crate) async fn append_from(
         &self,
         session_id: &str,
         events: Vec<AppendInput>,
         cause: Option<Cause>,
-        scheduled_by: Option<u64>,
+        task: Option<FromTask<'_>>,
         id_for: &IdFor<'_>,
     ) -> Result<Vec<Event>, A2Error> {
         let from_consumer = cause.is_some();
-        let source = match (&cause, scheduled_by) {
+        let source = match (&cause, &task) {
             (Some(_), _) => "consumer",
             (None, Some(_)) => "scheduler",
             (None, None) => "external",
@@ -334,7 +364,7 @@ impl ServerCore {
             if events.is_empty() {
                 return Err(A2Error::InvalidArgument { message: "append requires at least one event".into() });
             }
-            let new = self.new_events(session_id, events, cause.as_ref(), id_for)?;
+            let new = self.new_events(session_id, events, cause.as_ref(), task.as_ref().map(|t| t.by), id_for)?;
             let work = self.has_work(&new);
             let key = self.key(session_id);
             let appended = self
@@ -344,7 +374,7 @@ impl ServerCore {
                     events: new,
                     consumers: self.store_consumers.clone(),
                     // A run's append names its trigger: the store refuses it past a clear, atomically.
-                    origin_index: cause.as_ref().map(|c| c.index).or(scheduled_by),
+                    origin_index: cause.as_ref().map(|c| c.index).or(task.and_then(|t| t.trigger_index)),
                 })
                 .await?;
             tracing::Span::current().record("a2.append.head", appended.head);

@@ -192,6 +192,7 @@ pub async fn seed_long_history(store: Arc<dyn Store>, id: &str, attempts: u64) -
                 event_type: "order.placed".into(),
                 payload: json!({ "customer": "customer-0", "amount": 10 + n % 90 }),
                 cause: None,
+                scheduled_by: None,
                 targets: vec![a2_store::Target { consumer: "charger".into(), lane: None }],
             })
             .collect();

@@ -39,7 +39,7 @@ pub mod model {
     pub use a2_store::{
         Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter,
         DeadLetterGroup, DeadLetterList, Event, EventMatch, HeadKey, HeadKind, HeadRef, Millis, PausedConsumer,
-        RedriveAction, SessionSummary, TotalsSnapshot,
+        RedriveAction, ScheduledBy, SessionSummary, TotalsSnapshot,
     };
     pub use a2_store::{DatabaseServer, TlsState};
 }

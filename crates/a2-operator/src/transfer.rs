@@ -251,6 +251,7 @@ mod tests {
                 session: "s".into(),
                 created_at: 1,
                 cause: None,
+                scheduled_by: None,
             }],
             heads: Vec::new(),
             snapshots: Vec::new(),

@@ -33,7 +33,7 @@ async fn store_of(kind: StoreKind) -> Arc<dyn Store> {
 }
 
 fn event(id: &str, targets: Vec<Target>) -> NewEvent {
-    NewEvent { id: id.into(), event_type: "order.placed".into(), payload: json!({ "id": id }), cause: None, targets }
+    NewEvent { id: id.into(), event_type: "order.placed".into(), payload: json!({ "id": id }), cause: None, scheduled_by: None, targets }
 }
 
 /// Sessions o-0..o-4 with 4 events each; `mailer` (string lane) everywhere,

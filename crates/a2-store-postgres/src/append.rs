@@ -48,7 +48,7 @@ struct Columns<'a> {
     ids: Vec<&'a str>,
     types: Vec<&'a str>,
     payloads: Vec<Json<&'a serde_json::Value>>,
-    causes: Vec<Option<Json<&'a Cause>>>,
+    causes: Vec<Option<Json<CauseColumn<'a>>>>,
     t_sessions: Vec<&'a str>,
     t_consumers: Vec<&'a str>,
     t_lanes: Vec<&'a str>,
@@ -72,7 +72,7 @@ impl<'a> Columns<'a> {
             self.ids.push(&event.id);
             self.types.push(&event.event_type);
             self.payloads.push(Json(&event.payload));
-            self.causes.push(event.cause.as_ref().map(Json));
+            self.causes.push(CauseColumn::of(event.cause.as_ref(), event.scheduled_by.as_ref()).map(Json));
             for target in &event.targets {
                 self.t_sessions.push(key);
                 self.t_consumers.push(&target.consumer);
@@ -182,6 +182,7 @@ fn appended_at(params: &EventAppend, base: u64, now: Millis) -> Appended {
             session: params.session.to_string(),
             created_at: now,
             cause: e.cause.clone(),
+            scheduled_by: e.scheduled_by.clone(),
         })
         .collect::<Vec<_>>();
     Appended { head: base + events.len() as u64, events, duplicate: false }

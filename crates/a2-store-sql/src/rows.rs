@@ -57,6 +57,8 @@ pub fn head_ref(row: &Row) -> Result<HeadRef, StoreError> {
 /// with `prefix` (`e_` when joined to a head).
 pub fn event(row: &Row, session: &str, prefix: &str) -> Result<Event, StoreError> {
     let col = |name: &str| format!("{prefix}{name}");
+    let stored: Option<StoredCause> = row.opt_json(&col("cause"))?;
+    let StoredCause { cause, scheduled_by } = stored.unwrap_or_default();
     Ok(Event {
         id: row.text(&col("id"))?,
         event_type: row.text(&col("type"))?,
@@ -64,7 +66,8 @@ pub fn event(row: &Row, session: &str, prefix: &str) -> Result<Event, StoreError
         index: row.u64(&col("idx"))?,
         session: session.to_owned(),
         created_at: row.int(&col("created_at"))?,
-        cause: row.opt_json(&col("cause"))?,
+        cause,
+        scheduled_by,
     })
 }
 

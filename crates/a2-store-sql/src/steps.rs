@@ -340,7 +340,7 @@ impl AppendRows {
                     Arg::Int(i64::from(kind_code(target_kind(target.lane.as_deref())))),
                 ]);
             }
-            let cause = new.cause.as_ref().map(serde_json::to_value).transpose();
+            let cause = CauseColumn::of(new.cause.as_ref(), new.scheduled_by.as_ref()).map(|c| serde_json::to_value(&c)).transpose();
             self.events.push(vec![
                 Arg::text(key),
                 Arg::Int(to_i64(index)),
@@ -357,6 +357,7 @@ impl AppendRows {
                 session: key.to_owned(),
                 created_at: now,
                 cause: new.cause,
+                scheduled_by: new.scheduled_by,
             });
         }
         Ok(Appended { head: head + stored.len() as u64, events: stored, duplicate: false })

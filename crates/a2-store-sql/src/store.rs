@@ -716,7 +716,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
 }
 
 fn imported_event_row(event: &Event) -> Result<Vec<Arg>, StoreError> {
-    let cause = event.cause.as_ref().map(serde_json::to_value).transpose();
+    let cause = CauseColumn::of(event.cause.as_ref(), event.scheduled_by.as_ref()).map(|c| serde_json::to_value(&c)).transpose();
     Ok(vec![
         Arg::Int(to_i64(event.index)),
         Arg::text(&event.id),

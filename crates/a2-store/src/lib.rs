@@ -3,6 +3,7 @@
 //! `a2-conformance` proves that they all behave the same.
 
 mod attempts;
+mod cause_column;
 mod clock;
 pub mod codec;
 mod error;
@@ -17,6 +18,7 @@ mod tasks;
 mod types;
 
 pub use attempts::*;
+pub use cause_column::{CauseColumn, StoredCause};
 pub use clock::{Clock, ManualClock, SystemClock, TokioClock};
 pub use error::StoreError;
 pub use keys::{check_session_key, session_key, split_session_key, validate_session_id, SessionKey, KEY_SEPARATOR};

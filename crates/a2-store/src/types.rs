@@ -35,6 +35,17 @@ pub struct Cause {
     pub batch_size: Option<u32>,
 }
 
+/// The scheduled task whose delivery appended an event: a reader links the
+/// event back to its timer once the task itself is gone.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ScheduledBy {
+    /// The task's id (deterministic: the same schedule is the same task).
+    pub task: String,
+    /// The schedule's name, as `session.schedule` was given it.
+    pub name: String,
+}
+
 /// One stored event of a session's log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -49,6 +60,9 @@ pub struct Event {
     pub session: String,
     pub created_at: Millis,
     pub cause: Option<Cause>,
+    /// Set on the events a scheduled task's delivery appended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_by: Option<ScheduledBy>,
 }
 
 /// An event to append, with its id already decided and its heads resolved.
@@ -58,6 +72,7 @@ pub struct NewEvent {
     pub event_type: String,
     pub payload: Value,
     pub cause: Option<Cause>,
+    pub scheduled_by: Option<ScheduledBy>,
     /// Heads of lane-function and concurrent consumers this event starts,
     /// resolved once at append time.
     pub targets: Vec<Target>,

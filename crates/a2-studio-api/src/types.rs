@@ -171,6 +171,8 @@ pub struct EventView {
     pub payload: String,
     pub created_at: Millis,
     pub cause: Option<a2_operator::model::Cause>,
+    /// The timer whose delivery appended it.
+    pub scheduled_by: Option<a2_operator::model::ScheduledBy>,
 }
 
 impl From<a2_operator::model::Event> for EventView {
@@ -182,6 +184,7 @@ impl From<a2_operator::model::Event> for EventView {
             event_type: e.event_type,
             created_at: e.created_at,
             cause: e.cause,
+            scheduled_by: e.scheduled_by,
         }
     }
 }

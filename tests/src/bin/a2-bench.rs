@@ -129,6 +129,7 @@ async fn store_appends(store: Arc<dyn Store>) -> Result<f64, String> {
                     event_type: "job".into(),
                     payload: json!({ "n": n }),
                     cause: None,
+                    scheduled_by: None,
                     targets: Vec::new(),
                 };
                 let session = a2_store::session_key("bench", &format!("store-w{w}-s{}", n % 64));

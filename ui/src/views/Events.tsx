@@ -105,7 +105,9 @@ export function Events({ summary, focus }: { summary: SessionSummary; focus?: nu
                   <span className="idx">{index}</span>
                   <span className="type">{event?.type ?? "…"}</span>
                   <span className="muted">{event ? formatTime(event.created_at) : ""}</span>
-                  <span className="muted cause">{event?.cause ? `← ${event.cause.consumer} @${event.cause.index}` : ""}</span>
+                  <span className="muted cause">
+                    {event?.cause ? `← ${event.cause.consumer} @${event.cause.index}` : event?.scheduled_by ? `⏰ ${event.scheduled_by.name}` : ""}
+                  </span>
                 </div>
               );
             })}
@@ -133,6 +135,11 @@ export function Events({ summary, focus }: { summary: SessionSummary; focus?: nu
                     event #{chosen.cause.index}
                   </button>{" "}
                   (attempt {chosen.cause.attempt})
+                </p>
+              )}
+              {chosen.scheduled_by && (
+                <p data-testid="scheduled-by">
+                  Delivered by the timer <strong>{chosen.scheduled_by.name}</strong> <code className="id">{chosen.scheduled_by.task}</code>
                 </p>
               )}
               <div className="row">

@@ -1,13 +1,19 @@
 // A session's causality waterfall: time across, one row per consumer (and
 // lane), a bar per attempt coloured by how it ended, a tick where an attempt
 // appended events. The wheel zooms about the pointer, a drag pans, hovering
-// tells the attempt, a click opens it. Only the bars in view are drawn.
+// tells the attempt, a click opens it. Only the bars in view are drawn. A
+// strip above marks the session's timers: pending ones at their due time
+// (a click opens them in Timers), delivered ones where their events landed
+// (a click opens those events).
 import { useEffect, useMemo, useRef, useState } from "react";
+import { useQuery } from "@tanstack/react-query";
 import type { Attempt, AttemptKey, AttemptPage } from "../bindings";
 import { commands } from "../commands";
 import { unwrap } from "../api";
 import { formatTime } from "../format";
-import { barRect, fit, formatDuration, layout, pan, ticks, toX, visibleBars, zoom, type Bar, type View } from "../timeline";
+import { keys } from "../keys";
+import { go } from "../route";
+import { barRect, fit, formatDuration, layout, pan, ticks, timerMarks, toX, visibleBars, zoom, type Bar, type TimerMark, type View } from "../timeline";
 import { ErrorBox, Empty } from "../ui";
 import { AttemptDetail, duration } from "./Attempts";
 
@@ -17,6 +23,9 @@ const VIEWPORT_PX = 420;
 const PAGE = 500;
 /** A session's history is read whole up to this many attempts (200 calls). */
 const MAX_ATTEMPTS = 100_000;
+/** Delivered timers are found among the session's newest events, this many. */
+const TIMER_EVENTS = 500;
+const STRIP_PX = 18;
 
 type History = { attempts: Attempt[]; done: boolean; truncated: boolean; error: unknown };
 const EMPTY: History = { attempts: [], done: false, truncated: false, error: null };
@@ -57,10 +66,67 @@ function useHistory(contract: string, session: string, generation: number): Hist
   return read.of === wanted ? read.history : EMPTY;
 }
 
+/** The session's timers, pending and recently delivered, as chart marks. */
+function useTimerMarks(contract: string, session: string): TimerMark[] {
+  const timers = useQuery({
+    queryKey: keys.timers(contract, session),
+    queryFn: () => unwrap(commands.timerList({ contract, session, after: null, limit: 500 })),
+  });
+  const events = useQuery({
+    queryKey: keys.timelineEvents(contract, session),
+    queryFn: () => unwrap(commands.eventList({ contract, session, after: null, before: null, newest_first: true, limit: TIMER_EVENTS })),
+  });
+  return useMemo(() => timerMarks(timers.data?.items ?? [], events.data ?? []), [timers.data, events.data]);
+}
+
+function TimerStrip({ marks, view, contract, session }: { marks: TimerMark[]; view: View; contract: string; session: string }) {
+  const y = STRIP_PX / 2;
+  return (
+    <div className="timeline-timers" style={{ height: STRIP_PX }}>
+      <div className="timeline-label" style={{ width: LABEL_PX - 12 }}>
+        timers
+      </div>
+      <svg width={view.width} height={STRIP_PX} style={{ marginLeft: LABEL_PX }} data-testid="timer-strip">
+        {marks
+          .filter((m) => m.at >= view.from && m.at <= view.to)
+          .map((m) => {
+            const x = toX(view, m.at);
+            const open = () =>
+              go(
+                m.state === "pending"
+                  ? { view: "session", contract, session, tab: "timers" }
+                  : { view: "session", contract, session, tab: "events", index: m.index },
+              );
+            const title =
+              m.state === "pending"
+                ? `${m.name} (${m.kind}) due ${formatTime(m.at)}${m.overdue ? ", overdue" : ""}: open in Timers`
+                : `${m.name} delivered ${formatTime(m.at)}: ${m.count} event${m.count === 1 ? "" : "s"} from #${m.index}`;
+            return (
+              <path
+                key={`${m.state}/${m.task}`}
+                d={`M${x},${y - 6} L${x + 6},${y} L${x},${y + 6} L${x - 6},${y} Z`}
+                className={`timer-mark timer-${m.state}${m.state === "pending" && m.overdue ? " timer-overdue" : ""}`}
+                data-testid="timer-mark"
+                data-state={m.state}
+                data-name={m.name}
+                role="link"
+                aria-label={title}
+                onClick={open}
+              >
+                <title>{title}</title>
+              </path>
+            );
+          })}
+      </svg>
+    </div>
+  );
+}
+
 export function Timeline({ contract, session }: { contract: string; session: string }) {
   const [generation, setGeneration] = useState(0);
   const history = useHistory(contract, session, generation);
-  const l = useMemo(() => layout(history.attempts), [history.attempts]);
+  const marks = useTimerMarks(contract, session);
+  const l = useMemo(() => layout(history.attempts, marks.map((m) => m.at)), [history.attempts, marks]);
   // Once the reader zooms or pans, arriving pages no longer refit the chart.
   const touched = useRef(false);
   const box = useRef<HTMLDivElement>(null);
@@ -150,6 +216,7 @@ export function Timeline({ contract, session }: { contract: string; session: str
           ))}
         </svg>
       </div>
+      {marks.length > 0 && <TimerStrip marks={marks} view={v} contract={contract} session={session} />}
       <div className="timeline-scroll" style={{ maxHeight: VIEWPORT_PX }} onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)}>
         <div className="timeline-body" style={{ height: l.height }}>
           <div className="timeline-labels" style={{ width: LABEL_PX }}>

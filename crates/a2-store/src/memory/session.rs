@@ -77,6 +77,7 @@ impl SessionRow {
                 session: import.session.to_string(),
                 created_at: import.created_at,
                 cause: None,
+                scheduled_by: None,
             })
             .collect();
         for mut event in import.events {
@@ -169,6 +170,7 @@ impl SessionRow {
                 session: self.key.to_string(),
                 created_at: now,
                 cause: new.cause,
+                scheduled_by: new.scheduled_by,
             };
             self.ids.insert(event.id.clone(), index);
             self.events.push(event.clone());
