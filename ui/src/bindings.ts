@@ -416,6 +416,10 @@ export type ErrorCode = "READ_ONLY" | "NOT_FOUND" | "INVALID_INPUT" | "NOT_CONNE
 "DRAIN_PANICKED" | 
 /**  `session.schedule`'s scheduler did not take the task: nothing was scheduled. */
 "SCHEDULER_SEND_FAILED" | 
+/**  A presence patch names a field its contract does not declare. */
+"UNKNOWN_PRESENCE_FIELD" | 
+/**  Presence on a contract that declares no presence fields. */
+"PRESENCE_NOT_SUPPORTED" | 
 /**  A client's transport: the Studio server did not answer, or not in JSON. */
 "TRANSPORT" | 
 /**  A client's: something failed that was not a Studio error at all. */

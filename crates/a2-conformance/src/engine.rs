@@ -16,10 +16,19 @@ use crate::StoreFactory;
 pub use crate::healing::*;
 pub use crate::leases::*;
 pub use crate::permits::*;
+pub use crate::presence_feed::*;
 pub use crate::reads::*;
 pub use crate::run_context::*;
 pub use crate::scheduling::*;
 pub use crate::semantics::*;
+
+/// A presence field of the test contract: where a participant points.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+pub(crate) struct Cursor {
+    x: i64,
+    y: i64,
+}
 
 #[derive(Deserialize)]
 #[allow(dead_code)]
@@ -35,6 +44,8 @@ pub(crate) fn contract() -> Contract {
         .and_then(|c| c.event_with("tick", any))
         .and_then(|c| c.event_with("tock", any))
         .and_then(|c| c.event_with("stop", any))
+        .and_then(|c| c.presence::<Cursor>("cursor"))
+        .and_then(|c| c.presence::<bool>("typing"))
         .and_then(|c| {
             c.reducer(
                 Reducer::new("count", json!(0), |state, event| {

@@ -182,6 +182,18 @@ impl Store for Faulty {
     async fn task_hasten(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError> {
         self.inner.task_hasten(params).await
     }
+    async fn presence_set(&self, params: PresenceSet) -> Result<Vec<String>, StoreError> {
+        self.inner.presence_set(params).await
+    }
+    async fn presence_read(&self, session: &SessionKey) -> Result<Vec<PresenceCell>, StoreError> {
+        self.inner.presence_read(session).await
+    }
+    async fn presence_prune(&self, params: PresencePrune) -> Result<u64, StoreError> {
+        self.inner.presence_prune(params).await
+    }
+    async fn presence_sessions(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        self.inner.presence_sessions().await
+    }
     async fn attempt_list(&self, params: AttemptList) -> Result<Vec<Attempt>, StoreError> {
         self.inner.attempt_list(params).await
     }

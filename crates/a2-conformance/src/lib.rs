@@ -27,6 +27,8 @@ mod inspection;
 mod leases;
 mod operations;
 mod permits;
+mod presence_cells;
+mod presence_feed;
 pub mod property;
 mod reads;
 mod run_context;
@@ -128,6 +130,8 @@ macro_rules! conformance_suite {
                     scheduled_tasks_are_kept_once_and_claimed_when_due,
                     failed_delivery_is_retried_and_operators_can_hasten_or_cancel,
                     a_scheduled_clear_is_settled_in_its_own_transaction,
+                    presence_last_writer_wins_per_field,
+                    presence_expires_after_ttl,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;
@@ -183,6 +187,9 @@ macro_rules! conformance_suite {
                     scheduled_clear_respects_if_last_index,
                     due_tasks_are_served_once_by_many_servers,
                     watchdog_retries_work_of_a_dead_process,
+                    presence_patch_is_checked_whole,
+                    stream_with_presence_starts_with_a_snapshot_then_interleaves,
+                    stale_presence_patch_never_repaints_the_past,
                 );
             }
         }

@@ -17,6 +17,7 @@ pub use crate::fidelity::*;
 pub use crate::history::*;
 pub use crate::inspection::*;
 pub use crate::operations::*;
+pub use crate::presence_cells::*;
 pub use crate::tasks::*;
 
 pub(crate) fn complete(

@@ -269,8 +269,20 @@ fn start_refresher(state: &Arc<State>) {
                 tracing::warn!(code = error.code(), %error, "could not refresh the kept consumer totals");
             }
             prune_attempts(&core).await;
+            prune_presence(&core).await;
         }
     });
+}
+
+/// Delete expired presence (values and tombstones), a bounded batch a pass:
+/// reads already leave it out, this keeps the table from growing.
+async fn prune_presence(core: &ServerCore) {
+    if !core.contract().declares_presence() {
+        return;
+    }
+    if let Err(error) = core.store().presence_prune(a2_store::PresencePrune { limit: 10_000 }).await {
+        tracing::warn!(code = error.code(), %error, "could not prune expired presence; trying again later");
+    }
 }
 
 /// Keep the attempt history within its retention: each head its newest

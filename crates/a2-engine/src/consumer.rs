@@ -325,6 +325,13 @@ pub(crate) trait RunHost: Send + Sync {
         work: ScheduleWork,
         origin: ScheduleOrigin,
     ) -> HostFuture<'a, String>;
+    /// Write presence on the run's behalf, `seen` defaulting to its trigger's index.
+    fn set_presence<'a>(
+        self: Arc<Self>,
+        session_id: &'a str,
+        patch: crate::PresencePatch,
+        default_seen: u64,
+    ) -> HostFuture<'a, ()>;
 }
 
 /// The triggering event, the attempt number, a consumer-scoped session and
@@ -440,6 +447,12 @@ impl ConsumerSession {
         let key = self.host.key(&self.session_id);
         let signals = self.host.signals(key.clone());
         EventStream::after(self.host.store().clone(), key, self.session_id.clone(), after, signals)
+    }
+
+    /// Write presence (see `Session::set_presence`); `seen` defaults to the
+    /// trigger's index, the frontier this run provably reflects.
+    pub async fn set_presence(&self, patch: crate::PresencePatch) -> Result<(), A2Error> {
+        self.host.clone().set_presence(&self.session_id, patch, self.head.index).await
     }
 
     /// Clear the session (see `Session::clear`). Clearing through its own

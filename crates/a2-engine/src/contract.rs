@@ -68,6 +68,8 @@ pub struct Contract {
     name: String,
     events: BTreeMap<String, Validator>,
     reducers: BTreeMap<String, Reducer>,
+    /// Presence fields and their value checks: the second plane beside the log.
+    presence: BTreeMap<String, Validator>,
 }
 
 impl std::fmt::Debug for Contract {
@@ -76,6 +78,7 @@ impl std::fmt::Debug for Contract {
             .field("name", &self.name)
             .field("events", &self.events.keys().collect::<Vec<_>>())
             .field("reducers", &self.reducers.keys().collect::<Vec<_>>())
+            .field("presence", &self.presence.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -96,7 +99,7 @@ impl Contract {
                 message: format!("contract name {name:?} must be 1-128 letters, digits, and . _ : - characters"),
             });
         }
-        Ok(Self { name, events: BTreeMap::new(), reducers: BTreeMap::new() })
+        Ok(Self { name, events: BTreeMap::new(), reducers: BTreeMap::new(), presence: BTreeMap::new() })
     }
 
     /// An event type whose payload must deserialize into `T`.
@@ -123,6 +126,54 @@ impl Contract {
             });
         }
         Ok(self)
+    }
+
+    /// A presence field whose values must deserialize into `T`.
+    pub fn presence<T: DeserializeOwned>(self, field: &str) -> Result<Self, A2Error> {
+        self.presence_with(field, |value| {
+            serde_json::from_value::<T>(value.clone()).map(|_| ()).map_err(|e| e.to_string())
+        })
+    }
+
+    /// A presence field (who is here, their cursor, "typing…") with a
+    /// hand-written value check; never an event, never in the log.
+    pub fn presence_with(
+        mut self,
+        field: &str,
+        validate: impl Fn(&Value) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Result<Self, A2Error> {
+        if !valid_name(field) {
+            return Err(A2Error::InvalidContract {
+                message: format!("presence field {field:?} must be 1-128 letters, digits, and . _ : - characters"),
+            });
+        }
+        if self.presence.insert(field.to_owned(), Arc::new(validate)).is_some() {
+            return Err(A2Error::InvalidContract {
+                message: format!("contract '{}' defines presence field '{field}' twice", self.name),
+            });
+        }
+        Ok(self)
+    }
+
+    pub fn declares_presence(&self) -> bool {
+        !self.presence.is_empty()
+    }
+
+    pub fn presence_fields(&self) -> impl Iterator<Item = &str> {
+        self.presence.keys().map(String::as_str)
+    }
+
+    /// Refuse a field the contract does not declare, or a value its check rejects.
+    pub fn validate_presence(&self, field: &str, value: &Value) -> Result<(), A2Error> {
+        let validate = self.presence.get(field).ok_or_else(|| A2Error::UnknownPresenceField {
+            contract: self.name.clone(),
+            field: field.to_owned(),
+        })?;
+        validate(value).map_err(|message| A2Error::InvalidPresenceValue {
+            contract: self.name.clone(),
+            field: field.to_owned(),
+            message,
+        })
     }
 
     pub fn reducer(mut self, reducer: Reducer) -> Result<Self, A2Error> {

@@ -51,6 +51,15 @@ pub enum A2Error {
     /// scheduled, and the caller can tell this from a store error on the log.
     #[error("the scheduler did not take task '{task}': {message}")]
     SchedulerSendFailed { task: String, message: String },
+    /// A presence patch names a field the contract does not declare.
+    #[error("contract '{contract}' has no presence field '{field}'")]
+    UnknownPresenceField { contract: String, field: String },
+    /// A presence value its field's check refuses (the seeds' `INVALID_PAYLOAD`).
+    #[error("invalid value for presence field '{field}' on machine '{contract}': {message}")]
+    InvalidPresenceValue { contract: String, field: String, message: String },
+    /// Presence on a contract that declares no presence fields.
+    #[error("contract '{contract}' declares no presence fields, so its sessions have no presence")]
+    PresenceNotSupported { contract: String },
     /// The store's own error, its code and retryability unchanged.
     #[error("{0}")]
     Store(StoreError),
@@ -60,7 +69,9 @@ impl A2Error {
     pub fn code(&self) -> &'static str {
         match self {
             Self::UnknownEventType { .. } => "UNKNOWN_EVENT_TYPE",
-            Self::InvalidPayload { .. } => "INVALID_PAYLOAD",
+            Self::InvalidPayload { .. } | Self::InvalidPresenceValue { .. } => "INVALID_PAYLOAD",
+            Self::UnknownPresenceField { .. } => "UNKNOWN_PRESENCE_FIELD",
+            Self::PresenceNotSupported { .. } => "PRESENCE_NOT_SUPPORTED",
             Self::InvalidEventId { .. } => "INVALID_EVENT_ID",
             Self::InvalidSessionId { .. } => "INVALID_SESSION_ID",
             Self::InvalidConsumer { .. } => "INVALID_CONSUMER",

@@ -40,7 +40,7 @@ pub struct History {
     after: u64,
     lte: Option<u64>,
     buffer: VecDeque<Event>,
-    done: bool,
+    pub(crate) done: bool,
 }
 
 impl History {

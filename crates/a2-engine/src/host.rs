@@ -72,4 +72,13 @@ impl RunHost for ServerCore {
     ) -> HostFuture<'a, String> {
         Box::pin(async move { ServerCore::schedule(&self, session_id, name, &timing, work, Some(&origin)).await })
     }
+
+    fn set_presence<'a>(
+        self: Arc<Self>,
+        session_id: &'a str,
+        patch: crate::PresencePatch,
+        default_seen: u64,
+    ) -> HostFuture<'a, ()> {
+        Box::pin(async move { ServerCore::set_presence(&self, session_id, patch, default_seen).await })
+    }
 }

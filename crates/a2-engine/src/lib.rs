@@ -15,6 +15,8 @@ mod error;
 mod guard;
 mod history;
 mod host;
+mod presence;
+mod presence_set;
 pub mod ids;
 mod run;
 mod schedule;
@@ -34,6 +36,9 @@ pub use contract::{Contract, Reducer, StateAt};
 pub use drain::{DrainOutcome, DrainResult};
 pub use error::A2Error;
 pub use history::{DeadHead, DeadHeads, EventRange, EventStream, History};
+pub use presence::{
+    participant_reserved, FeedItem, PresenceChange, PresenceFeed, PresenceMap, PresencePatch, PresenceValue, PRESENCE_TTL,
+};
 pub use scheduler::{Scheduler, SchedulerFuture, StoreScheduler, Timing};
 pub use server::{Server, ServerBuilder, Session};
 pub use timings::{DrainTimings, MAX_FAILURES};

@@ -12,7 +12,7 @@ use crate::A2Error;
 
 /// The largest time a task may be due at (JavaScript's `Date` range), so due
 /// times survive every client and every sum with a delay or a grace.
-const MAX_TIME_MS: i64 = 8_640_000_000_000_000;
+pub(crate) const MAX_TIME_MS: i64 = 8_640_000_000_000_000;
 
 /// When a scheduled task is due: a delay from the trigger (`"30s"`, `"500ms"`,
 /// `"1.5h"`; units `ms`, `s`, `m`, `h`, `d`) or a wall-clock time in milliseconds.

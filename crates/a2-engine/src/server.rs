@@ -2,6 +2,7 @@
 //! its events; sessions are handles onto it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use a2_store::{Cleared, Event, RedriveAction, SessionClear, Store};
 use tokio_util::sync::CancellationToken;
@@ -10,6 +11,7 @@ use crate::background::Background;
 use crate::consumer::ScheduleWork;
 use crate::drain::{run_drain, DrainOptions, DrainResult};
 use crate::history::{DeadHead, DeadHeads, EventRange, EventStream, History};
+use crate::presence::{PresenceFeed, PresenceMap, PresencePatch, PRESENCE_TTL};
 use crate::scheduler::{Scheduler, StoreScheduler, Timing};
 use crate::server_core::{random_ids, CoreParts, ServerCore};
 use crate::timings::DrainTimings;
@@ -25,9 +27,18 @@ pub struct ServerBuilder {
     max_running: usize,
     snapshot_every: u64,
     scheduler: Option<Arc<dyn Scheduler>>,
+    presence_ttl: Option<Duration>,
 }
 
 impl ServerBuilder {
+    /// How long a presence value lives without a refreshing write (default
+    /// 60 s), counted on the store's clock. Only for a contract that declares
+    /// presence fields; `build` refuses it otherwise, and refuses zero.
+    pub fn presence_ttl(mut self, ttl: Duration) -> Self {
+        self.presence_ttl = Some(ttl);
+        self
+    }
+
     /// Where `session.schedule` puts tasks (default: the server's own store,
     /// whose due tasks every server of the contract serves in the background).
     /// A scheduler configured here also arms the drain watchdog on every claim
@@ -83,12 +94,28 @@ impl ServerBuilder {
                 return Err(A2Error::invalid_consumer(format!("two consumers are named '{}'", consumer.name())));
             }
         }
+        if let Some(ttl) = self.presence_ttl {
+            if !self.contract.declares_presence() {
+                return Err(A2Error::InvalidArgument {
+                    message: format!(
+                        "the presence option requires a contract that declares presence fields — '{}' has none",
+                        self.contract.name()
+                    ),
+                });
+            }
+            if ttl.as_millis() == 0 {
+                return Err(A2Error::InvalidArgument {
+                    message: "presence ttl must be a positive number of milliseconds".into(),
+                });
+            }
+        }
         let stop_on_drop = CancellationToken::new();
         let watchdog = self.scheduler.is_some() && self.timings.watchdog;
         let scheduler = self.scheduler.unwrap_or_else(|| Arc::new(StoreScheduler::new(self.store.clone())));
         let (core, wakes) = ServerCore::new(CoreParts {
             watchdog,
             scheduler,
+            presence_ttl: self.presence_ttl.unwrap_or(PRESENCE_TTL),
             contract: self.contract,
             store: self.store,
             consumers: self.consumers,
@@ -130,6 +157,7 @@ impl Server {
             max_running: 256,
             snapshot_every: 100,
             scheduler: None,
+            presence_ttl: None,
         }
     }
 
@@ -183,6 +211,30 @@ pub struct Session {
 }
 
 impl Session {
+    /// Write a participant's presence fields (`null` deletes one), checked
+    /// whole before any is written; last writer wins per field by `at`.
+    /// Never an append: no log row, no drain. `seen` defaults to 0 here.
+    pub async fn set_presence(&self, patch: PresencePatch) -> Result<(), A2Error> {
+        self.core.set_presence(&self.id, patch, 0).await
+    }
+
+    /// Who is here now: participant → field → value, expired values pruned.
+    pub async fn presence(&self) -> Result<PresenceMap, A2Error> {
+        if !self.core.contract().declares_presence() {
+            return Err(A2Error::PresenceNotSupported { contract: self.core.contract().name().to_owned() });
+        }
+        self.core.presence(&self.id).await
+    }
+
+    /// The two-plane feed: one snapshot of the presence map, then the
+    /// events after `after` and presence changes as they come.
+    pub fn stream_with_presence(&self, after: u64) -> PresenceFeed {
+        let key = self.core.key(&self.id);
+        let signals = self.core.signals(key.clone());
+        let history = History::after(self.core.store().clone(), key.clone(), self.id.clone(), after);
+        PresenceFeed::new(self.core.store().clone(), key, history, signals)
+    }
+
     pub fn id(&self) -> &str {
         &self.id
     }

@@ -67,6 +67,8 @@ pub(crate) struct CoreParts {
     pub scheduler: Arc<dyn Scheduler>,
     /// Claims arm the drain watchdog (a scheduler was configured explicitly).
     pub watchdog: bool,
+    /// How long a presence value lives without a refreshing write.
+    pub presence_ttl: std::time::Duration,
 }
 
 pub(crate) struct ServerCore {
@@ -89,6 +91,7 @@ pub(crate) struct ServerCore {
     stopping: CancellationToken,
     scheduler: Arc<dyn Scheduler>,
     watchdog: bool,
+    presence_ttl: std::time::Duration,
     /// Wakes the background's delivery loop when a task is due before its next look.
     deliveries: Arc<Notify>,
     /// The earliest due time of a task scheduled here and not yet looked at
@@ -133,6 +136,7 @@ impl ServerCore {
             stopping: parts.stop_on_drop.clone(),
             scheduler: parts.scheduler,
             watchdog: parts.watchdog,
+            presence_ttl: parts.presence_ttl,
             deliveries: Arc::new(Notify::new()),
             soonest_due: AtomicI64::new(Millis::MAX),
             watchdog_slots: std::sync::Mutex::new(std::collections::HashMap::new()),
@@ -207,6 +211,10 @@ impl ServerCore {
     /// Whether claims arm the drain watchdog.
     pub(crate) fn watchdog(&self) -> bool {
         self.watchdog
+    }
+
+    pub(crate) fn presence_ttl(&self) -> std::time::Duration {
+        self.presence_ttl
     }
 
     /// Wake the delivery loop for a task due at `due_at` if it would otherwise look too late.

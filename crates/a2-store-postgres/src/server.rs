@@ -71,7 +71,7 @@ pub(crate) async fn replica_delay_ms(reader: &PgPool) -> Result<Option<i64>, Sto
 
 /// The A2 tables this binary knows, in the connection's schema.
 const A2_TABLES: &str =
-    "'a2_sessions', 'a2_events', 'a2_heads', 'a2_snapshots', 'a2_audit', 'a2_consumer_totals', 'a2_consumer_pauses', 'a2_attempts', 'a2_scheduled'";
+    "'a2_sessions', 'a2_events', 'a2_heads', 'a2_snapshots', 'a2_audit', 'a2_consumer_totals', 'a2_consumer_pauses', 'a2_attempts', 'a2_scheduled', 'a2_presence'";
 
 /// What the schema a read-write attach would migrate holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -277,6 +277,16 @@ pub(crate) static SQL: Statements = Statements {
          AND ($2::bigint IS NULL OR (due_at, id) > ($2, $3::text)) ORDER BY due_at, id LIMIT $4",
     task_delete: "DELETE FROM a2_scheduled WHERE id = $1 AND (lease_expires_at IS NULL OR lease_expires_at <= $2) RETURNING *",
     task_hasten: "UPDATE a2_scheduled SET due_at = LEAST(due_at, $2) WHERE id = $1 RETURNING *",
+    presence_upsert: "INSERT INTO a2_presence (session, participant, field, value, seen, at, expires_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (session, participant, field) DO UPDATE SET \
+           value = excluded.value, seen = excluded.seen, at = excluded.at, expires_at = excluded.expires_at \
+         WHERE a2_presence.at <= excluded.at OR a2_presence.expires_at <= $8 RETURNING field",
+    presence_read: "SELECT participant, field, value, seen, at, expires_at FROM a2_presence \
+         WHERE session = $1 AND expires_at > $2 ORDER BY participant, field",
+    presence_prune: "DELETE FROM a2_presence WHERE (session, participant, field) IN \
+         (SELECT session, participant, field FROM a2_presence WHERE expires_at <= $1 LIMIT $2) RETURNING field",
+    presence_sessions: "SELECT split_part(session, chr(31), 1) AS contract, COUNT(DISTINCT session) AS sessions \
+         FROM a2_presence WHERE expires_at > $1 AND value IS NOT NULL GROUP BY 1 ORDER BY 1",
     session_import: "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)",
     events_import: RowsStatement::Lists(
         "INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \

@@ -149,6 +149,8 @@ fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<Expl
             ],
         ),
         read("timers of a session", sql.task_list_of_session, vec![key(), Arg::OptInt(None), empty(), Arg::Int(100)]),
+        read("presence of a session", sql.presence_read, vec![key(), Arg::Int(now)]),
+        read("sessions with live presence", sql.presence_sessions, vec![Arg::Int(now)]),
     ]
 }
 

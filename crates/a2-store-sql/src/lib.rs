@@ -11,6 +11,7 @@ mod group;
 pub use group::{Batcher, MAX_BATCH};
 mod explain;
 pub mod rows;
+mod presence;
 mod search;
 mod statements;
 mod steps;

@@ -160,6 +160,16 @@ pub struct Statements {
     pub task_delete: &'static str,
     /// (id, now) → the task, due now (a live delivery keeps its lease)
     pub task_hasten: &'static str,
+    // ── the presence plane ──
+    /// (key, participant, field, value or NULL, seen, at, expires_at, now) → field, when this write won
+    /// (the kept cell expired, or its stamp is no newer than `at`)
+    pub presence_upsert: &'static str,
+    /// (key, now) → the session's unexpired cells, tombstones too, by participant, field
+    pub presence_read: &'static str,
+    /// (now, limit) → one row a cell deleted because it expired
+    pub presence_prune: &'static str,
+    /// (now) → contract, sessions: how many sessions of each contract have a live value
+    pub presence_sessions: &'static str,
     /// (key, head, clear_index, created_at, updated_at)
     pub session_import: &'static str,
     /// (key) then per event (idx, id, type, payload, created_at, cause)

@@ -713,6 +713,18 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     async fn task_hasten(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError> {
         crate::tasks::change(self, params, true).await
     }
+    async fn presence_set(&self, params: PresenceSet) -> Result<Vec<String>, StoreError> {
+        crate::presence::set(self, params).await
+    }
+    async fn presence_read(&self, session: &SessionKey) -> Result<Vec<PresenceCell>, StoreError> {
+        crate::presence::read(self, session).await
+    }
+    async fn presence_prune(&self, params: PresencePrune) -> Result<u64, StoreError> {
+        crate::presence::prune(self, params).await
+    }
+    async fn presence_sessions(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        crate::presence::sessions(self).await
+    }
 }
 
 fn imported_event_row(event: &Event) -> Result<Vec<Arg>, StoreError> {

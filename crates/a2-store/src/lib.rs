@@ -10,6 +10,7 @@ mod error;
 mod keys;
 pub mod memory;
 mod opened;
+mod presence;
 pub mod rules;
 pub mod search;
 mod server;
@@ -26,5 +27,6 @@ pub use opened::{is_postgres_url, OpenOptions, OpenedStore, StoreKind, StoreOpen
 pub use search::{EventFilter, EventFilterPage, EventMatch, SessionMatch, SessionSearch, SessionSearchPage};
 pub use server::{DatabaseServer, TlsState};
 pub use store::{page_size, Store, MAX_PAGE};
+pub use presence::*;
 pub use tasks::*;
 pub use types::*;

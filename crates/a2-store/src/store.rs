@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use crate::attempts::*;
 use crate::search::*;
+use crate::presence::*;
 use crate::tasks::*;
 use crate::types::*;
 use crate::{Clock, SessionKey, StoreError};
@@ -189,6 +190,23 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Make a task due now, so the next delivery pass takes it (a live
     /// delivery keeps its lease: taking it over would deliver it twice at once).
     async fn task_hasten(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError>;
+
+    // ── the presence plane ───────────────────────────────────────────
+
+    /// Write a participant's fields, last writer winning per field by `at`;
+    /// returns the fields this write changed (a losing one changes nothing).
+    /// Not an append: no log row, no head, no drain.
+    async fn presence_set(&self, params: PresenceSet) -> Result<Vec<String>, StoreError>;
+
+    /// A session's unexpired cells by participant then field, tombstones
+    /// (`value: None`) too: a feed stamps a deletion with its sender's stamp.
+    async fn presence_read(&self, session: &SessionKey) -> Result<Vec<PresenceCell>, StoreError>;
+
+    /// Delete expired cells and tombstones, up to `limit`; how many went.
+    async fn presence_prune(&self, params: PresencePrune) -> Result<u64, StoreError>;
+
+    /// How many sessions of each contract have live presence, by contract.
+    async fn presence_sessions(&self) -> Result<Vec<(String, u64)>, StoreError>;
 }
 
 /// Clamp a requested page size to `1..=MAX_PAGE`.

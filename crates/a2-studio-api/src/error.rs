@@ -76,6 +76,10 @@ error_codes! {
     DrainPanicked = "DRAIN_PANICKED",
     /// `session.schedule`'s scheduler did not take the task: nothing was scheduled.
     SchedulerSendFailed = "SCHEDULER_SEND_FAILED",
+    /// A presence patch names a field its contract does not declare.
+    UnknownPresenceField = "UNKNOWN_PRESENCE_FIELD",
+    /// Presence on a contract that declares no presence fields.
+    PresenceNotSupported = "PRESENCE_NOT_SUPPORTED",
     /// A client's transport: the Studio server did not answer, or not in JSON.
     Transport = "TRANSPORT",
     /// A client's: something failed that was not a Studio error at all.
@@ -169,6 +173,9 @@ mod tests {
             A2Error::Cancelled { message: text() },
             A2Error::DrainPanicked { session: text(), message: text() },
             A2Error::SchedulerSendFailed { task: text(), message: text() },
+            A2Error::UnknownPresenceField { contract: text(), field: text() },
+            A2Error::InvalidPresenceValue { contract: text(), field: text(), message: text() },
+            A2Error::PresenceNotSupported { contract: text() },
         ];
         let operator =
             store.into_iter().map(OperatorError::from).chain(engine.into_iter().map(OperatorError::from)).chain([

@@ -2,6 +2,7 @@
 //! atomic the way a SQL transaction is. For tests and the `memory:` demo.
 
 mod attempts;
+mod presence;
 mod session;
 mod tasks;
 
@@ -13,6 +14,7 @@ use session::{HeadSlot, SessionRow};
 use crate::rules::HeadState;
 
 use crate::attempts::*;
+use crate::presence::{PresenceCell, PresencePrune, PresenceSet};
 use crate::search::*;
 use crate::store::page_size;
 use crate::tasks::*;
@@ -28,6 +30,7 @@ pub struct MemoryStore {
     /// Paused consumers by (contract, consumer).
     pauses: Mutex<BTreeMap<(String, String), PausedConsumer>>,
     tasks: Mutex<tasks::Tasks>,
+    presence: Mutex<presence::Presence>,
 }
 
 impl Default for MemoryStore {
@@ -45,6 +48,7 @@ impl MemoryStore {
             totals: Mutex::new(None),
             pauses: Mutex::new(BTreeMap::new()),
             tasks: Mutex::new(tasks::Tasks::default()),
+            presence: Mutex::new(presence::Presence::default()),
         }
     }
 
@@ -60,6 +64,10 @@ impl MemoryStore {
 
     fn tasks(&self) -> MutexGuard<'_, tasks::Tasks> {
         self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn presence(&self) -> MutexGuard<'_, presence::Presence> {
+        self.presence.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn pauses(&self) -> MutexGuard<'_, BTreeMap<(String, String), PausedConsumer>> {
@@ -752,5 +760,22 @@ impl Store for MemoryStore {
         let hastened = self.tasks().hasten(&params.id, self.now());
         self.record_outcome(params.audit.filter(|_| hastened.is_some()), serde_json::json!({ "due_now": true }));
         Ok(hastened)
+    }
+
+    async fn presence_set(&self, params: PresenceSet) -> Result<Vec<String>, StoreError> {
+        crate::check_session_key(&params.session)?;
+        Ok(self.presence().set(params, self.now()))
+    }
+
+    async fn presence_read(&self, session: &SessionKey) -> Result<Vec<PresenceCell>, StoreError> {
+        Ok(self.presence().read(session.as_str(), self.now()))
+    }
+
+    async fn presence_prune(&self, params: PresencePrune) -> Result<u64, StoreError> {
+        Ok(self.presence().prune(params.limit, self.now()))
+    }
+
+    async fn presence_sessions(&self) -> Result<Vec<(String, u64)>, StoreError> {
+        Ok(self.presence().sessions(self.now()))
     }
 }
