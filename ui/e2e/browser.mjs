@@ -158,6 +158,7 @@ try {
     await searchPayloads();
     await pauseAndResume();
     await deliverTimerNow();
+    await presenceTab();
   }
   else await deadLettersAndActions();
   expect(pageErrors.length === 0, `no page errors: ${pageErrors.join("; ")}`);
@@ -368,6 +369,23 @@ async function deliverTimerNow() {
   await page.getByTestId("audit-row").first().waitFor();
   expect(((await page.getByTestId("audit-table").textContent()) ?? "").includes("timer.deliver"), "the audit lists the delivery");
   step("the Timeline marks it delivered and links to its payment.reminder event in order-00003; the audit says who delivered it");
+}
+
+/** ops: the overview counts sessions with someone present; order-00003's Presence tab shows its agent live. */
+async function presenceTab() {
+  await open("#/overview");
+  const count = page.getByTestId("contract-presence").first();
+  await count.waitFor();
+  const counted = (await count.textContent()) ?? "";
+  expect(/[1-9]\d* with presence/.test(counted), `the overview counts sessions with presence: ${counted}`);
+  await open("#/session/shop/order-00003/presence");
+  await page.locator("[data-testid=presence-row][data-participant=agent-0][data-field=viewing]").waitFor();
+  // The demo traffic has agents follow orders too: at least the seeded agent's two fields.
+  const rows = await page.getByTestId("presence-row").count();
+  expect(rows >= 2, `agent-0's viewing and typing fields: ${rows} rows`);
+  await open("#/session/shop/order-00000/presence");
+  await page.getByText("No one is present in this session").waitFor();
+  step(`the overview says shop has ${counted.replace(/^\W+/, "")}; order-00003's Presence tab shows ${rows} fields, agent-0's among them; order-00000 (which the traffic never touches) has no one`);
 }
 
 /** A session's causality waterfall: bars by outcome; a failed one opens with its error; the wheel zooms. */

@@ -50,6 +50,8 @@ export const commands = {
 	timerList: (request: TimerQuery) => typedError<TimerPage, ApiError>(__TAURI_INVOKE("timer_list", { request })),
 	timerDeliver: (request: TimerRef) => typedError<TimerDelivered, ApiError>(__TAURI_INVOKE("timer_deliver", { request })),
 	timerCancel: (request: TimerRef) => typedError<TimerView, ApiError>(__TAURI_INVOKE("timer_cancel", { request })),
+	presenceList: (request: SessionRef) => typedError<PresenceCellView[], ApiError>(__TAURI_INVOKE("presence_list", { request })),
+	presenceSessions: (request: NoArgs) => typedError<ContractPresence[], ApiError>(__TAURI_INVOKE("presence_sessions", { request })),
 };
 
 /* Types */
@@ -307,6 +309,12 @@ export type ConsumerTotal = {
 	lagging_sessions: number,
 	total_lag: number,
 	dead_letters: number,
+};
+
+/**  How many sessions of a contract have live presence. */
+export type ContractPresence = {
+	contract: string,
+	sessions: number,
 };
 
 /**  Copy a session of the open store into a local SQLite file. */
@@ -585,6 +593,23 @@ export type PausedConsumer = {
 	actor: string,
 	reason: string,
 	paused_at: number,
+};
+
+/**  One participant's field. */
+export type PresenceCellView = {
+	participant: string,
+	field: string,
+	/**  The value as exact JSON text. */
+	value: string,
+	/**  The log index the writer had seen. */
+	seen: number,
+	/**  The sender's stamp (what orders writes). */
+	at: number,
+	/**  How long ago the sender stamped it (negative: a sender's clock ahead of the store's). */
+	age_ms: number,
+	expires_at: number,
+	/**  Until it expires without a refreshing write. */
+	expires_in_ms: number,
 };
 
 /**  A saved connection. Its password, if any, is in the OS keychain. */

@@ -24,6 +24,7 @@ const ROOT = {
   appended: "appended",
   throughput: "throughput",
   timers: "timers",
+  presence: "presence",
 } as const;
 
 type Root = (typeof ROOT)[keyof typeof ROOT];
@@ -58,6 +59,12 @@ export const keys = {
   timelineEvents: (contract: string, session: string) => [ROOT.events, contract, session, "timeline"] as const,
   /** Every timers read, store-wide and per session (a prefix). */
   allTimers: () => [ROOT.timers] as const,
+  /** A session's live presence. */
+  presence: (contract: string, session: string) => [ROOT.presence, contract, session] as const,
+  /** How many sessions of each contract have anyone present (the overview). */
+  presenceSessions: () => [ROOT.presence, "sessions"] as const,
+  /** Every presence read (a prefix). */
+  allPresence: () => [ROOT.presence] as const,
 };
 
 /** Reads that no store change touches: the connection, the saved profiles and how a URL would open. */

@@ -24,6 +24,8 @@ const POLLS: { key: readonly unknown[]; every: number; replicaOnly?: true }[] = 
   { key: keys.pauses(), every: 5_000 },
   // Timers fall due (and become overdue) with the clock, not with the store.
   { key: keys.allTimers(), every: 5_000 },
+  // Presence expires with the clock; on SQLite and memory another process's writes are only seen by reading.
+  { key: keys.allPresence(), every: 2_000 },
   // A replica's delay behind its primary.
   { key: keys.connection(), every: 2_000, replicaOnly: true },
 ];

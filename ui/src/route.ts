@@ -12,8 +12,8 @@ export type Route =
   | { view: "timers" }
   | { view: "search"; contract: string; payload: string; type: string; id: string };
 
-export type SessionTab = "events" | "consumers" | "timeline" | "dead-letters" | "timers" | "snapshots";
-const TABS: SessionTab[] = ["events", "consumers", "timeline", "dead-letters", "timers", "snapshots"];
+export type SessionTab = "events" | "consumers" | "timeline" | "dead-letters" | "timers" | "presence" | "snapshots";
+const TABS: SessionTab[] = ["events", "consumers", "timeline", "dead-letters", "timers", "presence", "snapshots"];
 
 export function parseRoute(hash: string): Route {
   const [path, query] = hash.replace(/^#/, "").split("?");

@@ -113,6 +113,8 @@ pub(crate) enum Command {
     },
     /// Every cursor and head of a session, and why it is not moving.
     Heads(Target),
+    /// Who is in a session now: each participant's live presence fields.
+    Presence(Target),
     /// Every consumer with its lag and dead letters.
     Consumers {
         #[arg(long)]

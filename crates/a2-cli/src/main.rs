@@ -167,6 +167,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.events(&studio.event_list(request).await?);
         }
         Command::Heads(t) => out.heads(&studio.head_list(t.into()).await?),
+        Command::Presence(t) => out.presence(&studio.presence_list(t.into()).await?),
         Command::Consumers { contract, max_age } => {
             out.header(&info);
             let max_age_ms = max_age.saturating_mul(1000);
@@ -534,6 +535,7 @@ mod parity {
         "timer_list",
         "timer_deliver",
         "timer_cancel",
+        "presence_list",
     ];
 
     /// A window's state, not an operator's action: a one-shot command has no use for them.
@@ -550,6 +552,8 @@ mod parity {
         "dead_letter_redrive_many",
         "change_wait",
         "demo_traffic",
+        // The overview's count of sessions with presence; `a2 presence` reads one session.
+        "presence_sessions",
     ];
 
     /// A command added to the list must be given to the CLI or named app-only here.

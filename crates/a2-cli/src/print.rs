@@ -2,7 +2,8 @@
 
 use a2_studio_api::{
     Attempt, AttemptPage, AttemptRate, AuditView, ConnectionInfo, ConsumerTotal, DeadLetterGroup, DeadLetterPage,
-    EventView, HeadView, PausedConsumer, SearchHit, SessionPage, SessionSummary, SnapshotView, TimerView, TlsView,
+    EventView, HeadView, PausedConsumer, PresenceCellView, SearchHit, SessionPage, SessionSummary, SnapshotView,
+    TimerView, TlsView,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -217,6 +218,29 @@ impl Out {
                 })
                 .collect();
             table(&["id", "contract", "session", "name", "kind", "due", "by", "events"], rows);
+        }
+    }
+
+    pub fn presence(&self, cells: &[PresenceCellView]) {
+        if !self.emit(&cells) {
+            if cells.is_empty() {
+                println!("no one is present");
+                return;
+            }
+            let rows = cells
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.participant.clone(),
+                        c.field.clone(),
+                        c.value.clone(),
+                        c.seen.to_string(),
+                        format!("{} s ago", c.age_ms / 1_000),
+                        format!("in {} s", c.expires_in_ms / 1_000),
+                    ]
+                })
+                .collect();
+            table(&["participant", "field", "value", "seen", "stamped", "expires"], rows);
         }
     }
 

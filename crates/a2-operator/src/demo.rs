@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, Reducer, Server, Timing};
+use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, PresencePatch, Reducer, Server, Timing};
 use a2_store::{Backoff, Store};
 use serde::Deserialize;
 use serde_json::json;
@@ -53,6 +53,9 @@ fn chance(seed: u64, text: &str) -> f64 {
 /// How long after an order the demo's payment reminder is due.
 pub const REMINDER_DELAY: &str = "1d";
 
+/// How long a support agent's presence on an order lasts without a refresh.
+pub const PRESENCE_TTL: Duration = Duration::from_secs(600);
+
 fn contract() -> Result<Contract, OperatorError> {
     let any = |_: &serde_json::Value| Ok(());
     let totals = Reducer::new("totals", json!({ "orders": 0, "amount": 0 }), |state, event| {
@@ -71,6 +74,9 @@ fn contract() -> Result<Contract, OperatorError> {
         .event_with("order.shipped", any)?
         .event_with("email.sent", any)?
         .event_with("payment.reminder", any)?
+        // Which support agents have an order open, and whether they are writing to its customer.
+        .presence::<String>("viewing")?
+        .presence::<bool>("typing")?
         .reducer(totals)?)
 }
 
@@ -127,6 +133,7 @@ pub fn server(store: Arc<dyn Store>, options: DemoOptions, background: bool) -> 
     Ok(Server::builder(contract()?, store)
         .consumers(consumers(options)?)
         .timings(timings)
+        .presence_ttl(PRESENCE_TTL)
         .run_in_background(background)
         .build()?)
 }
@@ -229,6 +236,7 @@ async fn seed_part(
     let server = Server::builder(contract()?, store.clone())
         .consumers(consumers(options)?)
         .timings(timings)
+        .presence_ttl(PRESENCE_TTL)
         .run_in_background(false)
         .build()?;
     let mut appended = 0;
@@ -242,6 +250,11 @@ async fn seed_part(
         appended += session.append(batch).await?.len() as u64;
         if options.bulk {
             continue;
+        }
+        if i % 4 == 3 {
+            // A support agent has this order open: the Presence tab's live map.
+            let agent = PresencePatch::new(format!("agent-{}", i % 3)).value("viewing", json!("payment"));
+            session.set_presence(agent.value("typing", json!(i % 8 == 3))).await?;
         }
         for _ in 0..200 {
             let drained = session.drain().await?;
@@ -322,6 +335,9 @@ impl Operator {
                     if session.append(vec![AppendInput::new("order.placed", order)]).await.is_ok() {
                         counter.fetch_add(1, Ordering::Relaxed);
                     }
+                    // An agent follows the new order; a missed write only means their mark fades later.
+                    let agent = PresencePatch::new(format!("agent-{}", n % 3)).value("viewing", json!("order"));
+                    let _ = session.set_presence(agent.value("typing", json!(n % 2 == 0))).await;
                 }
                 tokio::time::sleep(Duration::from_millis(1_500)).await;
             }

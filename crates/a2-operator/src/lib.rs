@@ -10,6 +10,7 @@ mod console;
 pub mod demo;
 mod error;
 mod params;
+mod presence;
 mod reads;
 mod search;
 mod timers;
@@ -26,6 +27,7 @@ pub use params::{
     event_index, non_empty, page_limit, ActivityCursor, ActivityQuery, AttemptQuery, ClearSession, ConsumeTarget,
     DeadLetterRef, EventQuery, Redrive, SessionQuery, SessionRef, TotalsQuery,
 };
+pub use presence::{ContractPresence, PresenceCellView};
 pub use search::{path_pattern, SearchQuery};
 pub use timers::{
     TimerCursor, TimerDelivered, TimerEvent, TimerQuery, TimerRef, TimerTrigger, TimerView, OVERDUE_AFTER_MS,

@@ -430,3 +430,39 @@ async fn sqlite_timers_list_deliver_and_cancel() {
 async fn postgres_timers_list_deliver_and_cancel() {
     timers_list_deliver_and_cancel(StoreKind::Postgres).await;
 }
+
+/// The Presence tab's API: the demo's agents on their orders, live values
+/// with their stamps and time left, counted per contract; a read-only
+/// connection reads them too.
+async fn presence_lists_who_is_in_a_session(kind: StoreKind) {
+    let store = store_of(kind).await;
+    let rw = operator(store.clone(), kind, Mode::ReadWrite);
+    let options = a2_operator::demo::DemoOptions { sessions: 8, fail_rate: 0.0, ..Default::default() };
+    rw.demo_seed(options).await.unwrap_or_else(|e| panic!("{e}"));
+    let ro = operator(store, kind, Mode::ReadOnly);
+    for op in [&rw, &ro] {
+        let cells = op.presence_list(&shop("order-00003")).await.unwrap_or_else(|e| panic!("{e}"));
+        let shown: Vec<_> = cells.iter().map(|c| (c.participant.as_str(), c.field.as_str(), c.value.as_str())).collect();
+        assert_eq!(shown, [("agent-0", "typing", "true"), ("agent-0", "viewing", "\"payment\"")]);
+        let ttl = a2_operator::demo::PRESENCE_TTL.as_millis() as i64;
+        assert!(cells.iter().all(|c| c.expires_in_ms > 0 && c.expires_in_ms <= ttl), "{cells:?}");
+        assert!(op.presence_list(&shop("order-00002")).await.unwrap_or_else(|e| panic!("{e}")).is_empty());
+        let counts = op.presence_sessions().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(counts, [a2_operator::ContractPresence { contract: "shop".into(), sessions: 2 }]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_presence_lists_who_is_in_a_session() {
+    presence_lists_who_is_in_a_session(StoreKind::Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_presence_lists_who_is_in_a_session() {
+    presence_lists_who_is_in_a_session(StoreKind::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_presence_lists_who_is_in_a_session() {
+    presence_lists_who_is_in_a_session(StoreKind::Postgres).await;
+}

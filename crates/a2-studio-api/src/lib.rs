@@ -19,8 +19,8 @@ pub use a2_operator::model::{
     DeadLetterGroup, HeadKey, HeadKind, HeadRef, RedriveAction, SessionSummary, TotalsSnapshot,
 };
 pub use a2_operator::{
-    ConsumeMode, Consumed, HeadView, JobProgress, Redriven, StoreKind, TimerCursor, TimerDelivered, TimerQuery,
-    TimerRef, TimerView,
+    ConsumeMode, Consumed, ContractPresence, HeadView, JobProgress, PresenceCellView, Redriven, StoreKind, TimerCursor,
+    TimerDelivered, TimerQuery, TimerRef, TimerView,
 };
 pub use commands::{Limits, Studio};
 
@@ -80,6 +80,8 @@ macro_rules! studio_commands {
             timer_list(TimerQuery) -> TimerPage;
             timer_deliver(TimerRef) -> TimerDelivered;
             timer_cancel(TimerRef) -> TimerView;
+            presence_list(SessionRef) -> Vec<PresenceCellView>;
+            presence_sessions(NoArgs) -> Vec<ContractPresence>;
         }
     };
 }

@@ -80,6 +80,8 @@ function ConsumerState({ paused, readAt, onToggle }: { paused: PausedConsumer | 
 
 export function Overview() {
   const contracts = useQuery({ queryKey: keys.contracts(), queryFn: () => unwrap(commands.contractList({})) });
+  const present = useQuery({ queryKey: keys.presenceSessions(), queryFn: () => unwrap(commands.presenceSessions({})) });
+  const presentIn = (contract: string) => present.data?.find((p) => p.contract === contract)?.sessions ?? 0;
   const connection = useConnection();
   const totals = useQuery({
     queryKey: keys.consumerOverview(),
@@ -110,6 +112,12 @@ export function Overview() {
           {contracts.data?.map((c) => (
             <li key={c}>
               <a href={href({ view: "sessions", contract: c })}>{c}</a>
+              {presentIn(c) > 0 && (
+                <small className="muted" data-testid="contract-presence" title="Sessions with someone present now">
+                  {" "}
+                  · {presentIn(c)} with presence
+                </small>
+              )}
             </li>
           ))}
         </ul>

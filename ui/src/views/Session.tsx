@@ -16,6 +16,7 @@ import { DeadLetterTable } from "./DeadLetters";
 import { AttemptList } from "./Attempts";
 import { Timeline } from "./Timeline";
 import { TimerTable } from "./Timers";
+import { Presence } from "./Presence";
 import { keys } from "../keys";
 
 const TABS: [SessionTab, string][] = [
@@ -24,6 +25,7 @@ const TABS: [SessionTab, string][] = [
   ["timeline", "Timeline"],
   ["dead-letters", "Dead letters"],
   ["timers", "Timers"],
+  ["presence", "Presence"],
   ["snapshots", "Snapshots"],
 ];
 
@@ -70,6 +72,7 @@ export function Session({ contract, session, tab, index }: { contract: string; s
       {tab === "timeline" && <Timeline contract={contract} session={session} />}
       {tab === "dead-letters" && <DeadLetterTable contract={contract} session={session} />}
       {tab === "timers" && <TimerTable contract={contract} session={session} />}
+      {tab === "presence" && <Presence contract={contract} session={session} />}
       {tab === "snapshots" && <Snapshots contract={contract} session={session} />}
       {copying && <CopyDialog contract={contract} session={session} onClose={() => setCopying(false)} />}
       {clearing && s && (

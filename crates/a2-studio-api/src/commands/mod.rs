@@ -23,6 +23,7 @@ use crate::*;
 mod actions;
 mod connection;
 mod reads;
+mod presence;
 mod timers;
 
 /// How often a store without change notifications (SQLite, memory) is re-read.
