@@ -360,7 +360,10 @@ async function deliverTimerNow() {
   await open("#/session/shop/order-00003/timeline");
   const delivered = page.locator("[data-testid=timer-mark][data-state=delivered][data-name=payment-reminder]");
   await delivered.waitFor();
-  expect((await pendingMarks.count()) === pendingBefore - 1, "the delivered reminder is no longer pending");
+  await page.waitForFunction(
+    (n) => document.querySelectorAll("[data-testid=timer-mark][data-state=pending][data-name=payment-reminder]").length === n,
+    pendingBefore - 1,
+  );
   await delivered.dispatchEvent("click");
   await page.getByTestId("scheduled-by").waitFor();
   expect(((await page.getByTestId("scheduled-by").textContent()) ?? "").includes("payment-reminder"), "the event names the timer that appended it");

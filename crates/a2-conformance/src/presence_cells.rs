@@ -38,9 +38,12 @@ pub async fn presence_last_writer_wins_per_field(factory: &dyn crate::StoreFacto
     let (store, clock) = open(factory).await;
     let store = store.as_ref();
     let a = json!({ "x": 1, "y": 1 });
-    assert_eq!(write(store, set("s", "ann", &[("cursor", Some(a.clone())), ("typing", Some(json!(true)))], 200)).await, ["cursor", "typing"]);
+    assert_eq!(write(store, set("s", "ann", &[("cursor", Some(a.clone()))], 200)).await, ["cursor"]);
+    assert_eq!(write(store, set("s", "ann", &[("typing", Some(json!(true)))], 50)).await, ["typing"]);
     // An older stamp loses field by field: the other field of the same patch still lands.
-    let changed = write(store, set("s", "ann", &[("cursor", Some(json!({ "x": 0, "y": 0 })))], 100)).await;
+    let both = [("cursor", Some(json!({ "x": 0, "y": 0 }))), ("typing", Some(json!(true)))];
+    assert_eq!(write(store, set("s", "ann", &both, 100)).await, ["typing"], "the cursor's newer stamp keeps it");
+    let changed = write(store, set("s", "ann", &[("cursor", Some(json!({ "x": 0, "y": 0 })))], 199)).await;
     assert!(changed.is_empty(), "an older write changes nothing: {changed:?}");
     assert_eq!(write(store, set("s", "ann", &[("typing", Some(json!(false)))], 300)).await, ["typing"]);
     // A tie goes to the incoming write.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use a2_engine::*;
 use serde_json::{json, Value};
 
-use crate::engine::{contract, open, server, tick, Pace};
+use crate::engine::{contract, open, server, server_with, tick, Pace};
 use crate::StoreFactory;
 
 fn cursor(x: i64) -> Value {
@@ -124,18 +124,30 @@ pub async fn stale_presence_patch_never_repaints_the_past(factory: &dyn StoreFac
 
     set(&session, PresencePatch::new("ann").value("cursor", cursor(2)).at(200)).await;
     assert_eq!(next_change(&mut feed).await, change("ann", "cursor", Some(cursor(2)), 200));
-    // Two senders race: the older write arrives last and is not painted.
+    // Two senders race: the older write arrives last and is not painted; the next change is someone else's.
     set(&session, PresencePatch::new("ann").value("cursor", cursor(1)).at(100)).await;
-    session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(next_event(&mut feed).await, 1, "the stale write painted nothing");
+    set(&session, PresencePatch::new("bob").value("typing", json!(true)).at(210)).await;
+    assert_eq!(next_change(&mut feed).await, change("bob", "typing", Some(json!(true)), 210), "the stale write painted nothing");
     // Nor after a delete: the tombstone outranks an older write.
     set(&session, PresencePatch::new("ann").value("cursor", Value::Null).at(300)).await;
     assert_eq!(next_change(&mut feed).await, change("ann", "cursor", None, 300));
     set(&session, PresencePatch::new("ann").value("cursor", cursor(9)).at(250)).await;
-    session.append(vec![tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(next_event(&mut feed).await, 2, "the deleted value did not come back");
-    assert!(session.presence().await.unwrap_or_else(|e| panic!("{e}")).is_empty());
+    set(&session, PresencePatch::new("bob").value("typing", json!(false)).at(310)).await;
+    assert_eq!(next_change(&mut feed).await, change("bob", "typing", Some(json!(false)), 310), "the deleted value did not come back");
+    session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(next_event(&mut feed).await, 1);
+    assert!(!session.presence().await.unwrap_or_else(|e| panic!("{e}")).contains_key("ann"));
     // A newer write paints again.
     set(&session, PresencePatch::new("ann").value("cursor", cursor(3)).at(301)).await;
     assert_eq!(next_change(&mut feed).await, change("ann", "cursor", Some(cursor(3)), 301));
+
+    // A value nobody refreshes is painted gone while watched (at the poll
+    // ceiling, no write needed), stamped as last painted, not by the observer.
+    let brief = server_with(pace, open(factory).await, Vec::new(), |b| b.presence_ttl(Duration::from_millis(300)));
+    let session = brief.session("s").unwrap_or_else(|e| panic!("{e}"));
+    let mut feed = session.stream_with_presence(0);
+    assert!(matches!(next(&mut feed).await, FeedItem::Snapshot(map) if map.is_empty()));
+    set(&session, PresencePatch::new("ann").value("typing", json!(true)).at(500).seen(2)).await;
+    assert_eq!(next_change(&mut feed).await, change("ann", "typing", Some(json!(true)), 500));
+    assert_eq!(next_change(&mut feed).await, change("ann", "typing", None, 500), "expired, with the sender's stamp");
 }

@@ -280,8 +280,16 @@ async fn prune_presence(core: &ServerCore) {
     if !core.contract().declares_presence() {
         return;
     }
-    if let Err(error) = core.store().presence_prune(a2_store::PresencePrune { limit: 10_000 }).await {
-        tracing::warn!(code = error.code(), %error, "could not prune expired presence; trying again later");
+    // A page a statement, until a short one: at most 20 pages a pass, so one pass never holds the loop long.
+    for _ in 0..20 {
+        match core.store().presence_prune(a2_store::PresencePrune { limit: a2_store::MAX_PAGE }).await {
+            Ok(pruned) if pruned < u64::from(a2_store::MAX_PAGE) => return,
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(code = error.code(), %error, "could not prune expired presence; trying again later");
+                return;
+            }
+        }
     }
 }
 

@@ -23,12 +23,14 @@ impl ServerCore {
         if patch.participant.is_empty() {
             return Err(A2Error::InvalidArgument { message: "presence participant must be a non-empty string".into() });
         }
-        if participant_reserved(&patch.participant) || patch.participant.chars().count() > 256 {
+        if participant_reserved(&patch.participant) {
             return Err(A2Error::InvalidArgument {
-                message: format!(
-                    "presence participant must not be '{}' (reserved: '*', 'a2.…'; at most 256 characters)",
-                    patch.participant
-                ),
+                message: format!("presence participant must not be '{}' (reserved: '*', 'a2.…')", patch.participant),
+            });
+        }
+        if patch.participant.chars().count() > 256 {
+            return Err(A2Error::InvalidArgument {
+                message: "presence participant must be at most 256 characters".into(),
             });
         }
         if patch.at.is_some_and(|at| !(0..=MAX_TIME_MS).contains(&at)) {

@@ -227,7 +227,9 @@ impl Session {
     }
 
     /// The two-plane feed: one snapshot of the presence map, then the
-    /// events after `after` and presence changes as they come.
+    /// events after `after` and presence changes as they come. On a contract
+    /// without presence fields, as in the seeds, the snapshot is empty and
+    /// only events follow.
     pub fn stream_with_presence(&self, after: u64) -> PresenceFeed {
         let key = self.core.key(&self.id);
         let signals = self.core.signals(key.clone());

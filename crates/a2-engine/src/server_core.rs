@@ -5,7 +5,6 @@
 //! *woken*, and the background service above decides what to drain.
 
 use a2_store::SessionKey;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use a2_store::{
@@ -94,9 +93,9 @@ pub(crate) struct ServerCore {
     presence_ttl: std::time::Duration,
     /// Wakes the background's delivery loop when a task is due before its next look.
     deliveries: Arc<Notify>,
-    /// The earliest due time of a task scheduled here and not yet looked at
-    /// by a delivery pass: the loop sleeps until then rather than a whole poll.
-    soonest_due: AtomicI64,
+    /// Due times of tasks scheduled here within a poll and not yet looked at
+    /// by a delivery pass: the loop sleeps until the first rather than a whole poll.
+    soon_due: std::sync::Mutex<std::collections::BTreeSet<Millis>>,
     /// The watchdog slots this process armed, by session: one task per (session, slot) here.
     watchdog_slots: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
     _stop_on_drop: DropGuard,
@@ -138,7 +137,7 @@ impl ServerCore {
             watchdog: parts.watchdog,
             presence_ttl: parts.presence_ttl,
             deliveries: Arc::new(Notify::new()),
-            soonest_due: AtomicI64::new(Millis::MAX),
+            soon_due: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             watchdog_slots: std::sync::Mutex::new(std::collections::HashMap::new()),
             _stop_on_drop: parts.stop_on_drop.drop_guard(),
         };
@@ -220,22 +219,29 @@ impl ServerCore {
     /// Wake the delivery loop for a task due at `due_at` if it would otherwise look too late.
     pub(crate) fn wake_deliveries(&self, due_at: Millis) {
         if due_at <= self.clock.now_ms() + crate::timings::millis(self.timings.scheduler_poll) {
-            self.soonest_due.fetch_min(due_at, Ordering::SeqCst);
+            self.soon_due().insert(due_at);
             self.deliveries.notify_one();
         }
+    }
+
+    fn soon_due(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<Millis>> {
+        self.soon_due.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Before a delivery pass: what is due by now is the pass's to deliver.
     pub(crate) fn delivery_pass_starts(&self) {
         let now = self.clock.now_ms();
-        let _ = self.soonest_due.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s <= now).then_some(Millis::MAX));
+        let mut soon = self.soon_due();
+        *soon = soon.split_off(&now.saturating_add(1));
     }
 
     /// How long the delivery loop may sleep: a poll, or less when a task
-    /// scheduled here is due sooner (a 300 ms timer lands at 300 ms, not at the next poll).
+    /// scheduled here is due sooner (a 300 ms timer lands at 300 ms, not at
+    /// the next poll; so does one at 100 ms and another at 300 ms).
     pub(crate) fn delivery_wait(&self) -> std::time::Duration {
         let poll = self.timings.scheduler_poll;
-        let until = self.soonest_due.load(Ordering::SeqCst).saturating_sub(self.clock.now_ms());
+        let Some(first) = self.soon_due().first().copied() else { return poll };
+        let until = first.saturating_sub(self.clock.now_ms());
         std::time::Duration::from_millis(u64::try_from(until).unwrap_or(0)).min(poll)
     }
 

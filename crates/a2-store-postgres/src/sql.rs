@@ -283,8 +283,10 @@ pub(crate) static SQL: Statements = Statements {
          WHERE a2_presence.at <= excluded.at OR a2_presence.expires_at <= $8 RETURNING field",
     presence_read: "SELECT participant, field, value, seen, at, expires_at FROM a2_presence \
          WHERE session = $1 AND expires_at > $2 ORDER BY participant, field",
-    presence_prune: "DELETE FROM a2_presence WHERE (session, participant, field) IN \
-         (SELECT session, participant, field FROM a2_presence WHERE expires_at <= $1 LIMIT $2) RETURNING field",
+    // Locked and skipped as a claim is: a write reviving a cell meanwhile keeps it (the outer check sees the new row).
+    presence_prune: "DELETE FROM a2_presence WHERE expires_at <= $1 AND (session, participant, field) IN \
+         (SELECT session, participant, field FROM a2_presence WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) \
+         RETURNING field",
     presence_sessions: "SELECT split_part(session, chr(31), 1) AS contract, COUNT(DISTINCT session) AS sessions \
          FROM a2_presence WHERE expires_at > $1 AND value IS NOT NULL GROUP BY 1 ORDER BY 1",
     session_import: "INSERT INTO a2_sessions (session, head, clear_index, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)",

@@ -23,9 +23,12 @@ pub(crate) async fn set<B: SqlBackend>(store: &SqlStore<B>, params: PresenceSet)
     check_session_key(&params.session)?;
     let now = store.now();
     let expires_at = now.saturating_add(params.ttl_ms);
+    // In field order: two patches of one participant lock its rows in the same order, never crosswise.
+    let mut values: Vec<&(String, Option<serde_json::Value>)> = params.values.iter().collect();
+    values.sort_by(|a, b| a.0.cmp(&b.0));
     let mut tx = store.backend.begin().await?;
     let mut changed = Vec::new();
-    for (field, value) in &params.values {
+    for (field, value) in values {
         let args = vec![
             Arg::text(params.session.as_str()),
             Arg::text(&params.participant),

@@ -340,14 +340,14 @@ impl AppendRows {
                     Arg::Int(i64::from(kind_code(target_kind(target.lane.as_deref())))),
                 ]);
             }
-            let cause = CauseColumn::of(new.cause.as_ref(), new.scheduled_by.as_ref()).map(|c| serde_json::to_value(&c)).transpose();
+            let cause = CauseColumn::json(new.cause.as_ref(), new.scheduled_by.as_ref())?;
             self.events.push(vec![
                 Arg::text(key),
                 Arg::Int(to_i64(index)),
                 Arg::text(&new.id),
                 Arg::text(&new.event_type),
                 Arg::Json(new.payload.clone()),
-                Arg::OptJson(cause.map_err(|e| StoreError::invalid(format!("cause: {e}")))?),
+                Arg::OptJson(cause),
             ]);
             stored.push(Event {
                 id: new.id,

@@ -728,14 +728,14 @@ impl<B: SqlBackend> Store for SqlStore<B> {
 }
 
 fn imported_event_row(event: &Event) -> Result<Vec<Arg>, StoreError> {
-    let cause = CauseColumn::of(event.cause.as_ref(), event.scheduled_by.as_ref()).map(|c| serde_json::to_value(&c)).transpose();
+    let cause = CauseColumn::json(event.cause.as_ref(), event.scheduled_by.as_ref())?;
     Ok(vec![
         Arg::Int(to_i64(event.index)),
         Arg::text(&event.id),
         Arg::text(&event.event_type),
         Arg::Json(event.payload.clone()),
         Arg::Int(event.created_at),
-        Arg::OptJson(cause.map_err(|e| StoreError::invalid(format!("cause of event {}: {e}", event.index)))?),
+        Arg::OptJson(cause),
     ])
 }
 

@@ -283,7 +283,7 @@ pub(crate) static SQL: Statements = Statements {
          WHERE a2_presence.at <= excluded.at OR a2_presence.expires_at <= ?8 RETURNING field",
     presence_read: "SELECT participant, field, value, seen, at, expires_at FROM a2_presence \
          WHERE session = ?1 AND expires_at > ?2 ORDER BY participant, field",
-    presence_prune: "DELETE FROM a2_presence WHERE (session, participant, field) IN \
+    presence_prune: "DELETE FROM a2_presence WHERE expires_at <= ?1 AND (session, participant, field) IN \
          (SELECT session, participant, field FROM a2_presence WHERE expires_at <= ?1 LIMIT ?2) RETURNING field",
     presence_sessions: concat!(
         "SELECT contract, COUNT(*) AS sessions FROM (SELECT DISTINCT ",

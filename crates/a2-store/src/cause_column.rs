@@ -22,13 +22,36 @@ impl<'a> CauseColumn<'a> {
     }
 }
 
-/// A `cause` column read back: see [`CauseColumn`].
-#[derive(Debug, Default, Deserialize)]
+/// A `cause` column read back: see [`CauseColumn`]. A cause that is there
+/// but unreadable is an error, not "no cause".
+#[derive(Debug, Default)]
 pub struct StoredCause {
-    #[serde(flatten)]
     pub cause: Option<Cause>,
-    #[serde(default)]
     pub scheduled_by: Option<ScheduledBy>,
+}
+
+impl<'de> Deserialize<'de> for StoredCause {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut map = serde_json::Map::deserialize(deserializer)?;
+        let scheduled_by =
+            map.remove("scheduled_by").map(serde_json::from_value).transpose().map_err(D::Error::custom)?;
+        let cause = match map.is_empty() {
+            true => None,
+            false => Some(serde_json::from_value(serde_json::Value::Object(map)).map_err(D::Error::custom)?),
+        };
+        Ok(Self { cause, scheduled_by })
+    }
+}
+
+impl CauseColumn<'_> {
+    /// The column's JSON, for a driver that binds a `Value`.
+    pub fn json(cause: Option<&Cause>, scheduled_by: Option<&ScheduledBy>) -> Result<Option<serde_json::Value>, crate::StoreError> {
+        CauseColumn::of(cause, scheduled_by)
+            .map(|c| serde_json::to_value(&c))
+            .transpose()
+            .map_err(|e| crate::StoreError::invalid(format!("an event's cause cannot be stored: {e}")))
+    }
 }
 
 #[cfg(test)]
@@ -54,6 +77,12 @@ mod tests {
             assert_eq!(back.cause.as_ref(), cause, "{text}");
             assert_eq!(back.scheduled_by.as_ref(), scheduled_by, "{text}");
         }
+    }
+
+    #[test]
+    fn an_unreadable_cause_is_an_error_not_no_cause() {
+        let broken = serde_json::from_str::<StoredCause>(r#"{"consumer":"mailer","index":"three"}"#);
+        assert!(broken.is_err(), "{broken:?}");
     }
 
     #[test]

@@ -88,9 +88,10 @@ function TimerStrip({ marks, view, contract, session }: { marks: TimerMark[]; vi
       </div>
       <svg width={view.width} height={STRIP_PX} style={{ marginLeft: LABEL_PX }} data-testid="timer-strip">
         {marks
-          .filter((m) => m.at >= view.from && m.at <= view.to)
+          .filter((m) => m.at >= view.from)
           .map((m) => {
-            const x = toX(view, m.at);
+            const later = m.at > view.to;
+            const x = later ? view.width - 7 : toX(view, m.at);
             const open = () =>
               go(
                 m.state === "pending"
@@ -99,13 +100,13 @@ function TimerStrip({ marks, view, contract, session }: { marks: TimerMark[]; vi
               );
             const title =
               m.state === "pending"
-                ? `${m.name} (${m.kind}) due ${formatTime(m.at)}${m.overdue ? ", overdue" : ""}: open in Timers`
+                ? `${m.name} (${m.kind}) due ${formatTime(m.at)}${m.overdue ? ", overdue" : ""}${later ? " (past the view)" : ""}: open in Timers`
                 : `${m.name} delivered ${formatTime(m.at)}: ${m.count} event${m.count === 1 ? "" : "s"} from #${m.index}`;
             return (
               <path
                 key={`${m.state}/${m.task}`}
                 d={`M${x},${y - 6} L${x + 6},${y} L${x},${y + 6} L${x - 6},${y} Z`}
-                className={`timer-mark timer-${m.state}${m.state === "pending" && m.overdue ? " timer-overdue" : ""}`}
+                className={`timer-mark timer-${m.state}${m.state === "pending" && m.overdue ? " timer-overdue" : ""}${later ? " timer-later" : ""}`}
                 data-testid="timer-mark"
                 data-state={m.state}
                 data-name={m.name}
@@ -126,7 +127,9 @@ export function Timeline({ contract, session }: { contract: string; session: str
   const [generation, setGeneration] = useState(0);
   const history = useHistory(contract, session, generation);
   const marks = useTimerMarks(contract, session);
-  const l = useMemo(() => layout(history.attempts, marks.map((m) => m.at)), [history.attempts, marks]);
+  // The fit takes in delivered and overdue timers; one due a day from now would squash the bars to slivers,
+  // so pending timers past the view are drawn at its right edge instead.
+  const l = useMemo(() => layout(history.attempts, marks.filter((m) => m.state === "delivered" || m.overdue).map((m) => m.at)), [history.attempts, marks]);
   // Once the reader zooms or pans, arriving pages no longer refit the chart.
   const touched = useRef(false);
   const box = useRef<HTMLDivElement>(null);
