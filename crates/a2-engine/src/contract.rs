@@ -91,6 +91,25 @@ pub(crate) fn valid_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
 }
 
+/// Add a named check (an event type's, a presence field's) once, under a valid name.
+fn declare(
+    checks: &mut BTreeMap<String, Validator>,
+    contract: &str,
+    what: &str,
+    name: &str,
+    validate: Validator,
+) -> Result<(), A2Error> {
+    if !valid_name(name) {
+        return Err(A2Error::InvalidContract {
+            message: format!("{what} {name:?} must be 1-128 letters, digits, and . _ : - characters"),
+        });
+    }
+    if checks.insert(name.to_owned(), validate).is_some() {
+        return Err(A2Error::InvalidContract { message: format!("contract '{contract}' defines {what} '{name}' twice") });
+    }
+    Ok(())
+}
+
 impl Contract {
     pub fn new(name: impl Into<String>) -> Result<Self, A2Error> {
         let name = name.into();
@@ -115,16 +134,7 @@ impl Contract {
         event_type: &str,
         validate: impl Fn(&Value) -> Result<(), String> + Send + Sync + 'static,
     ) -> Result<Self, A2Error> {
-        if !valid_name(event_type) {
-            return Err(A2Error::InvalidContract {
-                message: format!("event type {event_type:?} must be 1-128 letters, digits, and . _ : - characters"),
-            });
-        }
-        if self.events.insert(event_type.to_owned(), Arc::new(validate)).is_some() {
-            return Err(A2Error::InvalidContract {
-                message: format!("contract '{}' defines event type '{event_type}' twice", self.name),
-            });
-        }
+        declare(&mut self.events, &self.name, "event type", event_type, Arc::new(validate))?;
         Ok(self)
     }
 
@@ -142,16 +152,7 @@ impl Contract {
         field: &str,
         validate: impl Fn(&Value) -> Result<(), String> + Send + Sync + 'static,
     ) -> Result<Self, A2Error> {
-        if !valid_name(field) {
-            return Err(A2Error::InvalidContract {
-                message: format!("presence field {field:?} must be 1-128 letters, digits, and . _ : - characters"),
-            });
-        }
-        if self.presence.insert(field.to_owned(), Arc::new(validate)).is_some() {
-            return Err(A2Error::InvalidContract {
-                message: format!("contract '{}' defines presence field '{field}' twice", self.name),
-            });
-        }
+        declare(&mut self.presence, &self.name, "presence field", field, Arc::new(validate))?;
         Ok(self)
     }
 
