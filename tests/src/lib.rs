@@ -88,6 +88,9 @@ pub fn session_ids(prefix: &str, count: usize) -> Vec<String> {
 pub async fn drain_all(server: &Server, sessions: &[String]) -> Result<u64, a2_engine::A2Error> {
     let in_flight = Arc::new(tokio::sync::Semaphore::new(32));
     let mut processed = 0;
+    // A retryable error (a claim slower than a lease on a loaded machine) is tried again next pass,
+    // as a worker would; this many passes in a row failing that way is a store that is down.
+    let mut retryable_in_a_row = 0;
     loop {
         let delivered = server.deliver_due().await?;
         let mut pass = tokio::task::JoinSet::new();
@@ -100,14 +103,26 @@ pub async fn drain_all(server: &Server, sessions: &[String]) -> Result<u64, a2_e
             });
         }
         let mut idle = delivered == 0;
+        let mut retried = false;
         while let Some(joined) = pass.join_next().await {
-            let result = joined
-                .map_err(|e| a2_engine::A2Error::InvalidArgument { message: format!("a drain task failed: {e}") })??;
-            processed += result.processed;
-            if result.processed > 0 || result.outcome != DrainOutcome::Settled {
-                idle = false;
+            let drained = joined
+                .map_err(|e| a2_engine::A2Error::InvalidArgument { message: format!("a drain task failed: {e}") })?;
+            match drained {
+                Ok(result) => {
+                    processed += result.processed;
+                    if result.processed > 0 || result.outcome != DrainOutcome::Settled {
+                        idle = false;
+                    }
+                }
+                Err(error) if error.is_retryable() && retryable_in_a_row < 200 => {
+                    eprintln!("a2-worker: {error} ({}); draining again", error.code());
+                    retried = true;
+                    idle = false;
+                }
+                Err(error) => return Err(error),
             }
         }
+        retryable_in_a_row = if retried { retryable_in_a_row + 1 } else { 0 };
         if idle {
             return Ok(processed);
         }

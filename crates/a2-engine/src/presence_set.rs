@@ -2,6 +2,7 @@
 //! checked whole before the store sees any of it (see `presence`).
 
 use a2_store::PresenceSet;
+use tracing::Instrument;
 
 use crate::presence::{fold, participant_reserved, PresenceMap, PresencePatch};
 use crate::scheduler::MAX_TIME_MS;
@@ -63,7 +64,6 @@ impl ServerCore {
             a2.presence.fields = values.len(),
             a2.presence.changed = tracing::field::Empty,
         );
-        let _entered = span.enter();
         let set = PresenceSet {
             session: key.clone(),
             participant: patch.participant,
@@ -73,8 +73,7 @@ impl ServerCore {
             at: patch.at.unwrap_or_else(|| self.clock().now_ms()),
             ttl_ms: crate::timings::millis(self.presence_ttl()),
         };
-        drop(_entered);
-        let changed = self.store().presence_set(set).await?;
+        let changed = self.store().presence_set(set).instrument(span.clone()).await?;
         span.record("a2.presence.changed", changed.len());
         if !changed.is_empty() {
             // Feeds of this process hear of it at once; the store tells other processes.
