@@ -13,8 +13,8 @@ mod common;
 use std::sync::Arc;
 
 use a2_store::{
-    session_key, EventAppend, HeadClaim, HeadCompleteMany, HeadFail, HeldHead, NewEvent, PresenceSet, ScheduledEvent, Store,
-    StoreConsumer, Target, TaskSchedule, TaskWork,
+    session_key, EventAppend, HeadClaim, HeadCompleteMany, HeadFail, HeldHead, NewEvent, PresenceSet, ScheduledEvent,
+    Store, StoreConsumer, Target, TaskSchedule, TaskWork,
 };
 use a2_store_postgres::{PgOptions, Postgres};
 use a2_store_sqlite::{Access, Sqlite};
@@ -179,7 +179,8 @@ async fn postgres_inspection_reads_use_indexes() {
     seed(&store).await;
     let pool = sqlx::PgPool::connect(&shared.url).await.unwrap_or_else(|e| panic!("{e}"));
     let schema = shared.schema.clone().unwrap_or_default();
-    for table in ["a2_sessions", "a2_events", "a2_heads", "a2_snapshots", "a2_attempts", "a2_scheduled", "a2_presence"] {
+    for table in ["a2_sessions", "a2_events", "a2_heads", "a2_snapshots", "a2_attempts", "a2_scheduled", "a2_presence"]
+    {
         sqlx::query(&format!("VACUUM ANALYZE {schema}.{table}")).execute(&pool).await.unwrap_or_else(|e| panic!("{e}"));
     }
     pool.close().await;

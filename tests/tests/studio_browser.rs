@@ -157,3 +157,40 @@ async fn the_web_mode_works_in_a_browser_on_postgres() {
     tokio::task::spawn_blocking(move || run_both(&url)).await.unwrap_or_else(|e| panic!("{e}"));
     shared.remove().await;
 }
+
+/// `a2 serve-app` on a demo store, and its printed URL.
+fn serve_app(url: &str) -> Served {
+    let config = std::env::temp_dir().join(format!("a2-studio-config-{}", std::process::id()));
+    let mut child = Command::new(a2_binary())
+        .args(["--store", url, "--json", "--read-write", "serve-app", "--port", "0"])
+        .env("A2_STUDIO_CONFIG_DIR", config)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting a2 serve-app: {e}"));
+    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap_or_else(|e| panic!("reading a2 serve-app: {e}"));
+    let printed: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+    let served = printed["url"].as_str().unwrap_or_else(|| panic!("no url in {line}")).to_owned();
+    Served(child, served)
+}
+
+/// The wire in a browser: two clients of `a2 serve-app`'s page follow one
+/// session over SSE while one pushes; the Studio on the same store shows
+/// the pusher in the session's Presence tab.
+#[test]
+fn the_wire_works_in_a_browser() {
+    if !ready() {
+        return;
+    }
+    let url = Shared::sqlite("browser-wire").url;
+    a2(&url, &["--read-write", "demo", "--sessions", "3"]);
+    let app = serve_app(&url);
+    let studio = serve(&url, true);
+    let status = Command::new("node")
+        .args(["e2e/wire.mjs", &app.1, &studio.1])
+        .current_dir(workspace().join("ui"))
+        .status()
+        .unwrap_or_else(|e| panic!("running node: {e}"));
+    assert!(status.success(), "the wire's browser end-to-end failed");
+}

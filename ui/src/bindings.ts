@@ -428,6 +428,8 @@ export type ErrorCode = "READ_ONLY" | "NOT_FOUND" | "INVALID_INPUT" | "NOT_CONNE
 "UNKNOWN_PRESENCE_FIELD" | 
 /**  Presence on a contract that declares no presence fields. */
 "PRESENCE_NOT_SUPPORTED" | 
+/**  A server's `validate_push` refused a push; nothing of it was written. */
+"PUSH_REFUSED" | 
 /**  A client's transport: the Studio server did not answer, or not in JSON. */
 "TRANSPORT" | 
 /**  A client's: something failed that was not a Studio error at all. */

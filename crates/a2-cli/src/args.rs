@@ -330,6 +330,14 @@ pub(crate) enum Command {
         #[arg(long)]
         demo_traffic: bool,
     },
+    /// Serve the demo contract as an A2 app over HTTP on 127.0.0.1: the wire's
+    /// push, stream (SSE), history and state routes under /shop/sessions/{id}/,
+    /// and at / a page that pushes to and follows a session. Writes to --store.
+    ServeApp {
+        /// 0: any free port.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
     /// What operators did.
     Audit {
         #[arg(long, default_value_t = 50)]

@@ -73,6 +73,29 @@ async fn serve(cli: &Cli, port: u16, demo_traffic: bool, export_dir: PathBuf) ->
         .map_err(|e| ApiError::new(a2_studio_api::ErrorCode::Unavailable, e.to_string()))
 }
 
+/// The demo contract as an app over the wire, until Ctrl-C.
+async fn serve_app(cli: &Cli, port: u16) -> Result<(), ApiError> {
+    let limits = Limits { read_only: cli.read_only, ..Limits::default() };
+    let studio = Studio::with_limits(&a2_studio_api::profiles::default_dir()?, limits);
+    // As everywhere, a Postgres store is written only with --read-write.
+    let info = studio.connection_open(open_request(cli, read_only_of(cli))).await?;
+    announce_writes(&info);
+    let servers = studio.app_servers()?;
+    let unavailable = |e: std::io::Error| ApiError::new(a2_studio_api::ErrorCode::Unavailable, e.to_string());
+    let listener = web::bind(port).await.map_err(unavailable)?;
+    let url = format!("http://127.0.0.1:{}/", listener.local_addr().map_err(unavailable)?.port());
+    if cli.json {
+        println!("{}", json!({ "url": url }));
+    } else {
+        println!("The demo app is serving {} on {url}", a2_studio_api::profiles::redact(&cli.store));
+        println!("Routes: {url}shop/sessions/{{id}}/push | stream | history | state; Ctrl-C stops it.");
+    }
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    a2_studio_api::app::serve_app(listener, servers, shutdown).await.map_err(unavailable)
+}
+
 fn open_request(cli: &Cli, read_only: Option<bool>) -> ConnectionOpen {
     ConnectionOpen { url: Some(cli.store.clone()), profile: None, password: None, read_only }
 }
@@ -371,7 +394,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.value(&json!({ "granted": role }), &format!("granted read-only access to role {role}"));
         }
         // Served by `serve` before any connection is made here.
-        Command::Serve { .. } => return Err(ApiError::invalid("serve runs on its own")),
+        Command::Serve { .. } | Command::ServeApp { .. } => return Err(ApiError::invalid("serve runs on its own")),
         Command::Init => out.value(&json!(info), &format!("{} is an A2 store", info.url)),
         Command::Demo { sessions, seed, fail_rate, bulk, long_session, long_history } => {
             let done =
@@ -457,6 +480,15 @@ async fn cli_main() -> ExitCode {
     let json = cli.json;
     if let Command::Serve { port, demo_traffic, export_dir } = &cli.command {
         return match serve(&cli, *port, *demo_traffic, export_dir.clone()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("a2: {error}");
+                ExitCode::from(error.exit_code())
+            }
+        };
+    }
+    if let Command::ServeApp { port } = &cli.command {
+        return match serve_app(&cli, *port).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("a2: {error}");

@@ -49,7 +49,10 @@ pub async fn presence_last_writer_wins_per_field(factory: &dyn crate::StoreFacto
     // A tie goes to the incoming write.
     let b = json!({ "x": 2, "y": 2 });
     assert_eq!(write(store, set("s", "ann", &[("cursor", Some(b.clone()))], 200)).await, ["cursor"]);
-    assert_eq!(live(store, "s").await, [cell("ann", "cursor", b.clone(), 200), cell("ann", "typing", json!(false), 300)]);
+    assert_eq!(
+        live(store, "s").await,
+        [cell("ann", "cursor", b.clone(), 200), cell("ann", "typing", json!(false), 300)]
+    );
     // Participants and sessions are apart.
     write(store, set("s", "bob", &[("cursor", Some(a.clone()))], 1)).await;
     write(store, set("t", "ann", &[("cursor", Some(a.clone()))], 1)).await;

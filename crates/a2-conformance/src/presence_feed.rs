@@ -127,13 +127,21 @@ pub async fn stale_presence_patch_never_repaints_the_past(factory: &dyn StoreFac
     // Two senders race: the older write arrives last and is not painted; the next change is someone else's.
     set(&session, PresencePatch::new("ann").value("cursor", cursor(1)).at(100)).await;
     set(&session, PresencePatch::new("bob").value("typing", json!(true)).at(210)).await;
-    assert_eq!(next_change(&mut feed).await, change("bob", "typing", Some(json!(true)), 210), "the stale write painted nothing");
+    assert_eq!(
+        next_change(&mut feed).await,
+        change("bob", "typing", Some(json!(true)), 210),
+        "the stale write painted nothing"
+    );
     // Nor after a delete: the tombstone outranks an older write.
     set(&session, PresencePatch::new("ann").value("cursor", Value::Null).at(300)).await;
     assert_eq!(next_change(&mut feed).await, change("ann", "cursor", None, 300));
     set(&session, PresencePatch::new("ann").value("cursor", cursor(9)).at(250)).await;
     set(&session, PresencePatch::new("bob").value("typing", json!(false)).at(310)).await;
-    assert_eq!(next_change(&mut feed).await, change("bob", "typing", Some(json!(false)), 310), "the deleted value did not come back");
+    assert_eq!(
+        next_change(&mut feed).await,
+        change("bob", "typing", Some(json!(false)), 310),
+        "the deleted value did not come back"
+    );
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(next_event(&mut feed).await, 1);
     assert!(!session.presence().await.unwrap_or_else(|e| panic!("{e}")).contains_key("ann"));

@@ -105,7 +105,9 @@ fn declare(
         });
     }
     if checks.insert(name.to_owned(), validate).is_some() {
-        return Err(A2Error::InvalidContract { message: format!("contract '{contract}' defines {what} '{name}' twice") });
+        return Err(A2Error::InvalidContract {
+            message: format!("contract '{contract}' defines {what} '{name}' twice"),
+        });
     }
     Ok(())
 }
@@ -166,10 +168,10 @@ impl Contract {
 
     /// Refuse a field the contract does not declare, or a value its check rejects.
     pub fn validate_presence(&self, field: &str, value: &Value) -> Result<(), A2Error> {
-        let validate = self.presence.get(field).ok_or_else(|| A2Error::UnknownPresenceField {
-            contract: self.name.clone(),
-            field: field.to_owned(),
-        })?;
+        let validate = self
+            .presence
+            .get(field)
+            .ok_or_else(|| A2Error::UnknownPresenceField { contract: self.name.clone(), field: field.to_owned() })?;
         validate(value).map_err(|message| A2Error::InvalidPresenceValue {
             contract: self.name.clone(),
             field: field.to_owned(),
@@ -200,6 +202,10 @@ impl Contract {
 
     pub fn event_types(&self) -> impl Iterator<Item = &str> {
         self.events.keys().map(String::as_str)
+    }
+
+    pub fn reducer_names(&self) -> impl Iterator<Item = &str> {
+        self.reducers.keys().map(String::as_str)
     }
 
     pub(crate) fn reducer_named(&self, name: &str) -> Result<&Reducer, A2Error> {

@@ -60,6 +60,9 @@ pub enum A2Error {
     /// Presence on a contract that declares no presence fields.
     #[error("contract '{contract}' declares no presence fields, so its sessions have no presence")]
     PresenceNotSupported { contract: String },
+    /// The server's `validate_push` refused a push: nothing of it was written.
+    #[error("the push to session '{session}' was refused: {message}")]
+    PushRefused { session: String, message: String },
     /// The store's own error, its code and retryability unchanged.
     #[error("{0}")]
     Store(StoreError),
@@ -72,6 +75,7 @@ impl A2Error {
             Self::InvalidPayload { .. } | Self::InvalidPresenceValue { .. } => "INVALID_PAYLOAD",
             Self::UnknownPresenceField { .. } => "UNKNOWN_PRESENCE_FIELD",
             Self::PresenceNotSupported { .. } => "PRESENCE_NOT_SUPPORTED",
+            Self::PushRefused { .. } => "PUSH_REFUSED",
             Self::InvalidEventId { .. } => "INVALID_EVENT_ID",
             Self::InvalidSessionId { .. } => "INVALID_SESSION_ID",
             Self::InvalidConsumer { .. } => "INVALID_CONSUMER",

@@ -15,9 +15,11 @@ mod error;
 mod guard;
 mod history;
 mod host;
+pub mod ids;
 mod presence;
 mod presence_set;
-pub mod ids;
+mod push;
+mod push_apply;
 mod run;
 mod schedule;
 mod scheduler;
@@ -37,8 +39,10 @@ pub use drain::{DrainOutcome, DrainResult};
 pub use error::A2Error;
 pub use history::{DeadHead, DeadHeads, EventRange, EventStream, History};
 pub use presence::{
-    participant_reserved, FeedItem, PresenceChange, PresenceFeed, PresenceMap, PresencePatch, PresenceValue, PRESENCE_TTL,
+    participant_reserved, FeedItem, PresenceChange, PresenceFeed, PresenceMap, PresencePatch, PresenceValue,
+    PRESENCE_TTL,
 };
+pub use push::{Push, PushContext, PushFuture, PushValidator};
 pub use scheduler::{Scheduler, SchedulerFuture, StoreScheduler, Timing};
 pub use server::{Server, ServerBuilder, Session};
 pub use timings::{DrainTimings, MAX_FAILURES};

@@ -5,8 +5,8 @@
 //! the store, and every server serves the due tasks of its contract.
 
 use a2_store::{
-    ScheduledBy, ScheduledEvent, ScheduledTask, SessionClear, StoreError, TaskClaim, TaskFinish, TaskHeld, TaskList, TaskOutcome,
-    TaskSchedule, TaskTrigger, TaskWork,
+    ScheduledBy, ScheduledEvent, ScheduledTask, SessionClear, StoreError, TaskClaim, TaskFinish, TaskHeld, TaskList,
+    TaskOutcome, TaskSchedule, TaskTrigger, TaskWork,
 };
 
 use tracing::Instrument;

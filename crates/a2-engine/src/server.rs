@@ -12,6 +12,7 @@ use crate::consumer::ScheduleWork;
 use crate::drain::{run_drain, DrainOptions, DrainResult};
 use crate::history::{DeadHead, DeadHeads, EventRange, EventStream, History};
 use crate::presence::{PresenceFeed, PresenceMap, PresencePatch, PRESENCE_TTL};
+use crate::push::{Push, PushContext, PushFuture, PushValidator};
 use crate::scheduler::{Scheduler, StoreScheduler, Timing};
 use crate::server_core::{random_ids, CoreParts, ServerCore};
 use crate::timings::DrainTimings;
@@ -28,6 +29,7 @@ pub struct ServerBuilder {
     snapshot_every: u64,
     scheduler: Option<Arc<dyn Scheduler>>,
     presence_ttl: Option<Duration>,
+    push_validator: Option<PushValidator>,
 }
 
 impl ServerBuilder {
@@ -36,6 +38,19 @@ impl ServerBuilder {
     /// presence fields; `build` refuses it otherwise, and refuses zero.
     pub fn presence_ttl(mut self, ttl: Duration) -> Self {
         self.presence_ttl = Some(ttl);
+        self
+    }
+
+    /// Check every push (`Session::push`, the wire's push route) before it
+    /// is written: called once with its events and once with its presence
+    /// patch; an `Err(reason)` refuses the push whole with `PUSH_REFUSED`.
+    /// The seeds' `validatePush`: where a route authorizes who writes what.
+    pub fn validate_push<F, Fut>(mut self, validate: F) -> Self
+    where
+        F: Fn(Arc<PushContext>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
+    {
+        self.push_validator = Some(Arc::new(move |context| -> PushFuture { Box::pin(validate(context)) }));
         self
     }
 
@@ -116,6 +131,7 @@ impl ServerBuilder {
             watchdog,
             scheduler,
             presence_ttl: self.presence_ttl.unwrap_or(PRESENCE_TTL),
+            push_validator: self.push_validator,
             contract: self.contract,
             store: self.store,
             consumers: self.consumers,
@@ -158,6 +174,7 @@ impl Server {
             snapshot_every: 100,
             scheduler: None,
             presence_ttl: None,
+            push_validator: None,
         }
     }
 
@@ -251,6 +268,14 @@ impl Session {
         }
         self.background.ensure_started();
         self.core.append(&self.id, events, None, &random_ids).await
+    }
+
+    /// What a client pushed (the wire's push route): the server's
+    /// `validate_push` sees each plane, the whole push is checked, then its
+    /// events are appended and its patch written; the appended events come back.
+    pub async fn push(&self, push: Push) -> Result<Vec<Event>, A2Error> {
+        self.background.ensure_started();
+        self.core.push(&self.id, push).await
     }
 
     /// Schedule `events` to be appended to this session when `timing` says;

@@ -8,8 +8,8 @@ use a2_store::SessionKey;
 use std::sync::Arc;
 
 use a2_store::{
-    session_key, Cause, Clock, Event, EventAppend, EventList, HeadRef, Millis, NewEvent, RedriveAction, ScheduledBy, SnapshotGet,
-    SnapshotPut, Store, StoreConsumer, Target,
+    session_key, Cause, Clock, Event, EventAppend, EventList, HeadRef, Millis, NewEvent, RedriveAction, ScheduledBy,
+    SnapshotGet, SnapshotPut, Store, StoreConsumer, Target,
 };
 use tokio::sync::{broadcast, mpsc, Notify, Semaphore};
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -17,6 +17,7 @@ use tracing::Instrument;
 
 use crate::consume_waits::ConsumeWaits;
 use crate::consumer::LaneFn;
+use crate::push::PushValidator;
 use crate::scheduler::Scheduler;
 use crate::signals::{AppendNotice, SessionSignals};
 use crate::timings::DrainTimings;
@@ -68,6 +69,8 @@ pub(crate) struct CoreParts {
     pub watchdog: bool,
     /// How long a presence value lives without a refreshing write.
     pub presence_ttl: std::time::Duration,
+    /// Sees every push before it is written.
+    pub push_validator: Option<PushValidator>,
 }
 
 pub(crate) struct ServerCore {
@@ -91,6 +94,7 @@ pub(crate) struct ServerCore {
     scheduler: Arc<dyn Scheduler>,
     watchdog: bool,
     presence_ttl: std::time::Duration,
+    push_validator: Option<PushValidator>,
     /// Wakes the background's delivery loop when a task is due before its next look.
     deliveries: Arc<Notify>,
     /// Due times of tasks scheduled here within a poll and not yet looked at
@@ -136,6 +140,7 @@ impl ServerCore {
             scheduler: parts.scheduler,
             watchdog: parts.watchdog,
             presence_ttl: parts.presence_ttl,
+            push_validator: parts.push_validator,
             deliveries: Arc::new(Notify::new()),
             soon_due: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             watchdog_slots: std::sync::Mutex::new(std::collections::HashMap::new()),
@@ -214,6 +219,10 @@ impl ServerCore {
 
     pub(crate) fn presence_ttl(&self) -> std::time::Duration {
         self.presence_ttl
+    }
+
+    pub(crate) fn push_validator(&self) -> Option<&PushValidator> {
+        self.push_validator.as_ref()
     }
 
     /// Wake the delivery loop for a task due at `due_at` if it would otherwise look too late.

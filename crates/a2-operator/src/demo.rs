@@ -319,6 +319,13 @@ impl Operator {
         Ok(())
     }
 
+    /// The demo contract's server on this store, its consumers draining in
+    /// this process: what `a2 serve-app` serves over the wire.
+    pub fn demo_server(&self) -> Result<Server, OperatorError> {
+        self.writable("serve-app")?;
+        server(self.attached.store.clone(), DemoOptions::default(), true)
+    }
+
     /// Start appending demo orders, their consumers draining in this process.
     pub fn demo_traffic(&self) -> Result<DemoTraffic, OperatorError> {
         self.writable("demo traffic")?;

@@ -33,7 +33,14 @@ async fn store_of(kind: StoreKind) -> Arc<dyn Store> {
 }
 
 fn event(id: &str, targets: Vec<Target>) -> NewEvent {
-    NewEvent { id: id.into(), event_type: "order.placed".into(), payload: json!({ "id": id }), cause: None, scheduled_by: None, targets }
+    NewEvent {
+        id: id.into(),
+        event_type: "order.placed".into(),
+        payload: json!({ "id": id }),
+        cause: None,
+        scheduled_by: None,
+        targets,
+    }
 }
 
 /// Sessions o-0..o-4 with 4 events each; `mailer` (string lane) everywhere,
@@ -442,7 +449,8 @@ async fn presence_lists_who_is_in_a_session(kind: StoreKind) {
     let ro = operator(store, kind, Mode::ReadOnly);
     for op in [&rw, &ro] {
         let cells = op.presence_list(&shop("order-00003")).await.unwrap_or_else(|e| panic!("{e}"));
-        let shown: Vec<_> = cells.iter().map(|c| (c.participant.as_str(), c.field.as_str(), c.value.as_str())).collect();
+        let shown: Vec<_> =
+            cells.iter().map(|c| (c.participant.as_str(), c.field.as_str(), c.value.as_str())).collect();
         assert_eq!(shown, [("agent-0", "typing", "true"), ("agent-0", "viewing", "\"payment\"")]);
         let ttl = a2_operator::demo::PRESENCE_TTL.as_millis() as i64;
         assert!(cells.iter().all(|c| c.expires_in_ms > 0 && c.expires_in_ms <= ttl), "{cells:?}");

@@ -106,8 +106,14 @@ async fn a_read_only_store_refuses_writes() {
     let schema = fresh_schema();
     connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).close().await;
     let store = connect(&schema, Access::ReadOnly).await.unwrap_or_else(|e| panic!("{e}"));
-    let event =
-        NewEvent { id: "x".into(), event_type: "tick".into(), payload: json!({}), cause: None, scheduled_by: None, targets: vec![] };
+    let event = NewEvent {
+        id: "x".into(),
+        event_type: "tick".into(),
+        payload: json!({}),
+        cause: None,
+        scheduled_by: None,
+        targets: vec![],
+    };
     let refused = store
         .event_append(EventAppend {
             session: session_key("live", "s"),
@@ -261,8 +267,14 @@ async fn dropping_a_store_closes_its_connections() {
         ..PgOptions::default()
     };
     let store = Postgres::connect(&url(), options, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("{e}"));
-    let event =
-        NewEvent { id: "e1".into(), event_type: "tick".into(), payload: json!({}), cause: None, scheduled_by: None, targets: Vec::new() };
+    let event = NewEvent {
+        id: "e1".into(),
+        event_type: "tick".into(),
+        payload: json!({}),
+        cause: None,
+        scheduled_by: None,
+        targets: Vec::new(),
+    };
     let append = EventAppend {
         session: session_key("live", "s"),
         events: vec![event],

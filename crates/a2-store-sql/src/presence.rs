@@ -50,7 +50,10 @@ pub(crate) async fn set<B: SqlBackend>(store: &SqlStore<B>, params: PresenceSet)
     Ok(changed)
 }
 
-pub(crate) async fn read<B: SqlBackend>(store: &SqlStore<B>, session: &SessionKey) -> Result<Vec<PresenceCell>, StoreError> {
+pub(crate) async fn read<B: SqlBackend>(
+    store: &SqlStore<B>,
+    session: &SessionKey,
+) -> Result<Vec<PresenceCell>, StoreError> {
     let args = vec![Arg::text(session.as_str()), Arg::Int(store.now())];
     let rows = store.backend.read().await?.fetch(store.sql().presence_read, args).await?;
     rows.iter().map(cell).collect()

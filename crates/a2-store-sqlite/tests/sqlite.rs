@@ -22,7 +22,14 @@ async fn open(path: &PathBuf, access: Access) -> Result<SqliteStore, a2_store::S
 }
 
 fn event(id: &str) -> NewEvent {
-    NewEvent { id: id.into(), event_type: "tick".into(), payload: json!({}), cause: None, scheduled_by: None, targets: vec![] }
+    NewEvent {
+        id: id.into(),
+        event_type: "tick".into(),
+        payload: json!({}),
+        cause: None,
+        scheduled_by: None,
+        targets: vec![],
+    }
 }
 
 #[tokio::test]

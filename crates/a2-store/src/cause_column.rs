@@ -46,7 +46,10 @@ impl<'de> Deserialize<'de> for StoredCause {
 
 impl CauseColumn<'_> {
     /// The column's JSON, for a driver that binds a `Value`.
-    pub fn json(cause: Option<&Cause>, scheduled_by: Option<&ScheduledBy>) -> Result<Option<serde_json::Value>, crate::StoreError> {
+    pub fn json(
+        cause: Option<&Cause>,
+        scheduled_by: Option<&ScheduledBy>,
+    ) -> Result<Option<serde_json::Value>, crate::StoreError> {
         CauseColumn::of(cause, scheduled_by)
             .map(|c| serde_json::to_value(&c))
             .transpose()

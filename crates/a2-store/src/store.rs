@@ -1,8 +1,8 @@
 use std::sync::Arc;
 
 use crate::attempts::*;
-use crate::search::*;
 use crate::presence::*;
+use crate::search::*;
 use crate::tasks::*;
 use crate::types::*;
 use crate::{Clock, SessionKey, StoreError};

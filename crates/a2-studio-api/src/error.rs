@@ -80,6 +80,8 @@ error_codes! {
     UnknownPresenceField = "UNKNOWN_PRESENCE_FIELD",
     /// Presence on a contract that declares no presence fields.
     PresenceNotSupported = "PRESENCE_NOT_SUPPORTED",
+    /// A server's `validate_push` refused a push; nothing of it was written.
+    PushRefused = "PUSH_REFUSED",
     /// A client's transport: the Studio server did not answer, or not in JSON.
     Transport = "TRANSPORT",
     /// A client's: something failed that was not a Studio error at all.
@@ -176,6 +178,7 @@ mod tests {
             A2Error::UnknownPresenceField { contract: text(), field: text() },
             A2Error::InvalidPresenceValue { contract: text(), field: text(), message: text() },
             A2Error::PresenceNotSupported { contract: text() },
+            A2Error::PushRefused { session: text(), message: text() },
         ];
         let operator =
             store.into_iter().map(OperatorError::from).chain(engine.into_iter().map(OperatorError::from)).chain([

@@ -4,6 +4,7 @@
 //! tauri-specta. Every command is a method of [`Studio`] taking one request
 //! struct and calling the operator API.
 
+pub mod app;
 mod commands;
 mod connection;
 mod error;

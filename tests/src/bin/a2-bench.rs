@@ -13,6 +13,10 @@
 //!   and append, interleaved over 3 rounds, with medians and ratios.
 //! - with `--memory` (alone): a worker's resident memory while draining a
 //!   1M-event store.
+//! - with `--sse` (alone): 1,000 SSE clients on one session while 10,000
+//!   events are pushed, against a server process of its own: delivery
+//!   delay p50/p99/max and the server's RSS (`--sse-clients`, `--sse-events`,
+//!   `--sse-store memory|sqlite|postgres`).
 //! - with `--replica`: the same reads on a hot standby (a throwaway primary
 //!   and its `pg_basebackup -R` replica), seeded on the primary.
 
@@ -22,6 +26,8 @@ use std::time::{Duration, Instant};
 
 #[path = "a2-bench/peers.rs"]
 mod peers;
+#[path = "a2-bench/sse.rs"]
+mod sse;
 
 use a2_e2e::{open_with, OpenOptions};
 use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, Server};
@@ -554,6 +560,12 @@ async fn run() -> Result<(), String> {
     };
     if args.iter().any(|a| a == "--peers") {
         return peers::run(&url).await;
+    }
+    if args.iter().any(|a| a == "--sse-server") {
+        return sse::server(&args, &url).await;
+    }
+    if args.iter().any(|a| a == "--sse") {
+        return sse::run(&args, &url).await;
     }
     if args.iter().any(|a| a == "--memory") {
         return worker_memory(&url).await;

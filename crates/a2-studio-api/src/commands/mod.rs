@@ -22,8 +22,8 @@ use crate::*;
 
 mod actions;
 mod connection;
-mod reads;
 mod presence;
+mod reads;
 mod timers;
 
 /// How often a store without change notifications (SQLite, memory) is re-read.

@@ -1,0 +1,83 @@
+//! The wire: an A2 server's sessions over HTTP, for browser and service
+//! clients. `router(servers)` mounts, per contract:
+//!
+//! - `POST /{contract}/sessions/{id}/push`: the seeds' envelope (events, a
+//!   presence patch, or both) through [`parse_push_body`], then the server's
+//!   `validate_push`, then the write; answers the appended events.
+//! - `GET /{contract}/sessions/{id}/stream`: the session as Server-Sent
+//!   Events after `startAfter` (or `Last-Event-ID`), with the presence plane
+//!   when `presence=1`, keep-alive pings, and a slow client held by TCP's own
+//!   backpressure (frames are read from the store only as they are sent).
+//! - `GET /{contract}/sessions/{id}/history` and `/state`: JSON.
+//! - `GET /{contract}`: what the contract takes.
+//!
+//! Reads carry no authentication of their own: mount the router behind the
+//! app's (an axum layer); `validate_push` is where pushes are authorized.
+
+mod envelope;
+mod error;
+mod routes;
+mod stream;
+mod wire;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2_engine::Server;
+use axum::Router;
+
+pub use envelope::{parse_push_body, parse_push_events, EVENT_WRITE_CHARS, MAX_PUSHED_ID};
+pub use error::{error_status, WireError};
+pub use wire::{event_to_wire, presence_patch_to_wire, presence_snapshot_to_wire};
+
+/// How the routes behave.
+#[derive(Debug, Clone)]
+pub struct WireOptions {
+    /// How often an idle stream sends a `: ping` comment, so proxies and
+    /// browsers keep it open and a dead client is noticed by a failed write.
+    pub keep_alive: Duration,
+    /// The largest push body read; a bigger one is refused unread (413).
+    pub body_limit: usize,
+}
+
+impl Default for WireOptions {
+    fn default() -> Self {
+        Self { keep_alive: Duration::from_secs(15), body_limit: 1024 * 1024 }
+    }
+}
+
+pub(crate) struct Wire {
+    servers: BTreeMap<String, Server>,
+    options: WireOptions,
+}
+
+impl Wire {
+    fn server(&self, contract: &str) -> Result<&Server, WireError> {
+        self.servers.get(contract).ok_or_else(|| {
+            WireError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                "UNKNOWN_CONTRACT",
+                format!(
+                    "no contract named '{contract}' is served here (served: {})",
+                    self.servers.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )
+        })
+    }
+}
+
+/// The routes of every server's contract, with the default options.
+pub fn router(servers: impl IntoIterator<Item = Server>) -> Router {
+    router_with(servers, WireOptions::default())
+}
+
+/// [`router`] with options.
+pub fn router_with(servers: impl IntoIterator<Item = Server>, options: WireOptions) -> Router {
+    let servers = servers.into_iter().map(|server| (server.contract().name().to_owned(), server)).collect();
+    routes::routes(Arc::new(Wire { servers, options }))
+}
+
+/// A small page that pushes to and follows a session of the demo contract
+/// (`a2 serve-app` serves it at `/`): the wire's browser client, by example.
+pub const EXAMPLE_PAGE: &str = include_str!("page.html");

@@ -1,0 +1,283 @@
+//! The wire's scenarios, each over a real TCP socket to a served router on
+//! one store; `wire.rs` stamps them on memory, SQLite and Postgres.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use a2_engine::{Contract, PushContext, Reducer, Server};
+use a2_store::Store;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::client::{get, push, send, Sse};
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Count {
+    n: u64,
+}
+
+/// What the test's `validate_push` was shown, plane by plane.
+type Seen = Arc<Mutex<Vec<PushContext>>>;
+
+pub struct Served {
+    pub addr: SocketAddr,
+    pub seen: Seen,
+}
+
+fn notes() -> Contract {
+    let total = Reducer::new("total", json!(0), |state, event| {
+        json!(state.as_u64().unwrap_or(0) + event.payload["n"].as_u64().unwrap_or(0))
+    });
+    let built = Contract::new("notes")
+        .and_then(|c| c.event_with("note", |_| Ok(())))
+        .and_then(|c| c.event::<Count>("count"))
+        .and_then(|c| c.presence::<u64>("cursor"))
+        .and_then(|c| c.presence::<bool>("typing"))
+        .and_then(|c| c.reducer(total));
+    built.unwrap_or_else(|e| panic!("the test contract: {e}"))
+}
+
+fn plain() -> Contract {
+    Contract::new("plain").and_then(|c| c.event_with("note", |_| Ok(()))).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Serve `notes` (with a `validate_push` that refuses secrets and mallory)
+/// and `plain` on `store`, on a free port of 127.0.0.1.
+pub async fn serve(store: Arc<dyn Store>) -> Served {
+    serve_with(store, a2_http::WireOptions::default()).await
+}
+
+pub async fn serve_with(store: Arc<dyn Store>, options: a2_http::WireOptions) -> Served {
+    let seen: Seen = Arc::default();
+    let record = seen.clone();
+    let notes = Server::builder(notes(), store.clone())
+        .validate_push(move |context: Arc<PushContext>| {
+            let record = record.clone();
+            async move {
+                record.lock().unwrap_or_else(|e| e.into_inner()).push((*context).clone());
+                if context.events.iter().any(|e| e.payload.get("secret").is_some()) {
+                    return Err("secrets are not pushed".to_owned());
+                }
+                if context.presence.as_ref().is_some_and(|p| p.participant == "mallory") {
+                    return Err("mallory may not be present".to_owned());
+                }
+                Ok(())
+            }
+        })
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let plain = Server::builder(plain(), store).build().unwrap_or_else(|e| panic!("{e}"));
+    let router = a2_http::router_with([notes, plain], options);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("bind: {e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    Served { addr, seen }
+}
+
+const NOTES: &str = "/notes/sessions/s-1";
+
+async fn history_len(addr: SocketAddr, session: &str) -> usize {
+    let answer = get(addr, &format!("{session}/history")).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    answer.json()["events"].as_array().map_or(0, Vec::len)
+}
+
+/// A UUIDv5-shaped id is the engine's (a consumer's derived id): a client
+/// giving one could collide with it, so the envelope refuses it, any case,
+/// anywhere in the batch, and nothing of the batch is written.
+pub async fn push_refuses_derived_ids(store: Arc<dyn Store>) {
+    let served = serve(store).await;
+    let derived = a2_engine::ids::appended_event_id("trigger", "name", 0, "consumer");
+    for id in [derived.clone(), derived.to_uppercase()] {
+        let body = json!({ "events": [{ "type": "note", "id": "mine-1" }, { "type": "note", "id": id }] });
+        let answer = push(served.addr, &format!("{NOTES}/push"), &body).await;
+        assert_eq!(answer.status, 400, "{}", answer.body);
+        assert_eq!(answer.code(), "INVALID_PAYLOAD");
+        assert!(answer.body.contains("events[1].id is shaped like the ids A2 derives"), "{}", answer.body);
+    }
+    assert_eq!(history_len(served.addr, NOTES).await, 0, "a refused batch writes nothing");
+    // A random UUID (v4) is a client's own, and a retry of it is the same event.
+    let own = "6f1c1e1e-3d3b-4c4a-9b9b-2a2a2a2a2a2a";
+    for _ in 0..2 {
+        let answer =
+            push(served.addr, &format!("{NOTES}/push"), &json!({ "events": [{ "type": "note", "id": own }] })).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(answer.json()["events"][0]["id"], own);
+        assert_eq!(answer.json()["events"][0]["index"], 1);
+    }
+    assert_eq!(history_len(served.addr, NOTES).await, 1);
+}
+
+fn frame_index(frame: &super::client::Frame) -> u64 {
+    frame.data["index"].as_u64().unwrap_or_else(|| panic!("no index in {frame:?}"))
+}
+
+/// `id:` is the event's index, so a browser's reconnect (`Last-Event-ID`)
+/// resumes exactly after the last event it got; the header wins over `startAfter`.
+pub async fn stream_resumes_after_last_event_id(store: Arc<dyn Store>) {
+    let served = serve(store).await;
+    let events: Vec<Value> = (1..=4).map(|n| json!({ "type": "note", "payload": { "n": n } })).collect();
+    let answer = push(served.addr, &format!("{NOTES}/push"), &json!({ "events": events })).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+
+    let mut resumed = Sse::open(served.addr, &format!("{NOTES}/stream"), &[("Last-Event-ID", "2")]).await;
+    assert_eq!(resumed.status, 200);
+    assert!(resumed.headers.contains("text/event-stream"), "{}", resumed.headers);
+    let third = resumed.next_event().await;
+    assert_eq!((third.id.as_deref(), frame_index(&third)), (Some("3"), 3));
+    assert_eq!(third.data["sessionId"], "s-1");
+    assert_eq!(third.data["payload"], json!({ "n": 3 }));
+    assert_eq!(frame_index(&resumed.next_event().await), 4);
+
+    let mut after = Sse::open(served.addr, &format!("{NOTES}/stream?startAfter=3"), &[]).await;
+    assert_eq!(frame_index(&after.next_event().await), 4);
+    let mut header_wins =
+        Sse::open(served.addr, &format!("{NOTES}/stream?startAfter=3"), &[("Last-Event-ID", "1")]).await;
+    assert_eq!(frame_index(&header_wins.next_event().await), 2);
+
+    // Live: an event pushed now reaches the streams already open.
+    let answer = push(served.addr, &format!("{NOTES}/push"), &json!({ "events": [{ "type": "note" }] })).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(resumed.next_event().await.id.as_deref(), Some("5"));
+    assert_eq!(frame_index(&after.next_event().await), 5);
+
+    let bad = get(served.addr, &format!("{NOTES}/stream?startAfter=-1")).await;
+    assert_eq!((bad.status, bad.code()), (400, "INVALID_ARGUMENT".to_owned()));
+    let bad = send(served.addr, "GET", &format!("{NOTES}/stream"), &[("Last-Event-ID", "x")], b"").await;
+    assert_eq!((bad.status, bad.code()), (400, "INVALID_ARGUMENT".to_owned()));
+}
+
+/// One client pushes events and presence; another, following the session
+/// with the presence plane, gets the snapshot first, then each in order.
+pub async fn pushed_events_and_presence_reach_another_stream(store: Arc<dyn Store>) {
+    let served = serve(store).await;
+    let mut follower = Sse::open(served.addr, &format!("{NOTES}/stream?presence=1"), &[]).await;
+    let snapshot = follower.next().await.unwrap_or_else(|| panic!("no snapshot"));
+    assert_eq!((snapshot.event.as_str(), &snapshot.data), ("presence", &json!({ "snapshot": {} })));
+
+    let body = json!({
+        "events": [{ "type": "note", "payload": "hello" }],
+        "presence": { "participant": "ann", "values": { "cursor": 1 }, "at": 100 },
+    });
+    let answer = push(served.addr, &format!("{NOTES}/push"), &body).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let event = follower.next().await.unwrap_or_else(|| panic!("ended"));
+    assert_eq!((event.event.as_str(), event.data["payload"].clone()), ("event", json!("hello")));
+    let patch = follower.next().await.unwrap_or_else(|| panic!("ended"));
+    assert_eq!(patch.event, "patch");
+    assert_eq!(patch.id, None, "presence frames leave the resume point alone");
+    assert_eq!(patch.data, json!({ "participant": "ann", "values": { "cursor": 1 }, "seen": 0, "at": 100 }));
+
+    let typing = json!({ "presence": { "participant": "ann", "values": { "typing": true }, "at": 200, "seen": 1 } });
+    assert_eq!(push(served.addr, &format!("{NOTES}/push"), &typing).await.status, 200);
+    let patch = follower.next().await.unwrap_or_else(|| panic!("ended"));
+    assert_eq!(patch.data, json!({ "participant": "ann", "values": { "typing": true }, "seen": 1, "at": 200 }));
+    assert_eq!(
+        push(served.addr, &format!("{NOTES}/push"), &json!({ "events": [{ "type": "note" }] })).await.status,
+        200
+    );
+    assert_eq!(frame_index(&follower.next_event().await), 2);
+
+    // A client that joins now is painted the map whole, then only new events.
+    let mut late = Sse::open(served.addr, &format!("{NOTES}/stream?presence=1&startAfter=2"), &[]).await;
+    let snapshot = late.next().await.unwrap_or_else(|| panic!("no snapshot"));
+    assert_eq!(snapshot.data["snapshot"]["ann"]["cursor"], json!({ "value": 1, "seen": 0, "at": 100 }));
+    assert_eq!(snapshot.data["snapshot"]["ann"]["typing"]["value"], json!(true));
+    let delete = json!({ "presence": { "participant": "ann", "values": { "typing": null }, "at": 300 } });
+    assert_eq!(push(served.addr, &format!("{NOTES}/push"), &delete).await.status, 200);
+    let gone = late.next().await.unwrap_or_else(|| panic!("ended"));
+    assert_eq!(gone.data["values"], json!({ "typing": null }));
+}
+
+/// Every refusal answers its status and code, and nothing of the push is
+/// written: `validate_push` sees each plane before any write.
+pub async fn push_refusals_write_nothing(store: Arc<dyn Store>) {
+    let options = a2_http::WireOptions { body_limit: 4096, ..a2_http::WireOptions::default() };
+    let served = serve_with(store, options).await;
+    let url = format!("{NOTES}/push");
+    let good = json!({ "type": "note", "payload": 1 });
+    let cases = [
+        (json!({ "events": [good, { "type": "note", "payload": { "secret": true } }] }), 403, "PUSH_REFUSED"),
+        (
+            json!({ "events": [good], "presence": { "participant": "mallory", "values": { "typing": true } } }),
+            403,
+            "PUSH_REFUSED",
+        ),
+        (
+            json!({ "events": [good], "presence": { "participant": "ann", "values": { "cursor": "x" } } }),
+            400,
+            "INVALID_PAYLOAD",
+        ),
+        (
+            json!({ "events": [good], "presence": { "participant": "ann", "values": { "mood": 1 } } }),
+            400,
+            "UNKNOWN_PRESENCE_FIELD",
+        ),
+        (
+            json!({ "events": [good], "presence": { "participant": "*", "values": { "typing": true } } }),
+            400,
+            "INVALID_ARGUMENT",
+        ),
+        (json!({ "events": [good, { "type": "nope" }] }), 400, "UNKNOWN_EVENT_TYPE"),
+        (json!({ "events": [good, { "type": "count", "payload": { "n": "one" } }] }), 400, "INVALID_PAYLOAD"),
+        (json!({ "events": [good], "extra": 1 }), 400, "INVALID_PAYLOAD"),
+    ];
+    for (body, status, code) in cases {
+        let answer = push(served.addr, &url, &body).await;
+        assert_eq!((answer.status, answer.code()), (status, code.to_owned()), "{body}: {}", answer.body);
+    }
+    assert_eq!(history_len(served.addr, NOTES).await, 0, "no refused push wrote an event");
+    let mut follower = Sse::open(served.addr, &format!("{NOTES}/stream?presence=1"), &[]).await;
+    assert_eq!(follower.next().await.map(|f| f.data), Some(json!({ "snapshot": {} })), "no refused patch was written");
+
+    // The validator saw one plane at a time: events alone, the patch alone.
+    let seen = served.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mallory = seen.iter().find(|c| c.presence.as_ref().is_some_and(|p| p.participant == "mallory"));
+    assert!(mallory.is_some_and(|c| c.events.is_empty() && c.session_id == "s-1"), "{seen:?}");
+    assert!(seen.iter().any(|c| c.presence.is_none() && c.events.len() == 2));
+
+    let text = send(served.addr, "POST", &url, &[("Content-Type", "text/plain")], b"{}").await;
+    assert_eq!((text.status, text.code()), (415, "UNSUPPORTED_MEDIA_TYPE".to_owned()));
+    let big = json!({ "events": [{ "type": "note", "payload": "z".repeat(5000) }] });
+    let answer = push(served.addr, &url, &big).await;
+    assert_eq!((answer.status, answer.code()), (413, "PAYLOAD_TOO_LARGE".to_owned()));
+    let answer = push(served.addr, "/nobody/sessions/s-1/push", &json!({ "events": [good] })).await;
+    assert_eq!((answer.status, answer.code()), (404, "UNKNOWN_CONTRACT".to_owned()));
+    let answer = push(served.addr, "/notes/sessions/a%1Fb/push", &json!({ "events": [good] })).await;
+    assert_eq!((answer.status, answer.code()), (400, "INVALID_SESSION_ID".to_owned()));
+    let answer =
+        push(served.addr, "/plain/sessions/s-1/push", &json!({ "presence": { "participant": "ann", "values": {} } }))
+            .await;
+    assert_eq!((answer.status, answer.code()), (400, "PRESENCE_NOT_SUPPORTED".to_owned()));
+    let answer = get(served.addr, "/plain/sessions/s-1/stream?presence=1").await;
+    assert_eq!((answer.status, answer.code()), (400, "PRESENCE_NOT_SUPPORTED".to_owned()));
+    let answer = get(served.addr, "/notes/sessions/s-1/elsewhere").await;
+    assert_eq!(answer.status, 404);
+    assert_eq!(history_len(served.addr, NOTES).await, 0);
+}
+
+/// History pages through a session; state folds a reducer through an index.
+pub async fn history_and_state_read_as_json(store: Arc<dyn Store>) {
+    let served = serve(store).await;
+    let events: Vec<Value> = (1..=5).map(|n| json!({ "type": "count", "payload": { "n": n } })).collect();
+    assert_eq!(push(served.addr, &format!("{NOTES}/push"), &json!({ "events": events })).await.status, 200);
+
+    let page = get(served.addr, &format!("{NOTES}/history?limit=2")).await.json();
+    let indexes: Vec<u64> =
+        page["events"].as_array().into_iter().flatten().filter_map(|e| e["index"].as_u64()).collect();
+    assert_eq!((indexes, page["next"].clone()), (vec![1, 2], json!(3)));
+    let page = get(served.addr, &format!("{NOTES}/history?gte=3&lte=4")).await.json();
+    assert_eq!(page["events"].as_array().map(Vec::len), Some(2));
+    assert_eq!(page["next"], Value::Null);
+    let bad = get(served.addr, &format!("{NOTES}/history?gte=4&lte=3")).await;
+    assert_eq!((bad.status, bad.code()), (400, "INVALID_ARGUMENT".to_owned()));
+
+    assert_eq!(get(served.addr, &format!("{NOTES}/state")).await.json(), json!({ "state": 15, "index": 5 }));
+    assert_eq!(get(served.addr, &format!("{NOTES}/state?through=2")).await.json(), json!({ "state": 3, "index": 2 }));
+    let bad = get(served.addr, &format!("{NOTES}/state?reducer=nope")).await;
+    assert_eq!((bad.status, bad.code()), (400, "UNKNOWN_REDUCER".to_owned()));
+    let described = get(served.addr, "/notes").await.json();
+    assert_eq!(described["presenceFields"], json!(["cursor", "typing"]));
+    assert_eq!(described["reducers"], json!(["total"]));
+}
