@@ -106,6 +106,18 @@ fn bench(extra: &[String]) -> Result<(), String> {
         drop(database);
         return result;
     }
+    if extra.iter().any(|a| a == "--sse") {
+        // The wire's fan-out alone: 1,000 SSE clients on one session, each store.
+        let database = postgres::ensure()?;
+        let mut command = cargo();
+        command
+            .args(["run", "--release", "--quiet", "-p", "a2-e2e", "--bin", "a2-bench", "--"])
+            .args(["--postgres", database.url()])
+            .args(extra);
+        let result = run(command);
+        drop(database);
+        return result;
+    }
     if !studio_only {
         let database = postgres::ensure()?;
         let mut command = cargo();

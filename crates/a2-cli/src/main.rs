@@ -93,7 +93,7 @@ async fn serve_app(cli: &Cli, port: u16) -> Result<(), ApiError> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    a2_studio_api::app::serve_app(listener, servers, shutdown).await.map_err(unavailable)
+    a2_studio_api::app::serve_app(listener, servers, shutdown).await
 }
 
 fn open_request(cli: &Cli, read_only: Option<bool>) -> ConnectionOpen {

@@ -264,7 +264,11 @@ pub async fn small_rules_of_the_seeds_hold(factory: &dyn StoreFactory, pace: Pac
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(code(session.append(vec![]).await), Err("INVALID_ARGUMENT"), "an empty append is refused");
     assert_eq!(code(session.redrive("", 1, RedriveAction::Retry).await), Err("INVALID_ARGUMENT"));
-    session.append(vec![tick(1), tick(2).with_id("mine")]).await.unwrap_or_else(|e| panic!("{e}"));
+    let appended = session.append(vec![tick(1), tick(2).with_id("mine")]).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        appended.iter().all(|e| e.session == session.id()),
+        "appended events carry the session's own id, not the storage key: {appended:?}"
+    );
     assert_eq!(
         given.lock().map(|v| v.clone()).unwrap_or_default(),
         vec![None, Some("mine".to_owned())],

@@ -41,6 +41,8 @@ pub struct History {
     lte: Option<u64>,
     buffer: VecDeque<Event>,
     pub(crate) done: bool,
+    /// Events read a page: what a reader that stalls holds at most.
+    page: u32,
 }
 
 impl History {
@@ -66,12 +68,27 @@ impl History {
             lte: range.lte,
             buffer: VecDeque::new(),
             done: false,
+            page: a2_store::MAX_PAGE,
         })
     }
 
     /// Every event after `after`, with no end.
     pub(crate) fn after(store: Arc<dyn Store>, key: SessionKey, session_id: String, after: u64) -> Self {
-        Self { store, key, session_id, after, lte: None, buffer: VecDeque::new(), done: false }
+        Self {
+            store,
+            key,
+            session_id,
+            after,
+            lte: None,
+            buffer: VecDeque::new(),
+            done: false,
+            page: a2_store::MAX_PAGE,
+        }
+    }
+
+    /// Read at most `events` a page (default the store's largest page).
+    pub(crate) fn set_page_size(&mut self, events: u32) {
+        self.page = events.clamp(1, a2_store::MAX_PAGE);
     }
 
     /// The next event, or `None` past the range's end.
@@ -81,11 +98,11 @@ impl History {
                 session: self.key.clone(),
                 after: Some(self.after),
                 before: self.lte.map(|lte| lte.saturating_add(1)),
-                limit: a2_store::MAX_PAGE,
+                limit: self.page,
                 newest_first: false,
             };
             let page = self.store.event_list(params).await?;
-            self.done = page.len() < a2_store::MAX_PAGE as usize;
+            self.done = page.len() < self.page as usize;
             self.after = page.last().map_or(self.after, |e| e.index);
             self.buffer.extend(page.into_iter().map(|mut e| {
                 e.session = self.session_id.clone();
@@ -123,6 +140,13 @@ impl EventStream {
         signals: SessionSignals,
     ) -> Self {
         Self { history: History::after(store, key, session_id, after), signals }
+    }
+
+    /// Read at most `events` a page: a stream whose reader stalls (a slow
+    /// client on the wire) holds that many events, not a whole page.
+    pub fn page_size(mut self, events: u32) -> Self {
+        self.history.set_page_size(events);
+        self
     }
 
     /// The next event; waits for an append here or (by the store's feed or a poll) elsewhere.

@@ -130,6 +130,12 @@ impl PresenceFeed {
         Self { store, key, history, signals, painted: BTreeMap::new(), pending: VecDeque::new(), started: false }
     }
 
+    /// Read at most `events` a page of the log (see [`crate::EventStream::page_size`]).
+    pub fn page_size(mut self, events: u32) -> Self {
+        self.history.set_page_size(events);
+        self
+    }
+
     /// The next item: the snapshot first, then events and changes as they come.
     pub async fn next(&mut self) -> Result<FeedItem, A2Error> {
         loop {

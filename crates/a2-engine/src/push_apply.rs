@@ -1,6 +1,6 @@
 //! A push written: a server's `validate_push` sees each plane before
 //! anything is written and may refuse it; then the whole push is checked
-//! (ids, types, payloads, the patch) and only then written.
+//! (ids, types, payloads, the patch) and only then written, patch first.
 
 use std::sync::Arc;
 
@@ -51,15 +51,16 @@ impl ServerCore {
         if let Some(patch) = &push.presence {
             checked_values(self.contract(), patch)?;
         }
-        let appended = if push.events.is_empty() {
-            Vec::new()
-        } else {
-            self.append(session_id, push.events, None, &random_ids).await?
-        };
+        // The patch first: a failure between the two writes then leaves only
+        // presence, which a retry rewrites to the same values, never events
+        // that a retry would append twice. An outside writer's `seen`
+        // defaults to 0, as the seeds have it.
         if let Some(patch) = push.presence {
-            // An outside writer's `seen` defaults to 0, as the seeds have it, events or not.
             self.set_presence(session_id, patch, 0).await?;
         }
-        Ok(appended)
+        if push.events.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.append(session_id, push.events, None, &random_ids).await
     }
 }

@@ -272,7 +272,7 @@ impl Session {
 
     /// What a client pushed (the wire's push route): the server's
     /// `validate_push` sees each plane, the whole push is checked, then its
-    /// events are appended and its patch written; the appended events come back.
+    /// patch is written and its events appended; the appended events come back.
     pub async fn push(&self, push: Push) -> Result<Vec<Event>, A2Error> {
         self.background.ensure_started();
         self.core.push(&self.id, push).await

@@ -409,7 +409,15 @@ impl ServerCore {
             if work || !from_consumer {
                 self.wake(session_id);
             }
-            Ok(appended.events)
+            // Handed out with the session's own id, as every other read does, never the storage key.
+            Ok(appended
+                .events
+                .into_iter()
+                .map(|mut event| {
+                    event.session = session_id.to_owned();
+                    event
+                })
+                .collect())
         }
         .instrument(span)
         .await

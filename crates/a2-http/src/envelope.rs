@@ -14,8 +14,9 @@ use crate::error::WireError;
 pub const MAX_PUSHED_ID: usize = 256;
 
 /// The most JSON text one pushed event may carry (its payload as sent):
-/// one event is a fact, not a file; a bigger thing belongs in object storage.
-pub const EVENT_WRITE_CHARS: usize = 256 * 1024;
+/// one event is a fact, not a file; a bigger thing belongs in object
+/// storage. It also bounds what a stalled stream holds (a page of events).
+pub const EVENT_WRITE_CHARS: usize = 64 * 1024;
 
 /// Read a push body: the events and the presence patch it carries, or why not.
 pub fn parse_push_body(body: &[u8]) -> Result<Push, WireError> {

@@ -62,10 +62,20 @@ impl From<A2Error> for WireError {
         let code = error.code();
         let retryable = error.is_retryable();
         let status = error_status(code, retryable);
-        if status == StatusCode::INTERNAL_SERVER_ERROR {
-            tracing::error!(code, %error, "a wire request failed");
-        }
-        Self { status, code: code.to_owned(), message: error.to_string(), retryable }
+        // A store's own words can name hosts and SQL: a client is told what
+        // kind of failure it was, the server's log gets the rest.
+        let message = match status {
+            StatusCode::INTERNAL_SERVER_ERROR => {
+                tracing::error!(code, %error, "a wire request failed");
+                "the server failed to answer; its log says why".to_owned()
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                tracing::warn!(code, %error, "a wire request met an unavailable store");
+                "the store is unavailable for now; try again".to_owned()
+            }
+            _ => error.to_string(),
+        };
+        Self { status, code: code.to_owned(), message, retryable }
     }
 }
 

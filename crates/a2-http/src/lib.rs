@@ -8,7 +8,8 @@
 //!   Events after `startAfter` (or `Last-Event-ID`), with the presence plane
 //!   when `presence=1`, keep-alive pings, and a slow client held by TCP's own
 //!   backpressure (frames are read from the store only as they are sent).
-//! - `GET /{contract}/sessions/{id}/history` and `/state`: JSON.
+//! - `GET /{contract}/sessions/{id}/history` and `/state`: JSON, a history
+//!   page cut short at [`HISTORY_CHARS`] of payload text.
 //! - `GET /{contract}`: what the contract takes.
 //!
 //! Reads carry no authentication of their own: mount the router behind the
@@ -16,6 +17,7 @@
 
 mod envelope;
 mod error;
+mod fanout;
 mod routes;
 mod stream;
 mod wire;
@@ -24,11 +26,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2_engine::Server;
+use a2_engine::{A2Error, Server};
 use axum::Router;
 
 pub use envelope::{parse_push_body, parse_push_events, EVENT_WRITE_CHARS, MAX_PUSHED_ID};
 pub use error::{error_status, WireError};
+pub use routes::{HISTORY_CHARS, HISTORY_LIMIT};
 pub use wire::{event_to_wire, presence_patch_to_wire, presence_snapshot_to_wire};
 
 /// How the routes behave.
@@ -39,17 +42,37 @@ pub struct WireOptions {
     pub keep_alive: Duration,
     /// The largest push body read; a bigger one is refused unread (413).
     pub body_limit: usize,
+    /// Streams open at once; one more is refused (503 `TOO_MANY_STREAMS`),
+    /// so clients that connect and never read cannot hold memory without bound.
+    pub max_streams: usize,
+    /// Events a stream reads from the store a page while it is behind the
+    /// shared tail, and a presence stream always: what a stalled client holds.
+    pub stream_page: u32,
+    /// A followed session's shared tail keeps at most this many recent
+    /// events, and this much of their JSON text; a client further behind
+    /// reads from the store until it catches up.
+    pub ring_events: usize,
+    pub ring_chars: usize,
 }
 
 impl Default for WireOptions {
     fn default() -> Self {
-        Self { keep_alive: Duration::from_secs(15), body_limit: 1024 * 1024 }
+        Self {
+            keep_alive: Duration::from_secs(15),
+            body_limit: 1024 * 1024,
+            max_streams: 4096,
+            stream_page: 16,
+            ring_events: 4096,
+            ring_chars: 8 * 1024 * 1024,
+        }
     }
 }
 
 pub(crate) struct Wire {
     servers: BTreeMap<String, Server>,
     options: WireOptions,
+    streams: Arc<tokio::sync::Semaphore>,
+    hub: fanout::Hub,
 }
 
 impl Wire {
@@ -67,15 +90,25 @@ impl Wire {
     }
 }
 
-/// The routes of every server's contract, with the default options.
-pub fn router(servers: impl IntoIterator<Item = Server>) -> Router {
+/// The routes of every server's contract, with the default options; two
+/// servers of one contract are refused (which would answer is not for a map to decide).
+pub fn router(servers: impl IntoIterator<Item = Server>) -> Result<Router, A2Error> {
     router_with(servers, WireOptions::default())
 }
 
 /// [`router`] with options.
-pub fn router_with(servers: impl IntoIterator<Item = Server>, options: WireOptions) -> Router {
-    let servers = servers.into_iter().map(|server| (server.contract().name().to_owned(), server)).collect();
-    routes::routes(Arc::new(Wire { servers, options }))
+pub fn router_with(servers: impl IntoIterator<Item = Server>, options: WireOptions) -> Result<Router, A2Error> {
+    let mut by_contract = BTreeMap::new();
+    for server in servers {
+        let name = server.contract().name().to_owned();
+        if by_contract.insert(name.clone(), server).is_some() {
+            return Err(A2Error::InvalidArgument {
+                message: format!("two servers of contract '{name}' on one router"),
+            });
+        }
+    }
+    let streams = Arc::new(tokio::sync::Semaphore::new(options.max_streams.max(1)));
+    Ok(routes::routes(Arc::new(Wire { servers: by_contract, options, streams, hub: fanout::Hub::default() })))
 }
 
 /// A small page that pushes to and follows a session of the demo contract

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::Response;
@@ -18,7 +19,11 @@ use crate::wire::event_to_wire;
 use crate::Wire;
 
 /// The most events one history page answers.
-const HISTORY_LIMIT: usize = 1000;
+pub const HISTORY_LIMIT: usize = 1000;
+
+/// A history page stops once its payloads reach this much JSON text
+/// (`next` says where to go on), so one answer stays a few MiB.
+pub const HISTORY_CHARS: usize = 4 * 1024 * 1024;
 
 pub(crate) fn routes(wire: Arc<Wire>) -> Router {
     Router::new()
@@ -30,7 +35,22 @@ pub(crate) fn routes(wire: Arc<Wire>) -> Router {
         .fallback(|| async {
             WireError::new(StatusCode::NOT_FOUND, "NOT_FOUND", "no such route: see the a2-http crate's routes")
         })
+        .method_not_allowed_fallback(|| async {
+            WireError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+                "push is POST; the other routes are GET",
+            )
+        })
         .with_state(wire)
+}
+
+pub(crate) type SessionPath = Result<Path<(String, String)>, PathRejection>;
+
+/// The contract and session of a path, or a JSON refusal (a path that is
+/// not UTF-8 once decoded would otherwise answer axum's plain text).
+pub(crate) fn session_path(path: SessionPath) -> Result<(String, String), WireError> {
+    path.map(|Path(ids)| ids).map_err(|e| WireError::invalid_argument(format!("the path does not name a session: {e}")))
 }
 
 pub(crate) type Params = Query<HashMap<String, String>>;
@@ -57,11 +77,8 @@ async fn describe(State(wire): State<Arc<Wire>>, Path(contract): Path<String>) -
     })))
 }
 
-async fn push(
-    State(wire): State<Arc<Wire>>,
-    Path((contract, id)): Path<(String, String)>,
-    request: Request,
-) -> Result<Json<Value>, WireError> {
+async fn push(State(wire): State<Arc<Wire>>, path: SessionPath, request: Request) -> Result<Json<Value>, WireError> {
+    let (contract, id) = session_path(path)?;
     let server = wire.server(&contract)?;
     // JSON only: a cross-site form cannot send it without the browser asking first.
     let json = request
@@ -105,9 +122,10 @@ async fn read_body(request: Request, limit: usize) -> Result<Vec<u8>, WireError>
 
 async fn history(
     State(wire): State<Arc<Wire>>,
-    Path((contract, id)): Path<(String, String)>,
+    path: SessionPath,
     Query(params): Params,
 ) -> Result<Json<Value>, WireError> {
+    let (contract, id) = session_path(path)?;
     let server = wire.server(&contract)?;
     let gte = index_param(&params, "gte")?;
     let lte = index_param(&params, "lte")?;
@@ -118,13 +136,13 @@ async fn history(
     }
     let limit = index_param(&params, "limit")?.map_or(HISTORY_LIMIT, |l| (l as usize).clamp(1, HISTORY_LIMIT));
     let mut events = server.session(&id)?.history(a2_engine::EventRange { gte, lte })?;
-    let mut page = Vec::new();
-    let mut next = None;
+    let (mut page, mut chars, mut next) = (Vec::new(), 0, None);
     while let Some(event) = events.next().await? {
-        if page.len() == limit {
+        if page.len() == limit || chars >= HISTORY_CHARS {
             next = Some(event.index);
             break;
         }
+        chars += event.payload.to_string().len();
         page.push(event_to_wire(&event));
     }
     Ok(Json(json!({ "events": page, "next": next })))
@@ -132,9 +150,10 @@ async fn history(
 
 async fn state(
     State(wire): State<Arc<Wire>>,
-    Path((contract, id)): Path<(String, String)>,
+    path: SessionPath,
     Query(params): Params,
 ) -> Result<Json<Value>, WireError> {
+    let (contract, id) = session_path(path)?;
     let server = wire.server(&contract)?;
     let reducers: Vec<&str> = server.contract().reducer_names().collect();
     let reducer = match (params.get("reducer"), reducers.as_slice()) {

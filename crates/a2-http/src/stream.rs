@@ -2,30 +2,36 @@
 //! event's index (so a browser's `Last-Event-ID` resumes exactly after it),
 //! `event: presence` (the snapshot, first, when asked) and `event: patch`
 //! (one field's change), neither with an `id:`; `event: error` before the
-//! stream ends on a failure. Each frame is read from the store only when
-//! the previous one was written, so a slow client costs a page, not a queue.
+//! stream ends on a failure. Event-only clients share one reader of the
+//! session (`fanout`); a presence client reads its own two-plane feed. Each
+//! frame is taken only when the previous one was written, so a slow client
+//! costs a cursor or a small page, never a queue.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use a2_engine::{A2Error, EventStream, FeedItem, PresenceFeed};
-use axum::extract::{Path, Query, State};
+use a2_engine::{A2Error, EventStream, FeedItem, PresenceFeed, Session};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as Frame, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
+use tokio::sync::{watch, OwnedSemaphorePermit};
+
+use crate::fanout::{Next, RingLimits, Tail};
 
 use crate::error::WireError;
-use crate::routes::{index_param, with_header, Params};
+use crate::routes::{index_param, session_path, with_header, Params, SessionPath};
 use crate::wire::{event_to_wire, presence_patch_to_wire, presence_snapshot_to_wire};
 use crate::Wire;
 
 pub(crate) async fn stream(
     State(wire): State<Arc<Wire>>,
-    Path((contract, id)): Path<(String, String)>,
+    path: SessionPath,
     headers: HeaderMap,
     Query(params): Params,
 ) -> Result<Response, WireError> {
+    let (contract, id) = session_path(path)?;
     let server = wire.server(&contract)?;
     let session = server.session(&id)?;
     // A reconnecting EventSource sends the last id it saw: that wins over the URL's.
@@ -44,11 +50,26 @@ pub(crate) async fn stream(
     if presence && !server.contract().declares_presence() {
         return Err(A2Error::PresenceNotSupported { contract: contract.clone() }.into());
     }
+    // Held by the stream until its client goes: the cap on what idle clients hold.
+    let permit = wire.streams.clone().try_acquire_owned().map_err(|_| {
+        let mut error = WireError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "TOO_MANY_STREAMS",
+            format!("this server follows at most {} streams at once; try again later", wire.options.max_streams),
+        );
+        error.retryable = true;
+        error
+    })?;
+    let page = wire.options.stream_page;
     let keep_alive = KeepAlive::new().interval(wire.options.keep_alive).text("ping");
     let response = if presence {
-        Sse::new(feed_frames(session.stream_with_presence(after))).keep_alive(keep_alive).into_response()
+        let feed = session.stream_with_presence(after).page_size(page);
+        Sse::new(feed_frames(feed, permit)).keep_alive(keep_alive).into_response()
     } else {
-        Sse::new(event_frames(session.stream(after))).keep_alive(keep_alive).into_response()
+        let limits = RingLimits { events: wire.options.ring_events, chars: wire.options.ring_chars };
+        let tail = wire.hub.tail(server, &session, limits).await?;
+        let follower = Follower { newest: tail.subscribe(), tail, after, catchup: None, session, page };
+        Sse::new(follower_frames(follower, permit)).keep_alive(keep_alive).into_response()
     };
     // Buffering proxies (nginx) would hold frames back.
     Ok(with_header(response, "x-accel-buffering", "no"))
@@ -60,32 +81,72 @@ fn event_frame(event: &a2_store::Event) -> Frame {
 
 fn error_frame(error: A2Error) -> Frame {
     let error = WireError::from(error);
-    debug_assert_ne!(error.status, StatusCode::OK);
     Frame::default().event("error").data(error.body().to_string())
 }
 
-fn event_frames(stream: EventStream) -> impl Stream<Item = Result<Frame, Infallible>> {
-    futures_util::stream::unfold(Some(stream), |state| async move {
-        let mut stream = state?;
-        Some(match stream.next().await {
-            Ok(event) => (Ok(event_frame(&event)), Some(stream)),
+/// One client of a session's shared tail (see `fanout`).
+struct Follower {
+    tail: Arc<Tail>,
+    newest: watch::Receiver<u64>,
+    after: u64,
+    /// The client's own read of the store while it is behind the ring.
+    catchup: Option<EventStream>,
+    session: Session,
+    page: u32,
+}
+
+impl Follower {
+    async fn next(&mut self) -> Result<Frame, A2Error> {
+        loop {
+            // Marked seen before the look: a newer event after it wakes the wait at once.
+            self.newest.borrow_and_update();
+            match self.tail.after(self.after) {
+                Next::Ready((index, json)) => {
+                    self.after = index;
+                    self.catchup = None;
+                    return Ok(Frame::default().event("event").id(index.to_string()).data(&*json));
+                }
+                Next::Behind => {
+                    let (session, after, page) = (&self.session, self.after, self.page);
+                    let stream = self.catchup.get_or_insert_with(|| session.stream(after).page_size(page));
+                    let event = stream.next().await?;
+                    self.after = event.index;
+                    return Ok(event_frame(&event));
+                }
+                Next::Wait => {
+                    // The tail's sender lives as long as this follower holds the tail.
+                    if self.newest.changed().await.is_err() {
+                        return Err(A2Error::Cancelled { message: "the session's tail stopped".into() });
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn follower_frames(follower: Follower, permit: OwnedSemaphorePermit) -> impl Stream<Item = Result<Frame, Infallible>> {
+    futures_util::stream::unfold(Some((follower, permit)), |state| async move {
+        let (mut follower, permit) = state?;
+        Some(match follower.next().await {
+            Ok(frame) => (Ok(frame), Some((follower, permit))),
             Err(error) => (Ok(error_frame(error)), None),
         })
     })
 }
 
-fn feed_frames(feed: PresenceFeed) -> impl Stream<Item = Result<Frame, Infallible>> {
-    futures_util::stream::unfold(Some(feed), |state| async move {
-        let mut feed = state?;
-        Some(match feed.next().await {
-            Ok(FeedItem::Event(event)) => (Ok(event_frame(&event)), Some(feed)),
+fn feed_frames(feed: PresenceFeed, permit: OwnedSemaphorePermit) -> impl Stream<Item = Result<Frame, Infallible>> {
+    futures_util::stream::unfold(Some((feed, permit)), |state| async move {
+        let (mut feed, permit) = state?;
+        let frame = match feed.next().await {
+            Ok(FeedItem::Event(event)) => event_frame(&event),
             Ok(FeedItem::Snapshot(map)) => {
-                (Ok(Frame::default().event("presence").data(presence_snapshot_to_wire(&map).to_string())), Some(feed))
+                Frame::default().event("presence").data(presence_snapshot_to_wire(&map).to_string())
             }
             Ok(FeedItem::Presence(change)) => {
-                (Ok(Frame::default().event("patch").data(presence_patch_to_wire(&change).to_string())), Some(feed))
+                Frame::default().event("patch").data(presence_patch_to_wire(&change).to_string())
             }
-            Err(error) => (Ok(error_frame(error)), None),
-        })
+            Err(error) => return Some((Ok(error_frame(error)), None)),
+        };
+        Some((Ok(frame), Some((feed, permit))))
     })
 }

@@ -58,6 +58,32 @@ pub async fn push(addr: SocketAddr, path: &str, body: &Value) -> Answer {
     send(addr, "POST", path, &[("Content-Type", "application/json")], body.to_string().as_bytes()).await
 }
 
+/// A push whose body is sent in chunks, its length never declared (HTTP/1.1).
+pub async fn chunked_push(addr: SocketAddr, path: &str, body: &[u8]) -> Answer {
+    let exchange = async {
+        let mut socket = TcpStream::connect(addr).await.unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        );
+        let mut bytes = head.into_bytes();
+        for chunk in body.chunks(1000) {
+            bytes.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+            bytes.extend_from_slice(chunk);
+            bytes.extend_from_slice(b"\r\n");
+        }
+        bytes.extend_from_slice(b"0\r\n\r\n");
+        // The server may answer and close before it has read it all.
+        let _ = socket.write_all(&bytes).await;
+        let mut raw = Vec::new();
+        let _ = socket.read_to_end(&mut raw).await;
+        let raw = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no head in {raw:?}"));
+        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("status of {head}"));
+        Answer { status, body: body.to_owned() }
+    };
+    tokio::time::timeout(PATIENCE, exchange).await.unwrap_or_else(|_| panic!("POST {path} did not answer"))
+}
+
 pub async fn get(addr: SocketAddr, path: &str) -> Answer {
     send(addr, "GET", path, &[], b"").await
 }

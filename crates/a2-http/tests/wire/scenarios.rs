@@ -68,7 +68,7 @@ pub async fn serve_with(store: Arc<dyn Store>, options: a2_http::WireOptions) ->
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     let plain = Server::builder(plain(), store).build().unwrap_or_else(|e| panic!("{e}"));
-    let router = a2_http::router_with([notes, plain], options);
+    let router = a2_http::router_with([notes, plain], options).unwrap_or_else(|e| panic!("{e}"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("bind: {e}"));
     let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
     tokio::spawn(async move { axum::serve(listener, router).await });
@@ -104,6 +104,7 @@ pub async fn push_refuses_derived_ids(store: Arc<dyn Store>) {
             push(served.addr, &format!("{NOTES}/push"), &json!({ "events": [{ "type": "note", "id": own }] })).await;
         assert_eq!(answer.status, 200, "{}", answer.body);
         assert_eq!(answer.json()["events"][0]["id"], own);
+        assert_eq!(answer.json()["events"][0]["sessionId"], "s-1");
         assert_eq!(answer.json()["events"][0]["index"], 1);
     }
     assert_eq!(history_len(served.addr, NOTES).await, 1);
@@ -148,6 +149,34 @@ pub async fn stream_resumes_after_last_event_id(store: Arc<dyn Store>) {
     assert_eq!((bad.status, bad.code()), (400, "INVALID_ARGUMENT".to_owned()));
 }
 
+/// Followers of one session share one reader and a short ring of recent
+/// events; one that resumes from further back than the ring reads the gap
+/// from the store and then joins the ring, each event once and in order.
+pub async fn followers_share_a_tail_and_catch_up_from_the_store(store: Arc<dyn Store>) {
+    let options = a2_http::WireOptions { ring_events: 3, stream_page: 2, ..a2_http::WireOptions::default() };
+    let served = serve_with(store, options).await;
+    let mut early = Sse::open(served.addr, &format!("{NOTES}/stream"), &[]).await;
+    let mut alongside = Sse::open(served.addr, &format!("{NOTES}/stream"), &[]).await;
+    let events: Vec<Value> = (1..=10).map(|n| json!({ "type": "note", "payload": n })).collect();
+    assert_eq!(push(served.addr, &format!("{NOTES}/push"), &json!({ "events": events })).await.status, 200);
+    let mut late = Sse::open(served.addr, &format!("{NOTES}/stream"), &[("Last-Event-ID", "2")]).await;
+    assert_eq!(
+        push(served.addr, &format!("{NOTES}/push"), &json!({ "events": [{ "type": "note", "payload": 11 }] }))
+            .await
+            .status,
+        200
+    );
+    for (name, follower, from) in [("early", &mut early, 1), ("alongside", &mut alongside, 1), ("late", &mut late, 3)] {
+        let mut got = Vec::new();
+        while got.len() < (12 - from) as usize {
+            let frame = follower.next_event().await;
+            assert_eq!(frame.data["payload"], json!(frame_index(&frame)), "{name}: {frame:?}");
+            got.push(frame_index(&frame));
+        }
+        assert_eq!(got, (from..=11).collect::<Vec<u64>>(), "{name} got each event once, in order");
+    }
+}
+
 /// One client pushes events and presence; another, following the session
 /// with the presence plane, gets the snapshot first, then each in order.
 pub async fn pushed_events_and_presence_reach_another_stream(store: Arc<dyn Store>) {
@@ -162,9 +191,11 @@ pub async fn pushed_events_and_presence_reach_another_stream(store: Arc<dyn Stor
     });
     let answer = push(served.addr, &format!("{NOTES}/push"), &body).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
-    let event = follower.next().await.unwrap_or_else(|| panic!("ended"));
+    // The two planes interleave as they land; which of the two comes first is not promised.
+    let mut frames = [follower.next().await, follower.next().await].map(|f| f.unwrap_or_else(|| panic!("ended")));
+    frames.sort_by(|a, b| a.event.cmp(&b.event));
+    let [event, patch] = frames;
     assert_eq!((event.event.as_str(), event.data["payload"].clone()), ("event", json!("hello")));
-    let patch = follower.next().await.unwrap_or_else(|| panic!("ended"));
     assert_eq!(patch.event, "patch");
     assert_eq!(patch.id, None, "presence frames leave the resume point alone");
     assert_eq!(patch.data, json!({ "participant": "ann", "values": { "cursor": 1 }, "seen": 0, "at": 100 }));
@@ -222,6 +253,17 @@ pub async fn push_refusals_write_nothing(store: Arc<dyn Store>) {
         (json!({ "events": [good, { "type": "nope" }] }), 400, "UNKNOWN_EVENT_TYPE"),
         (json!({ "events": [good, { "type": "count", "payload": { "n": "one" } }] }), 400, "INVALID_PAYLOAD"),
         (json!({ "events": [good], "extra": 1 }), 400, "INVALID_PAYLOAD"),
+        // A good patch beside a bad event: neither is written.
+        (
+            json!({ "events": [{ "type": "nope" }], "presence": { "participant": "ann", "values": { "typing": true } } }),
+            400,
+            "UNKNOWN_EVENT_TYPE",
+        ),
+        (
+            json!({ "events": [{ "type": "note", "payload": { "secret": true } }], "presence": { "participant": "ann", "values": { "typing": true } } }),
+            403,
+            "PUSH_REFUSED",
+        ),
     ];
     for (body, status, code) in cases {
         let answer = push(served.addr, &url, &body).await;
@@ -242,6 +284,13 @@ pub async fn push_refusals_write_nothing(store: Arc<dyn Store>) {
     let big = json!({ "events": [{ "type": "note", "payload": "z".repeat(5000) }] });
     let answer = push(served.addr, &url, &big).await;
     assert_eq!((answer.status, answer.code()), (413, "PAYLOAD_TOO_LARGE".to_owned()));
+    // A body of no declared length is cut off where it passes the limit.
+    let chunked = super::client::chunked_push(served.addr, &url, big.to_string().as_bytes()).await;
+    assert_eq!((chunked.status, chunked.code()), (413, "PAYLOAD_TOO_LARGE".to_owned()));
+    let wrong = send(served.addr, "GET", &url, &[], b"").await;
+    assert_eq!((wrong.status, wrong.code()), (405, "METHOD_NOT_ALLOWED".to_owned()));
+    let garbled = get(served.addr, "/notes/sessions/%FF/history").await;
+    assert_eq!((garbled.status, garbled.code()), (400, "INVALID_ARGUMENT".to_owned()));
     let answer = push(served.addr, "/nobody/sessions/s-1/push", &json!({ "events": [good] })).await;
     assert_eq!((answer.status, answer.code()), (404, "UNKNOWN_CONTRACT".to_owned()));
     let answer = push(served.addr, "/notes/sessions/a%1Fb/push", &json!({ "events": [good] })).await;
@@ -253,7 +302,7 @@ pub async fn push_refusals_write_nothing(store: Arc<dyn Store>) {
     let answer = get(served.addr, "/plain/sessions/s-1/stream?presence=1").await;
     assert_eq!((answer.status, answer.code()), (400, "PRESENCE_NOT_SUPPORTED".to_owned()));
     let answer = get(served.addr, "/notes/sessions/s-1/elsewhere").await;
-    assert_eq!(answer.status, 404);
+    assert_eq!((answer.status, answer.code()), (404, "NOT_FOUND".to_owned()));
     assert_eq!(history_len(served.addr, NOTES).await, 0);
 }
 

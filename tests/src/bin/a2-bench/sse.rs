@@ -54,7 +54,8 @@ pub async fn server(args: &[String], url: &str) -> Result<(), String> {
     let server = Server::builder(contract().map_err(|e| e.to_string())?, store).build().map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| e.to_string())?;
     println!("{}", listener.local_addr().map_err(|e| e.to_string())?.port());
-    axum::serve(listener, a2_http::router([server])).await.map_err(|e| e.to_string())
+    let router = a2_http::router([server]).map_err(|e| e.to_string())?;
+    axum::serve(listener, router).await.map_err(|e| e.to_string())
 }
 
 fn rss_kb(pid: u32, field: &str) -> u64 {
