@@ -44,9 +44,13 @@ impl ServerCore {
                     .map_err(|message| A2Error::PushRefused { session: session_id.to_owned(), message })?;
             }
         }
-        // Everything the writes would refuse, refused before the first of them.
-        for event in &push.events {
-            self.contract().validate(&event.event_type, &event.payload)?;
+        // Everything the writes would refuse, refused before the first of
+        // them: the events as the append will make them (types, payloads,
+        // lane functions, an id twice in the batch), and the patch. Only a
+        // store failure, or ids partly stored already, can refuse the append now.
+        if !push.events.is_empty() {
+            let planned = self.new_events(session_id, push.events.clone(), None, None, &random_ids)?;
+            a2_store::rules::check_batch(session_id, &planned)?;
         }
         if let Some(patch) = &push.presence {
             checked_values(self.contract(), patch)?;

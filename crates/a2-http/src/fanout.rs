@@ -38,7 +38,9 @@ struct Ring {
 pub(crate) struct Tail {
     ring: Mutex<Ring>,
     limits: RingLimits,
-    newest: watch::Sender<u64>,
+    /// The newest index in the ring. Its sender is the reader's own: when
+    /// the reader ends (a panic included), followers hear the channel close.
+    newest: watch::Receiver<u64>,
     /// Stops the reader when the last follower lets go of the tail.
     _reader: DropGuard,
 }
@@ -66,13 +68,34 @@ impl Tail {
     }
 
     pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
-        self.newest.subscribe()
+        self.newest.clone()
     }
 
-    fn push(&self, index: u64, frame: Arc<str>) {
+    /// Whether its reader still runs.
+    fn alive(&self) -> bool {
+        self.newest.has_changed().is_ok()
+    }
+
+    /// A clear through `clear` was seen: its events leave the ring, and a
+    /// follower that was behind them reads on from the store.
+    fn forget_through(&self, clear: u64) {
+        let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        if clear <= ring.base {
+            return;
+        }
+        while ring.frames.front().is_some_and(|(index, _)| *index <= clear) {
+            if let Some((_, frame)) = ring.frames.pop_front() {
+                ring.chars -= frame.len();
+            }
+        }
+        ring.base = clear;
+    }
+
+    /// Keep a frame the reader read; whether it was new to the ring.
+    fn push(&self, index: u64, frame: Arc<str>) -> bool {
         let mut ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         if ring.frames.back().is_some_and(|(last, _)| *last >= index) || index <= ring.base {
-            return;
+            return false;
         }
         ring.chars += frame.len();
         ring.frames.push_back((index, frame));
@@ -82,8 +105,7 @@ impl Tail {
                 ring.chars -= frame.len();
             }
         }
-        drop(ring);
-        self.newest.send_replace(index);
+        true
     }
 }
 
@@ -94,44 +116,40 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    /// The session's tail, started from its current head when nobody follows it yet.
+    /// The session's tail (started from its current head when nobody
+    /// follows it yet, or its reader ended), and the session's clear index:
+    /// a follower starts no earlier, as a read of the store would.
     pub(crate) async fn tail(
         &self,
         server: &Server,
         session: &Session,
         limits: RingLimits,
-    ) -> Result<Arc<Tail>, A2Error> {
+    ) -> Result<(Arc<Tail>, u64), A2Error> {
         let key = (server.contract().name().to_owned(), session.id().to_owned());
-        if let Some(tail) = self.lookup(&key) {
-            return Ok(tail);
-        }
-        let head =
-            server.store().session_get(&a2_store::session_key(&key.0, &key.1)).await?.map_or(0, |summary| summary.head);
+        let summary = server.store().session_get(&a2_store::session_key(&key.0, &key.1)).await?;
+        let (head, clear) = summary.map_or((0, 0), |s| (s.head, s.clear_index));
         let mut tails = self.tails.lock().unwrap_or_else(|e| e.into_inner());
-        // Another follower may have started it while the head was read.
-        if let Some(tail) = tails.get(&key).and_then(Weak::upgrade) {
-            return Ok(tail);
+        if let Some(tail) = tails.get(&key).and_then(Weak::upgrade).filter(|tail| tail.alive()) {
+            tail.forget_through(clear);
+            return Ok((tail, clear));
         }
-        tails.retain(|_, tail| tail.strong_count() > 0);
+        tails.retain(|_, tail| tail.upgrade().is_some_and(|tail| tail.alive()));
         let stop = CancellationToken::new();
+        let (newest, follows) = watch::channel(head);
         let tail = Arc::new(Tail {
             ring: Mutex::new(Ring { base: head, frames: VecDeque::new(), chars: 0 }),
             limits,
-            newest: watch::Sender::new(head),
+            newest: follows,
             _reader: stop.clone().drop_guard(),
         });
         tails.insert(key, Arc::downgrade(&tail));
-        tokio::spawn(read_into(Arc::downgrade(&tail), session.stream(head), stop));
-        Ok(tail)
-    }
-
-    fn lookup(&self, key: &(String, String)) -> Option<Arc<Tail>> {
-        self.tails.lock().unwrap_or_else(|e| e.into_inner()).get(key).and_then(Weak::upgrade)
+        tokio::spawn(read_into(Arc::downgrade(&tail), newest, session.stream(head), stop));
+        Ok((tail, clear))
     }
 }
 
 /// The reader: the session's new events into the ring until nobody follows.
-async fn read_into(tail: Weak<Tail>, mut stream: EventStream, stop: CancellationToken) {
+async fn read_into(tail: Weak<Tail>, newest: watch::Sender<u64>, mut stream: EventStream, stop: CancellationToken) {
     loop {
         let next = tokio::select! {
             () = stop.cancelled() => return,
@@ -140,7 +158,10 @@ async fn read_into(tail: Weak<Tail>, mut stream: EventStream, stop: Cancellation
         match next {
             Ok(event) => {
                 let Some(tail) = tail.upgrade() else { return };
-                tail.push(event.index, Arc::from(event_to_wire(&event).to_string()));
+                // Kept before it is announced: a follower woken by it finds it.
+                if tail.push(event.index, Arc::from(event_to_wire(&event).to_string())) {
+                    newest.send_replace(event.index);
+                }
             }
             Err(error) => {
                 // The followers wait meanwhile; the stream resumes where it stopped.

@@ -67,8 +67,10 @@ pub(crate) async fn stream(
         Sse::new(feed_frames(feed, permit)).keep_alive(keep_alive).into_response()
     } else {
         let limits = RingLimits { events: wire.options.ring_events, chars: wire.options.ring_chars };
-        let tail = wire.hub.tail(server, &session, limits).await?;
-        let follower = Follower { newest: tail.subscribe(), tail, after, catchup: None, session, page };
+        let (tail, clear) = wire.hub.tail(server, &session, limits).await?;
+        // Events through a clear are gone: nobody is sent them, from the ring or the store.
+        let follower =
+            Follower { newest: tail.subscribe(), tail, after: after.max(clear), catchup: None, session, page };
         Sse::new(follower_frames(follower, permit)).keep_alive(keep_alive).into_response()
     };
     // Buffering proxies (nginx) would hold frames back.
@@ -114,9 +116,9 @@ impl Follower {
                     return Ok(event_frame(&event));
                 }
                 Next::Wait => {
-                    // The tail's sender lives as long as this follower holds the tail.
+                    // Closed when the session's reader ended: the client reconnects to a new one.
                     if self.newest.changed().await.is_err() {
-                        return Err(A2Error::Cancelled { message: "the session's tail stopped".into() });
+                        return Err(A2Error::Cancelled { message: "the session's reader stopped".into() });
                     }
                 }
             }

@@ -37,6 +37,7 @@ every_backend!(
     push_refuses_derived_ids,
     stream_resumes_after_last_event_id,
     followers_share_a_tail_and_catch_up_from_the_store,
+    cleared_events_are_never_streamed,
     pushed_events_and_presence_reach_another_stream,
     push_refusals_write_nothing,
     history_and_state_read_as_json,

@@ -177,6 +177,29 @@ pub async fn followers_share_a_tail_and_catch_up_from_the_store(store: Arc<dyn S
     }
 }
 
+/// A clear takes its events off the wire too: a client that resumes below
+/// the boundary is not sent them, though the session's shared tail had them.
+pub async fn cleared_events_are_never_streamed(store: Arc<dyn Store>) {
+    let served = serve(store.clone()).await;
+    let mut watching = Sse::open(served.addr, &format!("{NOTES}/stream"), &[]).await;
+    let events: Vec<Value> = (1..=3).map(|n| json!({ "type": "note", "payload": n })).collect();
+    assert_eq!(push(served.addr, &format!("{NOTES}/push"), &json!({ "events": events })).await.status, 200);
+    for index in 1..=3 {
+        assert_eq!(frame_index(&watching.next_event().await), index);
+    }
+    let other = Server::builder(notes(), store).run_in_background(false).build().unwrap_or_else(|e| panic!("{e}"));
+    other.session("s-1").unwrap_or_else(|e| panic!("{e}")).clear(None).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut resumed = Sse::open(served.addr, &format!("{NOTES}/stream"), &[("Last-Event-ID", "1")]).await;
+    assert_eq!(
+        push(served.addr, &format!("{NOTES}/push"), &json!({ "events": [{ "type": "note", "payload": 4 }] }))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(frame_index(&resumed.next_event().await), 4, "events 2 and 3 were cleared");
+    assert_eq!(frame_index(&watching.next_event().await), 4);
+}
+
 /// One client pushes events and presence; another, following the session
 /// with the presence plane, gets the snapshot first, then each in order.
 pub async fn pushed_events_and_presence_reach_another_stream(store: Arc<dyn Store>) {
@@ -263,6 +286,11 @@ pub async fn push_refusals_write_nothing(store: Arc<dyn Store>) {
             json!({ "events": [{ "type": "note", "payload": { "secret": true } }], "presence": { "participant": "ann", "values": { "typing": true } } }),
             403,
             "PUSH_REFUSED",
+        ),
+        (
+            json!({ "events": [{ "type": "note", "id": "twice" }, { "type": "note", "id": "twice" }], "presence": { "participant": "ann", "values": { "typing": true } } }),
+            409,
+            "PARTIAL_DUPLICATE_BATCH",
         ),
     ];
     for (body, status, code) in cases {
