@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use a2_engine::*;
-use a2_store::{session_key, RedriveAction, SnapshotGet, SnapshotPut};
+use a2_store::{session_key, AttemptList, AttemptOutcome, RedriveAction, SnapshotGet, SnapshotPut, Store};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -346,13 +346,31 @@ pub async fn lapsed_run_sees_claim_expired_and_may_clean_up(factory: &dyn StoreF
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server_with(pace, open(factory).await, vec![careful], |b| b.run_in_background(false).timings(timings));
+    let store = open(factory).await;
+    let server = server_with(pace, store.clone(), vec![careful], |b| b.run_in_background(false).timings(timings));
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     let drained = session.drain().await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(drained.processed, 0, "the lapsed attempt completed nothing");
     eventually("the run cleaned up", || seen.lock().map(|v| !v.is_empty()).unwrap_or(false)).await;
     assert_eq!(seen.lock().map(|v| v.clone()).unwrap_or_default(), vec!["CLAIM_EXPIRED".to_owned()]);
+    // It surrendered: its holder wrote no outcome; the next claim counts the lapse.
+    let attempts = |store: Arc<dyn Store>| async move {
+        let list = AttemptList {
+            session: session_key("shop", "s"),
+            consumer: Some("careful".into()),
+            index: Some(1),
+            after: None,
+            oldest_first: true,
+            limit: 10,
+        };
+        let found = store.attempt_list(list).await.unwrap_or_else(|e| panic!("{e}"));
+        found.iter().map(|a| (a.attempt, a.outcome)).collect::<Vec<_>>()
+    };
+    assert_eq!(attempts(store.clone()).await, vec![], "a surrendered attempt writes no failure of its own");
+    tokio::time::sleep(ttl * 2).await;
+    session.drain().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(attempts(store).await, vec![(1, AttemptOutcome::Lapsed)], "the takeover recorded the lapse");
 }
 
 /// `consume` of a consumer this server runs kicks its background drain when

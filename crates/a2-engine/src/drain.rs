@@ -407,7 +407,7 @@ impl Drain {
                 self.failure_retry_at = Some(self.failure_retry_at.map_or(retry_at, |r| r.min(retry_at)));
                 false
             }
-            HeadOutcome::DeadLettered | HeadOutcome::Superseded => false,
+            HeadOutcome::DeadLettered | HeadOutcome::Superseded | HeadOutcome::Surrendered => false,
             HeadOutcome::StoreFailed(error) => {
                 self.store_error = Some(error);
                 false

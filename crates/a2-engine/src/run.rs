@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::abort::AbortWatch;
-use crate::cancel::CancelCause;
+use crate::cancel::{CancelCause, CancelReason};
 use crate::guard::AbortOnDrop;
 use crate::server_core::ServerCore;
 use crate::timings::MAX_FAILURES;
@@ -36,6 +36,10 @@ pub(crate) enum HeadOutcome {
     },
     DeadLettered,
     Superseded,
+    /// Its claim lapsed or was taken over and the run gave up with an error:
+    /// as the seeds have it, no failure is written; the lease runs out and
+    /// the claim that takes the head over counts the lapse.
+    Surrendered,
     /// The store could not record the outcome; the lease lapses and the next claim counts it.
     StoreFailed(StoreError),
 }
@@ -117,6 +121,7 @@ pub(crate) async fn run_head(
             HeadOutcome::Failed { .. } => "failed",
             HeadOutcome::DeadLettered => "dead_lettered",
             HeadOutcome::Superseded => "superseded",
+            HeadOutcome::Surrendered => "surrendered",
             HeadOutcome::StoreFailed(_) => "store_failed",
         };
         tracing::Span::current().record("a2.event.outcome", name);
@@ -175,6 +180,13 @@ async fn run_and_settle(
         Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name())),
     };
     let aborted = run_token.is_cancelled();
+    // Lost its claim and gave up: nothing to write (the seeds' `surrendered`).
+    let claim_lost =
+        aborted && matches!(fence.reason.get(), Some(CancelReason::ClaimExpired | CancelReason::SupersededAttempt));
+    if claim_lost && result.is_err() {
+        return HeadOutcome::Surrendered;
+    }
+    // As the seeds: marked on a run that goes on to an outcome.
     if aborted {
         tracing::Span::current().record("a2.event.aborted", true);
     }
