@@ -18,6 +18,9 @@ pub struct Faulty {
     pub fail_snapshots: AtomicBool,
     /// Claims asked of the store so far.
     pub claims: AtomicU32,
+    /// Event pages and snapshots read so far.
+    pub event_lists: AtomicU32,
+    pub snapshot_gets: AtomicU32,
 }
 
 impl Faulty {
@@ -29,6 +32,8 @@ impl Faulty {
             fail_claim: AtomicBool::new(false),
             fail_snapshots: AtomicBool::new(false),
             claims: AtomicU32::new(0),
+            event_lists: AtomicU32::new(0),
+            snapshot_gets: AtomicU32::new(0),
         })
     }
 }
@@ -114,6 +119,9 @@ impl Store for Faulty {
         self.inner.snapshot_put(params).await
     }
     async fn snapshot_get(&self, params: SnapshotGet) -> Result<Option<Snapshot>, StoreError> {
+        self.snapshot_gets.fetch_add(1, Ordering::SeqCst);
+        // A real store's read gives other tasks a turn; so does this one.
+        tokio::task::yield_now().await;
         if self.fail_snapshots.load(Ordering::SeqCst) {
             return Err(StoreError::unavailable("snapshots are switched to fail"));
         }
@@ -123,6 +131,7 @@ impl Store for Faulty {
         self.inner.session_list_runnable(params).await
     }
     async fn event_list(&self, params: EventList) -> Result<Vec<Event>, StoreError> {
+        self.event_lists.fetch_add(1, Ordering::SeqCst);
         self.inner.event_list(params).await
     }
     async fn contract_list(&self) -> Result<Vec<String>, StoreError> {

@@ -188,6 +188,7 @@ macro_rules! conformance_suite {
                     due_tasks_are_served_once_by_many_servers,
                     watchdog_retries_work_of_a_dead_process,
                     presence_patch_is_checked_whole,
+                    state_reads_answer_from_memory_until_the_log_moves,
                     stream_with_presence_starts_with_a_snapshot_then_interleaves,
                     stale_presence_patch_never_repaints_the_past,
                 );

@@ -104,6 +104,47 @@ pub async fn snapshot_failure_never_fails_a_state_read(factory: &dyn StoreFactor
     assert_eq!(read.state, json!(4));
 }
 
+/// The seeds' state cache: a read of a session that has not moved since
+/// this process folded it reads neither a snapshot nor the log; one that
+/// moved folds only what is new; a clear made elsewhere is noticed; and
+/// concurrent reads take turns, so the second finds the first one's fold.
+pub async fn state_reads_answer_from_memory_until_the_log_moves(factory: &dyn StoreFactory, pace: Pace) {
+    let store = open(factory).await;
+    let faulty = Faulty::new(store.clone());
+    let server = quiet_server(pace, faulty.clone(), vec![]);
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append((1..=3).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
+    let state = |s: Session, through: Option<u64>| async move {
+        let read = s.state("count", through).await.unwrap_or_else(|e| panic!("{e}"));
+        (read.state, read.index)
+    };
+    let reads = || (faulty.event_lists.load(Ordering::SeqCst), faulty.snapshot_gets.load(Ordering::SeqCst));
+    assert_eq!(state(session.clone(), None).await, (json!(3), 3));
+    let before = reads();
+    assert_eq!(state(session.clone(), None).await, (json!(3), 3));
+    assert_eq!(reads(), before, "an unmoved session is answered from memory");
+    session.append(vec![tick(4)]).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(state(session.clone(), None).await, (json!(4), 4));
+    assert_eq!(reads(), (before.0 + 1, before.1), "one page of what is new, folded on from memory");
+    assert_eq!(state(session.clone(), Some(2)).await, (json!(2), 2), "an older index is not served the newer state");
+
+    // Another process clears and appends: the clear index says the cache is stale.
+    let elsewhere = quiet_server(pace, store.clone(), vec![]);
+    let other = elsewhere.session("s").unwrap_or_else(|e| panic!("{e}"));
+    other.clear(None).await.unwrap_or_else(|e| panic!("{e}"));
+    other.append(vec![tick(5)]).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(state(session.clone(), None).await, (json!(1), 5), "folded from the clear, not from memory");
+
+    // A fresh process, two reads at once: one of them reads the snapshot and the log.
+    other.append((6..=8).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
+    let fresh = quiet_server(pace, faulty.clone(), vec![]);
+    let fresh = fresh.session("s").unwrap_or_else(|e| panic!("{e}"));
+    let before = reads();
+    let both = tokio::join!(state(fresh.clone(), None), state(fresh.clone(), None));
+    assert_eq!(both, ((json!(4), 8), (json!(4), 8)));
+    assert_eq!(reads().1 - before.1, 1, "the second read found the first one's fold");
+}
+
 /// A snapshot that fails the reducer's state check is refolded, and the read
 /// that folds past it writes a good one in its place (the seeds' `repairsHead`).
 pub async fn rejected_snapshot_is_repaired(factory: &dyn StoreFactory, pace: Pace) {

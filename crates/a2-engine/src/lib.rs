@@ -26,6 +26,7 @@ mod scheduler;
 mod server;
 mod server_core;
 mod signals;
+mod state_cache;
 mod timings;
 
 pub use abort::AbortPredicate;

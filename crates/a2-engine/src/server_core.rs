@@ -20,6 +20,7 @@ use crate::consumer::LaneFn;
 use crate::push::PushValidator;
 use crate::scheduler::Scheduler;
 use crate::signals::{AppendNotice, SessionSignals};
+use crate::state_cache::{CachedState, StateCache};
 use crate::timings::DrainTimings;
 use crate::{ids, A2Error, AppendInput, Consumer, Contract, Lane, StateAt};
 
@@ -95,6 +96,8 @@ pub(crate) struct ServerCore {
     watchdog: bool,
     presence_ttl: std::time::Duration,
     push_validator: Option<PushValidator>,
+    /// The newest state folded here per (session, reducer).
+    states: StateCache,
     /// Wakes the background's delivery loop when a task is due before its next look.
     deliveries: Arc<Notify>,
     /// Due times of tasks scheduled here within a poll and not yet looked at
@@ -141,6 +144,7 @@ impl ServerCore {
             watchdog: parts.watchdog,
             presence_ttl: parts.presence_ttl,
             push_validator: parts.push_validator,
+            states: StateCache::default(),
             deliveries: Arc::new(Notify::new()),
             soon_due: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             watchdog_slots: std::sync::Mutex::new(std::collections::HashMap::new()),
@@ -450,6 +454,8 @@ impl ServerCore {
         );
         async {
             let key = self.key(session_id);
+            // One read of a session's reducer at a time: the next finds this one's fold.
+            let _turn = self.states.turn(key.as_str(), &reducer.name).await;
             let summary = self.store.session_get(&key).await?;
             let (head, clear_index) = summary.map_or((0, 0), |s| (s.head, s.clear_index));
             // A run whose trigger was cleared works on events that are gone.
@@ -461,19 +467,28 @@ impl ServerCore {
             if through <= clear_index {
                 return Ok(StateAt { state: reducer.initial.clone(), index: clear_index });
             }
+            // What this process folded already, if the session was not cleared since.
+            let cached = self
+                .states
+                .get(key.as_str(), &reducer.name)
+                .filter(|c| c.clear_index == clear_index && c.index <= through);
             // A snapshot is a cache: one that cannot be read is a miss, and the fold answers.
-            let found = match self
-                .store
-                .snapshot_get(SnapshotGet { session: key.clone(), reducer: reducer.name.clone(), at_most: through })
-                .await
-            {
-                Ok(found) => found,
-                Err(error) => {
-                    tracing::warn!(code = error.code(), %error, "could not read a snapshot; folding from the log");
-                    None
-                }
+            let found = match &cached {
+                Some(_) => None,
+                None => match self
+                    .store
+                    .snapshot_get(SnapshotGet { session: key.clone(), reducer: reducer.name.clone(), at_most: through })
+                    .await
+                {
+                    Ok(found) => found,
+                    Err(error) => {
+                        tracing::warn!(code = error.code(), %error, "could not read a snapshot; folding from the log");
+                        None
+                    }
+                },
             };
             let outcome = match &found {
+                None if cached.is_some() => "memory",
                 None => "miss",
                 Some(s) if reducer.state_check.as_ref().is_some_and(|check| !check(&s.state)) => "rejected",
                 Some(_) => "hit",
@@ -483,11 +498,11 @@ impl ServerCore {
             let repair_at = found.as_ref().filter(|_| outcome == "rejected").map(|s| s.index);
             let mut repaired = None;
             let snapshot = found.filter(|_| outcome == "hit");
-            let (mut state, mut at) = match snapshot {
-                Some(s) => (s.state, s.index),
-                None => (reducer.initial.clone(), clear_index),
+            let (mut state, mut at, mut snapshot_at) = match (cached, snapshot) {
+                (Some(c), _) => (c.state, c.index, c.snapshot_at),
+                (None, Some(s)) => (s.state, s.index, s.index),
+                (None, None) => (reducer.initial.clone(), clear_index, clear_index),
             };
-            let base = at;
             tracing::Span::current().record("a2.state.snapshot_index", at);
             let mut folded = 0u64;
             while at < through {
@@ -511,10 +526,11 @@ impl ServerCore {
             }
             tracing::Span::current().record("a2.state.folded", folded);
             tracing::Span::current().record("a2.state.index", at);
-            // Worth a write once enough was folded, or when a running head pins it.
+            // Worth a write once enough was folded since the last one, or when a running head pins it.
             let mut writes = Vec::new();
-            if (folded > 0 && at - base >= self.snapshot_every) || pin.is_some() {
+            if (folded > 0 && at - snapshot_at >= self.snapshot_every) || pin.is_some() {
                 writes.push((at, state.clone(), pin));
+                snapshot_at = at;
             }
             if let (Some(index), Some(good)) = (repair_at, repaired) {
                 if writes.first().is_none_or(|(written, _, _)| *written != index) {
@@ -528,6 +544,8 @@ impl ServerCore {
                     tracing::warn!(code = error.code(), %error, "could not write a snapshot; the next read folds again");
                 }
             }
+            let kept = CachedState { clear_index, index: at, state: state.clone(), snapshot_at };
+            self.states.put(key.as_str(), &reducer.name, kept);
             Ok(StateAt { state, index: at })
         }
         .instrument(span)
