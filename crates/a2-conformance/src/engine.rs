@@ -574,7 +574,11 @@ pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory, pace: 
         })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(state(None).await, json!(5), "a snapshot failing the state check is refolded");
+    // This server answers from memory now; another process reads the store.
+    let elsewhere = quiet_server(pace, store.clone(), vec![]);
+    let refolded = elsewhere.session("s").unwrap_or_else(|e| panic!("{e}")).state("count", None).await;
+    assert_eq!(refolded.map(|r| r.state).ok(), Some(json!(5)), "a snapshot failing the state check is refolded");
+    assert_eq!(state(None).await, json!(5));
     session.append(vec![AppendInput::new("stop", json!({})), tick(7)]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("the reader read its state", || observed.lock().map(|o| o.len() == 1).unwrap_or(false)).await;
     assert_eq!(observed.lock().map(|o| o[0].clone()).unwrap_or_default(), json!(5), "state through the trigger");
