@@ -370,6 +370,7 @@ pub async fn lapsed_run_sees_claim_expired_and_may_clean_up(factory: &dyn StoreF
     let timings = DrainTimings { claim_heartbeat: ttl * 4, ..pace.timings() };
     let seen: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
+    // Gives up with the loss itself: it surrenders.
     let careful = Consumer::builder("careful")
         .lane("main")
         .types(["tick"])
@@ -383,35 +384,69 @@ pub async fn lapsed_run_sees_claim_expired_and_may_clean_up(factory: &dyn StoreF
                 if let Ok(mut v) = seen.lock() {
                     v.push(reason);
                 }
-                Err::<(), BoxError>("stopped: the claim expired".into())
+                match ctx.cancel_error() {
+                    Some(lost) => Err::<(), BoxError>(lost.into()),
+                    None => Ok(()),
+                }
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
+    // Fails on its own account after the loss: that is written, as the run's failure.
+    let sloppy = Consumer::builder("sloppy")
+        .lane("other")
+        .types(["tock"])
+        .run(|ctx| async move {
+            ctx.cancel.cancelled().await;
+            Err::<(), BoxError>("sloppy: the upstream call failed".into())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
     let store = open(factory).await;
-    let server = server_with(pace, store.clone(), vec![careful], |b| b.run_in_background(false).timings(timings));
+    let server =
+        server_with(pace, store.clone(), vec![careful, sloppy], |b| b.run_in_background(false).timings(timings));
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
-    session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![tick(1), AppendInput::new("tock", json!({}))]).await.unwrap_or_else(|e| panic!("{e}"));
     let drained = session.drain().await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(drained.processed, 0, "the lapsed attempt completed nothing");
+    assert_eq!(drained.processed, 0, "the lapsed attempts completed nothing");
     eventually("the run cleaned up", || seen.lock().map(|v| !v.is_empty()).unwrap_or(false)).await;
     assert_eq!(seen.lock().map(|v| v.clone()).unwrap_or_default(), vec!["CLAIM_EXPIRED".to_owned()]);
-    // It surrendered: its holder wrote no outcome; the next claim counts the lapse.
-    let attempts = |store: Arc<dyn Store>| async move {
+    let attempts = |store: Arc<dyn Store>, consumer: &'static str, index: u64| async move {
         let list = AttemptList {
             session: session_key("shop", "s"),
-            consumer: Some("careful".into()),
-            index: Some(1),
+            consumer: Some(consumer.into()),
+            index: Some(index),
             after: None,
             oldest_first: true,
             limit: 10,
         };
         let found = store.attempt_list(list).await.unwrap_or_else(|e| panic!("{e}"));
-        found.iter().map(|a| (a.attempt, a.outcome)).collect::<Vec<_>>()
+        found.iter().map(|a| (a.attempt, a.outcome, a.error.clone())).collect::<Vec<_>>()
     };
-    assert_eq!(attempts(store.clone()).await, vec![], "a surrendered attempt writes no failure of its own");
+    // The run's own failure is written by its holder, error and all.
+    let mut sloppy = Vec::new();
+    for _ in 0..2_000 {
+        sloppy = attempts(store.clone(), "sloppy", 2).await;
+        if !sloppy.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(sloppy.iter().map(|a| a.1).collect::<Vec<_>>(), vec![AttemptOutcome::Aborted], "{sloppy:?}");
+    assert!(sloppy[0].2.as_deref().is_some_and(|e| e.contains("upstream call failed")), "{sloppy:?}");
+    // The surrendered one: its holder wrote nothing; the next claim counts the lapse.
+    tokio::time::sleep(pace.settle()).await;
+    assert_eq!(
+        attempts(store.clone(), "careful", 1).await,
+        vec![],
+        "a surrendered attempt writes no failure of its own"
+    );
     tokio::time::sleep(ttl * 2).await;
     session.drain().await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(attempts(store).await, vec![(1, AttemptOutcome::Lapsed)], "the takeover recorded the lapse");
+    let careful = attempts(store, "careful", 1).await;
+    assert_eq!(
+        careful.iter().map(|a| (a.0, a.1)).collect::<Vec<_>>(),
+        vec![(1, AttemptOutcome::Lapsed)],
+        "the takeover recorded the lapse"
+    );
 }
 
 /// `consume` of a consumer this server runs kicks its background drain when

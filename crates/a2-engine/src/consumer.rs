@@ -352,6 +352,21 @@ impl ConsumerContext {
     pub fn cancel_reason(&self) -> Option<CancelReason> {
         self.reason.get().copied()
     }
+
+    /// The error to give up with once the claim is lost (`CLAIM_EXPIRED` or
+    /// `SUPERSEDED_ATTEMPT`); `None` before, or when cancelled for another
+    /// reason. Returned from the run (`Err(e.into())`), it surrenders: the
+    /// holder writes nothing, and the claim that takes the head over counts
+    /// the lapse. Any other error is written as this attempt's failure.
+    pub fn cancel_error(&self) -> Option<A2Error> {
+        let (consumer, session, index) =
+            (self.session.head.consumer.clone(), self.session.session_id.clone(), self.session.head.index);
+        match self.cancel_reason()? {
+            CancelReason::ClaimExpired => Some(A2Error::ClaimExpired { consumer, session, index }),
+            CancelReason::SupersededAttempt => Some(A2Error::SupersededAttempt { consumer, session, index }),
+            _ => None,
+        }
+    }
 }
 
 /// A session handle scoped to one running head: its appends carry the

@@ -19,7 +19,7 @@ use crate::cancel::{CancelCause, CancelReason};
 use crate::guard::AbortOnDrop;
 use crate::server_core::ServerCore;
 use crate::timings::MAX_FAILURES;
-use crate::{ids, Consumer, ConsumerContext, ConsumerSession};
+use crate::{ids, A2Error, Consumer, ConsumerContext, ConsumerSession};
 
 /// How one run of a head ended.
 #[derive(Debug)]
@@ -176,16 +176,24 @@ async fn run_and_settle(
     // Run in its own task so a panic is a failed attempt, not a lost drain.
     let mut task = AbortOnDrop(tokio::spawn((consumer.def.run)(ctx)));
     let result = match (&mut task.0).await {
-        Ok(result) => result.map_err(|e| error_with_sources(&*e)),
-        Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name())),
+        Ok(result) => result,
+        Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name()).into()),
     };
     let aborted = run_token.is_cancelled();
-    // Lost its claim and gave up: nothing to write (the seeds' `surrendered`).
+    // Lost its claim and gave up with that very loss (the seeds' `surrendered`:
+    // the error is the abort's own reason): nothing to write. Any other error,
+    // even after the loss, is the run's own and is written, fenced as any.
     let claim_lost =
         aborted && matches!(fence.reason.get(), Some(CancelReason::ClaimExpired | CancelReason::SupersededAttempt));
-    if claim_lost && result.is_err() {
+    let gave_up = result
+        .as_ref()
+        .err()
+        .and_then(|e| e.downcast_ref::<A2Error>())
+        .is_some_and(|e| matches!(e, A2Error::ClaimExpired { .. } | A2Error::SupersededAttempt { .. }));
+    if claim_lost && gave_up {
         return HeadOutcome::Surrendered;
     }
+    let result = result.map_err(|e| error_with_sources(&*e));
     // As the seeds: marked on a run that goes on to an outcome.
     if aborted {
         tracing::Span::current().record("a2.event.aborted", true);

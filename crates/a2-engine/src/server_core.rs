@@ -454,8 +454,6 @@ impl ServerCore {
         );
         async {
             let key = self.key(session_id);
-            // One read of a session's reducer at a time: the next finds this one's fold.
-            let _turn = self.states.turn(key.as_str(), &reducer.name).await;
             let summary = self.store.session_get(&key).await?;
             let (head, clear_index) = summary.map_or((0, 0), |s| (s.head, s.clear_index));
             // A run whose trigger was cleared works on events that are gone.
@@ -467,11 +465,23 @@ impl ServerCore {
             if through <= clear_index {
                 return Ok(StateAt { state: reducer.initial.clone(), index: clear_index });
             }
+            let fresh = |c: &CachedState| c.clear_index == clear_index && c.index <= through;
+            // Folded here exactly this far already: answered without a turn (a pinned read writes its snapshot).
+            if let Some(c) = self.states.get(key.as_str(), &reducer.name).filter(|c| fresh(c) && c.index == through) {
+                if pin.is_none() {
+                    tracing::Span::current().record("a2.state.snapshot", "memory");
+                    tracing::Span::current().record("a2.state.folded", 0);
+                    tracing::Span::current().record("a2.state.index", c.index);
+                    return Ok(StateAt { state: (*c.state).clone(), index: c.index });
+                }
+            }
+            // One fold of a session's reducer at a time: the next finds this one's.
+            let _turn = self.states.turn(key.as_str(), &reducer.name).await;
             // What this process folded already, if the session was not cleared since.
             let cached = self
                 .states
                 .get(key.as_str(), &reducer.name)
-                .filter(|c| c.clear_index == clear_index && c.index <= through);
+                .filter(fresh);
             // A snapshot is a cache: one that cannot be read is a miss, and the fold answers.
             let found = match &cached {
                 Some(_) => None,
@@ -499,7 +509,7 @@ impl ServerCore {
             let mut repaired = None;
             let snapshot = found.filter(|_| outcome == "hit");
             let (mut state, mut at, mut snapshot_at) = match (cached, snapshot) {
-                (Some(c), _) => (c.state, c.index, c.snapshot_at),
+                (Some(c), _) => ((*c.state).clone(), c.index, c.snapshot_at),
                 (None, Some(s)) => (s.state, s.index, s.index),
                 (None, None) => (reducer.initial.clone(), clear_index, clear_index),
             };
@@ -530,7 +540,6 @@ impl ServerCore {
             let mut writes = Vec::new();
             if (folded > 0 && at - snapshot_at >= self.snapshot_every) || pin.is_some() {
                 writes.push((at, state.clone(), pin));
-                snapshot_at = at;
             }
             if let (Some(index), Some(good)) = (repair_at, repaired) {
                 if writes.first().is_none_or(|(written, _, _)| *written != index) {
@@ -540,11 +549,16 @@ impl ServerCore {
             // Write-back is disposable: a failure costs the next read a fold, never this read its answer.
             for (index, state, pin) in writes {
                 let put = SnapshotPut { session: key.clone(), reducer: reducer.name.clone(), index, state, pin };
-                if let Err(error) = self.store.snapshot_put(put).await {
-                    tracing::warn!(code = error.code(), %error, "could not write a snapshot; the next read folds again");
+                match self.store.snapshot_put(put).await {
+                    // Counted only once written: a failed write is tried again by the next read that folds.
+                    Ok(()) if index == at => snapshot_at = at,
+                    Ok(()) => {}
+                    Err(error) => {
+                        tracing::warn!(code = error.code(), %error, "could not write a snapshot; the next fold tries again");
+                    }
                 }
             }
-            let kept = CachedState { clear_index, index: at, state: state.clone(), snapshot_at };
+            let kept = CachedState { clear_index, index: at, state: Arc::new(state.clone()), snapshot_at };
             self.states.put(key.as_str(), &reducer.name, kept);
             Ok(StateAt { state, index: at })
         }

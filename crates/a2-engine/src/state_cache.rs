@@ -19,7 +19,8 @@ pub(crate) struct CachedState {
     /// The session's clear index when it was folded: another means a clear came since.
     pub clear_index: u64,
     pub index: u64,
-    pub state: Value,
+    /// Shared: a read copies it outside the cache's lock.
+    pub state: Arc<Value>,
     /// The newest snapshot known written at or below `index`: when the next
     /// one is due (`snapshot_every` folded past it), however many reads it takes.
     pub snapshot_at: u64,

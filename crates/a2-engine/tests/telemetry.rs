@@ -134,11 +134,14 @@ async fn state_spans_say_whether_a_snapshot_served_them() {
         .and_then(|c| c.reducer(count))
         .expect("contract");
     let store = Arc::new(MemoryStore::new(Arc::new(TokioClock::new())));
-    let server = Server::builder(contract, store).snapshot_every(2).build().expect("server");
+    let server = Server::builder(contract.clone(), store.clone()).snapshot_every(2).build().expect("server");
     let session = server.session("s").expect("session");
     session.append((0..3).map(|n| AppendInput::new("tick", json!({ "n": n }))).collect()).await.expect("append");
     assert_eq!(session.state("count", None).await.expect("state").index, 3);
     assert_eq!(session.state("count", None).await.expect("state").state, json!(3));
+    // Another server (process) has no fold of its own: the snapshot serves it.
+    let other = Server::builder(contract, store).run_in_background(false).build().expect("server");
+    assert_eq!(other.session("s").expect("session").state("count", None).await.expect("state").state, json!(3));
     let spans = captured.spans.lock().map(|s| s.clone()).expect("spans");
     let states: Vec<&Fields> = spans.iter().filter(|(n, _)| n == "a2.state").map(|(_, f)| f).collect();
     let seen: Vec<(&str, &str, &str)> = states
@@ -148,5 +151,5 @@ async fn state_spans_say_whether_a_snapshot_served_them() {
             (get("a2.state.snapshot"), get("a2.state.folded"), get("a2.state.index"))
         })
         .collect();
-    assert_eq!(seen, vec![("miss", "3", "3"), ("hit", "0", "3")]);
+    assert_eq!(seen, vec![("miss", "3", "3"), ("memory", "0", "3"), ("hit", "0", "3")]);
 }
