@@ -96,40 +96,30 @@ fn bench(extra: &[String]) -> Result<(), String> {
     if extra.iter().any(|a| a == "--peers") {
         // The peers' own run: graphile-worker and pg-boss beside ours, nothing else.
         setup::bench_peers()?;
-        let database = postgres::ensure()?;
-        let mut command = cargo();
-        command
-            .args(["run", "--release", "--quiet", "-p", "a2-e2e", "--bin", "a2-bench", "--"])
-            .args(["--postgres", database.url()])
-            .args(extra);
-        let result = run(command);
-        drop(database);
-        return result;
+        return engine_bench(&[], extra);
     }
     if extra.iter().any(|a| a == "--sse") {
         // The wire's fan-out alone: 1,000 SSE clients on one session, each store.
-        let database = postgres::ensure()?;
-        let mut command = cargo();
-        command
-            .args(["run", "--release", "--quiet", "-p", "a2-e2e", "--bin", "a2-bench", "--"])
-            .args(["--postgres", database.url()])
-            .args(extra);
-        let result = run(command);
-        drop(database);
-        return result;
+        return engine_bench(&[], extra);
     }
     if !studio_only {
-        let database = postgres::ensure()?;
-        let mut command = cargo();
-        command
-            .args(["run", "--release", "--quiet", "-p", "a2-e2e", "--bin", "a2-bench", "--"])
-            .args(["--postgres", database.url(), "--reads"])
-            .args(extra);
-        let result = run(command);
-        drop(database);
-        result?;
+        engine_bench(&["--reads"], extra)?;
     }
     studio_bench()
+}
+
+/// `a2-bench`, optimised, against the tests' Postgres (a throwaway one when none is reachable).
+fn engine_bench(args: &[&str], extra: &[String]) -> Result<(), String> {
+    let database = postgres::ensure()?;
+    let mut command = cargo();
+    command
+        .args(["run", "--release", "--quiet", "-p", "a2-e2e", "--bin", "a2-bench", "--"])
+        .args(["--postgres", database.url()])
+        .args(args)
+        .args(extra);
+    let result = run(command);
+    drop(database);
+    result
 }
 
 /// The Studio in Chromium and in its window on a store with a 1M-event
