@@ -123,6 +123,30 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
+/// Whom a URL logs in to: host, port, user and database, from the URL's
+/// parts and the libpq parameters that override them (`?host=`, `?port=`,
+/// `?user=`, `?dbname=`, `?hostaddr=`); anything else, the URL itself.
+fn target(url: &str) -> Vec<(String, String)> {
+    let Ok(parsed) = url::Url::parse(url) else { return vec![("url".into(), url.to_owned())] };
+    if !matches!(parsed.scheme(), "postgres" | "postgresql") {
+        return vec![("url".into(), url.to_owned())];
+    }
+    let mut parts = vec![
+        ("host".to_owned(), parsed.host_str().unwrap_or("").to_ascii_lowercase()),
+        ("port".to_owned(), parsed.port().unwrap_or(5432).to_string()),
+        ("user".to_owned(), percent_decode(parsed.username())),
+        ("dbname".to_owned(), percent_decode(parsed.path().trim_start_matches('/'))),
+    ];
+    for (key, value) in parsed.query_pairs() {
+        if let Some(part) = parts.iter_mut().find(|(k, _)| *k == key) {
+            part.1 = value.into_owned();
+        } else if key == "hostaddr" {
+            parts.push(("hostaddr".into(), value.into_owned()));
+        }
+    }
+    parts
+}
+
 fn keychain(name: &str) -> Result<keyring::Entry, ApiError> {
     keyring::Entry::new(KEYCHAIN_SERVICE, name).map_err(keychain_error)
 }
@@ -211,7 +235,18 @@ impl Profiles {
         }
         let _guard = self.lock.lock().map_err(|_| ApiError::new(ErrorCode::Internal, "profile lock poisoned"))?;
         let mut book = self.read()?;
-        let kept_password = book.profiles.iter().any(|p| p.name == name && p.has_password);
+        let before = book.profiles.iter().find(|p| p.name == name && p.has_password);
+        // A saved password belongs to the server it was saved for: re-pointed
+        // at another host, port, user or database, the profile forgets it
+        // rather than send it there.
+        let same_target = before.is_some_and(|p| target(&p.url) == target(&url));
+        if before.is_some() && !same_target && password.is_none() {
+            match keychain(name)?.delete_credential() {
+                Ok(()) | Err(keyring::Error::NoEntry) => {}
+                Err(e) => return Err(keychain_error(e)),
+            }
+        }
+        let kept_password = same_target;
         book.profiles.retain(|p| p.name != name);
         let profile = Profile {
             name: name.to_owned(),
@@ -286,6 +321,39 @@ mod tests {
         assert_eq!(split_password("sqlite:.a2/dev.sqlite"), ("sqlite:.a2/dev.sqlite".into(), None));
         assert_eq!(split_password("memory:"), ("memory:".into(), None));
         assert_eq!(split_password("postgres://ops@db/app"), ("postgres://ops@db/app".into(), None));
+    }
+
+    /// Re-saving a profile for another host, port, user or database forgets
+    /// its password; the same server (other options) keeps it.
+    #[test]
+    fn profile_password_follows_its_host() {
+        prepare_keychain();
+        let dir = std::env::temp_dir().join(format!("a2-profiles-host-{}", std::process::id()));
+        let profiles = Profiles::new(&dir);
+        let name = format!("follows-{}", std::process::id());
+        profiles.save(&name, "postgres://ops:hunter2@db.example.com/app", None, true).unwrap();
+        let same =
+            profiles.save(&name, "postgres://ops@db.example.com:5432/app?sslmode=verify-full", None, true).unwrap();
+        assert!(same.has_password, "the same server keeps its password");
+        assert_eq!(profiles.resolve(&name).unwrap().password.as_deref(), Some("hunter2"));
+        for elsewhere in [
+            "postgres://ops@evil.example.com/app",
+            "postgres://ops@db.example.com:6432/app",
+            "postgres://root@db.example.com/app",
+            "postgres://ops@db.example.com/other",
+            "postgres://ops@db.example.com/app?host=evil.example.com",
+        ] {
+            profiles.save(&name, "postgres://ops:hunter2@db.example.com/app", None, true).unwrap();
+            let moved = profiles.save(&name, elsewhere, None, true).unwrap();
+            assert!(!moved.has_password, "{elsewhere}: the password stayed behind");
+            assert_eq!(profiles.resolve(&name).unwrap().password, None, "{elsewhere}: nothing is sent there");
+        }
+        // A new password given with the new host is the new host's.
+        let moved = profiles.save(&name, "postgres://ops@other.example.com/app", Some("fresh".into()), true).unwrap();
+        assert!(moved.has_password);
+        assert_eq!(profiles.resolve(&name).unwrap().password.as_deref(), Some("fresh"));
+        let _ = profiles.delete(&name);
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
