@@ -10,6 +10,7 @@ mod append;
 mod complete;
 mod conn;
 mod error;
+mod grants;
 mod server;
 mod sql;
 
@@ -186,6 +187,12 @@ impl Postgres {
                 sqlx::migrate::MigrateError::Execute(e) => db_error(e),
                 other => StoreError::Schema { message: format!("migrating: {other}") },
             })?;
+            // Tables a migration added are the reader roles' to read too. A
+            // role that may write but not grant (not the owner) leaves that
+            // to the owner's next open: it is not a reason to refuse this one.
+            if let Err(error) = grants::regrant_readers(&pool).await {
+                tracing::warn!(code = error.code(), %error, "could not grant the reader roles the A2 tables");
+            }
         }
         check_schema(&reader).await?;
         let (changes, _) = broadcast::channel(1024);
@@ -248,17 +255,7 @@ impl Postgres {
         if !valid_schema(role) {
             return Err(StoreError::invalid(format!("role name {role:?} must be lowercase letters, digits and _")));
         }
-        let schema: String =
-            sqlx::query_scalar("SELECT current_schema()").fetch_one(&self.pool).await.map_err(db_error)?;
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
-        for grant in [
-            format!("GRANT USAGE ON SCHEMA {schema} TO {role}"),
-            format!("GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}"),
-            format!("ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT ON TABLES TO {role}"),
-        ] {
-            sqlx::query(&grant).execute(&mut *tx).await.map_err(db_error)?;
-        }
-        tx.commit().await.map_err(db_error)
+        grants::reader_role_grant(&self.pool, role).await
     }
 
     /// Index event payloads (GIN, `jsonb_path_ops`) so a payload search is

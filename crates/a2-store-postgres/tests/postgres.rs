@@ -253,6 +253,68 @@ async fn a_reader_role_grant_is_refused_read_only_and_checks_the_name() {
     assert_eq!(bad.code(), "INVALID_INPUT");
 }
 
+/// The reader role reads A2's tables and nothing else of the schema, later
+/// migrations' tables included; `public`, a superuser and a role that can
+/// already write are refused.
+#[tokio::test]
+async fn grant_reader_touches_only_a2_tables() {
+    let schema = fresh_schema();
+    let writer = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    let admin = admin().await;
+    let role = format!("a2_reader_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+    let writing = format!("a2_writer_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+    for sql in [
+        format!("CREATE TABLE {schema}.payroll (salary int)"),
+        format!("CREATE ROLE {role} LOGIN"),
+        format!("CREATE ROLE {writing} LOGIN"),
+        format!("GRANT USAGE ON SCHEMA {schema} TO {writing}"),
+        format!("GRANT INSERT ON {schema}.a2_events TO {writing}"),
+    ] {
+        sqlx::query(&sql).execute(&admin).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    let code = |r: Result<(), StoreError>| r.map_err(|e| e.code());
+    assert_eq!(code(writer.reader_role_grant("public").await), Err("INVALID_INPUT"), "public is everyone");
+    assert_eq!(code(writer.reader_role_grant("postgres").await), Err("INVALID_INPUT"), "a superuser can write");
+    assert_eq!(code(writer.reader_role_grant(&writing).await), Err("INVALID_INPUT"), "a writer is no reader");
+    assert_eq!(code(writer.reader_role_grant("nobody_at_all").await), Err("INVALID_INPUT"), "no such role");
+    writer.reader_role_grant(&role).await.unwrap_or_else(|e| panic!("{e}"));
+    let can = |table: &str| {
+        let (admin, role, table) = (admin.clone(), role.clone(), format!("{schema}.{table}"));
+        async move {
+            sqlx::query_scalar::<_, bool>("SELECT has_table_privilege($1, $2, 'SELECT')")
+                .bind(role)
+                .bind(table)
+                .fetch_one(&admin)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        }
+    };
+    assert!(can("a2_events").await && can("a2_sessions").await && can("_sqlx_migrations").await);
+    assert!(!can("payroll").await, "the schema's other tables are not the reader's");
+    // A table a later migration adds is granted when a read-write open migrates.
+    sqlx::query(&format!("CREATE TABLE {schema}.a2_later (x int)"))
+        .execute(&admin)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query(&format!("CREATE TABLE {schema}.later_payroll (x int)"))
+        .execute(&admin)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).close().await;
+    assert!(can("a2_later").await, "a later A2 table is the reader's too");
+    assert!(!can("later_payroll").await, "a later table of someone else's is not");
+    writer.close().await;
+    for cleanup in [
+        format!("DROP SCHEMA {schema} CASCADE"),
+        format!("DROP OWNED BY {role}"),
+        format!("DROP ROLE {role}"),
+        format!("DROP OWNED BY {writing}"),
+        format!("DROP ROLE {writing}"),
+    ] {
+        let _ = sqlx::query(&cleanup).execute(&admin).await;
+    }
+}
+
 /// A process that opens stores one after another (the bench's rounds, a
 /// Studio switching connections) must not keep each one's connections: the
 /// pools and the LISTEN connection close when the store is dropped.

@@ -1,0 +1,100 @@
+//! The reader role: SELECT on A2's own tables in the store's schema and
+//! nothing else, so an attach with it is refused every write by Postgres.
+//! Tables later migrations add are granted when a read-write open migrates,
+//! to every role that can read `a2_events` already.
+
+use sqlx::PgPool;
+
+use crate::error::db_error;
+use a2_store::StoreError;
+
+/// A2's tables in the current schema: its own (`a2_…`) and the migration ledger
+/// a read-only attach checks the schema version against.
+const A2_TABLES: &str = "SELECT c.relname::text FROM pg_class c \
+     WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') \
+     AND (c.relname LIKE 'a2\\_%' OR c.relname = '_sqlx_migrations') ORDER BY 1";
+
+/// An identifier quoted for SQL, whatever it holds.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Let `role` read the A2 tables and nothing more. Refused for `public`
+/// (everyone), a role that does not exist, a superuser or a role that
+/// bypasses row security, and a role that can already write an A2 table:
+/// a reader that can write protects nothing.
+pub(crate) async fn reader_role_grant(pool: &PgPool, role: &str) -> Result<(), StoreError> {
+    if role == "public" || role.starts_with("pg_") {
+        return Err(StoreError::invalid(format!("{role:?} is not a role of its own: name the reader role")));
+    }
+    let found: Option<bool> = sqlx::query_scalar("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = $1")
+        .bind(role)
+        .fetch_optional(pool)
+        .await
+        .map_err(db_error)?;
+    match found {
+        None => return Err(StoreError::invalid(format!("there is no role {role:?}: CREATE ROLE {role} LOGIN first"))),
+        Some(true) => {
+            return Err(StoreError::invalid(format!(
+                "role {role:?} is a superuser (or bypasses row security): it can write"
+            )))
+        }
+        Some(false) => {}
+    }
+    let tables: Vec<String> = sqlx::query_scalar(A2_TABLES).fetch_all(pool).await.map_err(db_error)?;
+    let schema: String = sqlx::query_scalar("SELECT current_schema()").fetch_one(pool).await.map_err(db_error)?;
+    for table in &tables {
+        let writes: bool = sqlx::query_scalar("SELECT has_table_privilege($1, $2, 'INSERT,UPDATE,DELETE,TRUNCATE')")
+            .bind(role)
+            .bind(format!("{}.{}", quoted(&schema), quoted(table)))
+            .fetch_one(pool)
+            .await
+            .map_err(db_error)?;
+        if writes {
+            return Err(StoreError::invalid(format!(
+                "role {role:?} can already write {table}: it cannot be the reader"
+            )));
+        }
+    }
+    let mut tx = pool.begin().await.map_err(db_error)?;
+    sqlx::query(&format!("GRANT USAGE ON SCHEMA {} TO {}", quoted(&schema), quoted(role)))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+    for table in &tables {
+        sqlx::query(&format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role)))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+    }
+    tx.commit().await.map_err(db_error)
+}
+
+/// After a migration: every role that reads `a2_events` (and is not its
+/// owner) reads every A2 table, the new ones included.
+pub(crate) async fn regrant_readers(pool: &PgPool) -> Result<(), StoreError> {
+    let readers: Vec<String> = sqlx::query_scalar(
+        "SELECT r.rolname::text FROM pg_roles r \
+         WHERE NOT r.rolsuper AND r.rolname <> (SELECT tableowner FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'a2_events') \
+         AND r.rolname NOT LIKE 'pg\\_%' \
+         AND has_table_privilege(r.oid, (quote_ident(current_schema()) || '.a2_events')::regclass, 'SELECT') \
+         AND NOT has_table_privilege(r.oid, (quote_ident(current_schema()) || '.a2_events')::regclass, 'INSERT')",
+    )
+    .fetch_all(pool)
+    .await
+    .map_err(db_error)?;
+    if readers.is_empty() {
+        return Ok(());
+    }
+    let tables: Vec<String> = sqlx::query_scalar(A2_TABLES).fetch_all(pool).await.map_err(db_error)?;
+    let schema: String = sqlx::query_scalar("SELECT current_schema()").fetch_one(pool).await.map_err(db_error)?;
+    for role in &readers {
+        for table in &tables {
+            sqlx::query(&format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role)))
+                .execute(pool)
+                .await
+                .map_err(db_error)?;
+        }
+    }
+    Ok(())
+}
