@@ -84,20 +84,24 @@ fn serve_with(url: &str, read_only: bool, extra: &[&str]) -> Served {
     command.args(["--store", url, "--json"]);
     // Postgres opens read-only unless asked: the read-write run asks.
     command.arg(if read_only { "--read-only" } else { "--read-write" });
-    let mut child = command
+    command
         .args(["serve", "--port", "0", "--export-dir"])
         .arg(std::env::temp_dir().join(format!("a2-browser-exports-{}", std::process::id())))
         .args(extra)
-        .env("A2_STUDIO_CONFIG_DIR", config)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting a2 serve: {e}"));
+        .env("A2_STUDIO_CONFIG_DIR", config);
+    let served = spawn_printing_url(command);
+    assert!(served.1.starts_with("http://127.0.0.1:") && served.1.contains("token="), "{}", served.1);
+    served
+}
+
+/// Start an `a2` server with `--json`, and the URL it printed first.
+fn spawn_printing_url(mut command: Command) -> Served {
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("starting {command:?}: {e}"));
     let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap_or_else(|e| panic!("reading a2 serve: {e}"));
+    BufReader::new(stdout).read_line(&mut line).unwrap_or_else(|e| panic!("reading {command:?}: {e}"));
     let printed: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
     let served = printed["url"].as_str().unwrap_or_else(|| panic!("no url in {line}")).to_owned();
-    assert!(served.starts_with("http://127.0.0.1:") && served.contains("token="), "{served}");
     Served(child, served)
 }
 
@@ -161,18 +165,11 @@ async fn the_web_mode_works_in_a_browser_on_postgres() {
 /// `a2 serve-app` on a demo store, and its printed URL.
 fn serve_app(url: &str) -> Served {
     let config = std::env::temp_dir().join(format!("a2-studio-config-{}", std::process::id()));
-    let mut child = Command::new(a2_binary())
+    let mut command = Command::new(a2_binary());
+    command
         .args(["--store", url, "--json", "--read-write", "serve-app", "--port", "0"])
-        .env("A2_STUDIO_CONFIG_DIR", config)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting a2 serve-app: {e}"));
-    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap_or_else(|e| panic!("reading a2 serve-app: {e}"));
-    let printed: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
-    let served = printed["url"].as_str().unwrap_or_else(|| panic!("no url in {line}")).to_owned();
-    Served(child, served)
+        .env("A2_STUDIO_CONFIG_DIR", config);
+    spawn_printing_url(command)
 }
 
 /// The wire in a browser: two clients of `a2 serve-app`'s page follow one

@@ -479,22 +479,10 @@ async fn cli_main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
     if let Command::Serve { port, demo_traffic, export_dir } = &cli.command {
-        return match serve(&cli, *port, *demo_traffic, export_dir.clone()).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("a2: {error}");
-                ExitCode::from(error.exit_code())
-            }
-        };
+        return served(serve(&cli, *port, *demo_traffic, export_dir.clone()).await);
     }
     if let Command::ServeApp { port } = &cli.command {
-        return match serve_app(&cli, *port).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                eprintln!("a2: {error}");
-                ExitCode::from(error.exit_code())
-            }
-        };
+        return served(serve_app(&cli, *port).await);
     }
     match run(cli).await {
         Ok(Done::Changed) => ExitCode::SUCCESS,
@@ -505,6 +493,17 @@ async fn cli_main() -> ExitCode {
             } else {
                 eprintln!("a2: {} [{}]", error.message, error.code);
             }
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+/// How a server that ran until stopped exits.
+fn served(result: Result<(), ApiError>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("a2: {error}");
             ExitCode::from(error.exit_code())
         }
     }

@@ -48,10 +48,12 @@ impl ServerCore {
         // them: the events as the append will make them (types, payloads,
         // lane functions, an id twice in the batch), and the patch. Only a
         // store failure, or ids partly stored already, can refuse the append now.
-        if !push.events.is_empty() {
-            let planned = self.new_events(session_id, push.events.clone(), None, None, &random_ids)?;
-            a2_store::rules::check_batch(session_id, &planned)?;
-        }
+        // Made once, so lane functions run once and the ids checked are the ids written.
+        let planned = match push.events.is_empty() {
+            true => Vec::new(),
+            false => self.new_events(session_id, push.events, None, None, &random_ids)?,
+        };
+        a2_store::rules::check_batch(session_id, &planned)?;
         if let Some(patch) = &push.presence {
             checked_values(self.contract(), patch)?;
         }
@@ -62,9 +64,9 @@ impl ServerCore {
         if let Some(patch) = push.presence {
             self.set_presence(session_id, patch, 0).await?;
         }
-        if push.events.is_empty() {
+        if planned.is_empty() {
             return Ok(Vec::new());
         }
-        self.append(session_id, push.events, None, &random_ids).await
+        self.append_new(session_id, planned).await
     }
 }

@@ -370,61 +370,84 @@ impl ServerCore {
         task: Option<FromTask<'_>>,
         id_for: &IdFor<'_>,
     ) -> Result<Vec<Event>, A2Error> {
-        let from_consumer = cause.is_some();
         let source = match (&cause, &task) {
             (Some(_), _) => "consumer",
             (None, Some(_)) => "scheduler",
             (None, None) => "external",
         };
-        let span = tracing::info_span!(
-            "a2.append",
-            a2.contract = %self.contract.name(),
-            a2.session_id = %session_id,
-            a2.append.count = events.len(),
-            a2.append.types = %events.iter().map(|e| e.event_type.as_str()).collect::<Vec<_>>().join(","),
-            // The seeds also dispatch through a scheduler; this engine appends inline only.
-            a2.append.mode = "inline",
-            a2.append.source = source,
-            a2.append.head = tracing::field::Empty,
-        );
+        let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+        let span = self.append_span(session_id, &types, source);
         async {
             if events.is_empty() {
                 return Err(A2Error::InvalidArgument { message: "append requires at least one event".into() });
             }
             let new = self.new_events(session_id, events, cause.as_ref(), task.as_ref().map(|t| t.by), id_for)?;
-            let work = self.has_work(&new);
-            let key = self.key(session_id);
-            let appended = self
-                .store
-                .event_append(EventAppend {
-                    session: key.clone(),
-                    events: new,
-                    consumers: self.store_consumers.clone(),
-                    // A run's append names its trigger: the store refuses it past a clear, atomically.
-                    origin_index: cause.as_ref().map(|c| c.index).or(task.and_then(|t| t.trigger_index)),
-                })
-                .await?;
-            tracing::Span::current().record("a2.append.head", appended.head);
-            if !appended.duplicate && !appended.events.is_empty() {
-                self.notify(&key);
-            }
-            // An external append heals the session, a re-sent duplicate included: work a
-            // dead process left there runs now. A run's own appends only start what they add.
-            if work || !from_consumer {
-                self.wake(session_id);
-            }
-            // Handed out with the session's own id, as every other read does, never the storage key.
-            Ok(appended
-                .events
-                .into_iter()
-                .map(|mut event| {
-                    event.session = session_id.to_owned();
-                    event
-                })
-                .collect())
+            // A run's append names its trigger: the store refuses it past a clear, atomically.
+            let origin = cause.as_ref().map(|c| c.index).or(task.and_then(|t| t.trigger_index));
+            self.write_new(session_id, new, origin, cause.is_some()).await
         }
         .instrument(span)
         .await
+    }
+
+    /// An external append whose events [`Self::new_events`] already made
+    /// (a push, checked whole before its patch was written): written as made.
+    pub(crate) async fn append_new(&self, session_id: &str, new: Vec<NewEvent>) -> Result<Vec<Event>, A2Error> {
+        let types: Vec<&str> = new.iter().map(|e| e.event_type.as_str()).collect();
+        let span = self.append_span(session_id, &types, "external");
+        self.write_new(session_id, new, None, false).instrument(span).await
+    }
+
+    fn append_span(&self, session_id: &str, types: &[&str], source: &str) -> tracing::Span {
+        tracing::info_span!(
+            "a2.append",
+            a2.contract = %self.contract.name(),
+            a2.session_id = %session_id,
+            a2.append.count = types.len(),
+            a2.append.types = %types.join(","),
+            // The seeds also dispatch through a scheduler; this engine appends inline only.
+            a2.append.mode = "inline",
+            a2.append.source = source,
+            a2.append.head = tracing::field::Empty,
+        )
+    }
+
+    async fn write_new(
+        &self,
+        session_id: &str,
+        new: Vec<NewEvent>,
+        origin_index: Option<u64>,
+        from_consumer: bool,
+    ) -> Result<Vec<Event>, A2Error> {
+        let work = self.has_work(&new);
+        let key = self.key(session_id);
+        let appended = self
+            .store
+            .event_append(EventAppend {
+                session: key.clone(),
+                events: new,
+                consumers: self.store_consumers.clone(),
+                origin_index,
+            })
+            .await?;
+        tracing::Span::current().record("a2.append.head", appended.head);
+        if !appended.duplicate && !appended.events.is_empty() {
+            self.notify(&key);
+        }
+        // An external append heals the session, a re-sent duplicate included: work a
+        // dead process left there runs now. A run's own appends only start what they add.
+        if work || !from_consumer {
+            self.wake(session_id);
+        }
+        // Handed out with the session's own id, as every other read does, never the storage key.
+        Ok(appended
+            .events
+            .into_iter()
+            .map(|mut event| {
+                event.session = session_id.to_owned();
+                event
+            })
+            .collect())
     }
 
     pub(crate) fn notify(&self, key: &str) {

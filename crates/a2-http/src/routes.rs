@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use a2_engine::{Server, Session};
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, StatusCode};
@@ -49,8 +50,15 @@ pub(crate) type SessionPath = Result<Path<(String, String)>, PathRejection>;
 
 /// The contract and session of a path, or a JSON refusal (a path that is
 /// not UTF-8 once decoded would otherwise answer axum's plain text).
-pub(crate) fn session_path(path: SessionPath) -> Result<(String, String), WireError> {
+fn session_path(path: SessionPath) -> Result<(String, String), WireError> {
     path.map(|Path(ids)| ids).map_err(|e| WireError::invalid_argument(format!("the path does not name a session: {e}")))
+}
+
+/// The server and session a route's path names, or why there is none.
+pub(crate) fn session_of(wire: &Wire, path: SessionPath) -> Result<(&Server, Session), WireError> {
+    let (contract, id) = session_path(path)?;
+    let server = wire.server(&contract)?;
+    Ok((server, server.session(&id)?))
 }
 
 pub(crate) type Params = Query<HashMap<String, String>>;
@@ -78,8 +86,7 @@ async fn describe(State(wire): State<Arc<Wire>>, Path(contract): Path<String>) -
 }
 
 async fn push(State(wire): State<Arc<Wire>>, path: SessionPath, request: Request) -> Result<Json<Value>, WireError> {
-    let (contract, id) = session_path(path)?;
-    let server = wire.server(&contract)?;
+    let (_, session) = session_of(&wire, path)?;
     // JSON only: a cross-site form cannot send it without the browser asking first.
     let json = request
         .headers()
@@ -95,7 +102,7 @@ async fn push(State(wire): State<Arc<Wire>>, path: SessionPath, request: Request
     }
     let body = read_body(request, wire.options.body_limit).await?;
     let push = parse_push_body(&body)?;
-    let appended = server.session(&id)?.push(push).await?;
+    let appended = session.push(push).await?;
     Ok(Json(json!({ "events": appended.iter().map(event_to_wire).collect::<Vec<_>>() })))
 }
 
@@ -125,8 +132,7 @@ async fn history(
     path: SessionPath,
     Query(params): Params,
 ) -> Result<Json<Value>, WireError> {
-    let (contract, id) = session_path(path)?;
-    let server = wire.server(&contract)?;
+    let (_, session) = session_of(&wire, path)?;
     let gte = index_param(&params, "gte")?;
     let lte = index_param(&params, "lte")?;
     if let (Some(gte), Some(lte)) = (gte, lte) {
@@ -135,7 +141,7 @@ async fn history(
         }
     }
     let limit = index_param(&params, "limit")?.map_or(HISTORY_LIMIT, |l| (l as usize).clamp(1, HISTORY_LIMIT));
-    let mut events = server.session(&id)?.history(a2_engine::EventRange { gte, lte })?;
+    let mut events = session.history(a2_engine::EventRange { gte, lte })?;
     let (mut page, mut chars, mut next) = (Vec::new(), 0, None);
     while let Some(event) = events.next().await? {
         if page.len() == limit || chars >= HISTORY_CHARS {
@@ -153,8 +159,7 @@ async fn state(
     path: SessionPath,
     Query(params): Params,
 ) -> Result<Json<Value>, WireError> {
-    let (contract, id) = session_path(path)?;
-    let server = wire.server(&contract)?;
+    let (server, session) = session_of(&wire, path)?;
     let reducers: Vec<&str> = server.contract().reducer_names().collect();
     let reducer = match (params.get("reducer"), reducers.as_slice()) {
         (Some(reducer), _) => reducer.as_str(),
@@ -170,7 +175,7 @@ async fn state(
         None | Some("latest") => None,
         Some(_) => index_param(&params, "through")?,
     };
-    let state = server.session(&id)?.state(reducer, through).await?;
+    let state = session.state(reducer, through).await?;
     Ok(Json(json!({ "state": state.state, "index": state.index })))
 }
 

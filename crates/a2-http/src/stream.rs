@@ -21,7 +21,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit};
 use crate::fanout::{Next, RingLimits, Tail};
 
 use crate::error::WireError;
-use crate::routes::{index_param, session_path, with_header, Params, SessionPath};
+use crate::routes::{index_param, session_of, with_header, Params, SessionPath};
 use crate::wire::{event_to_wire, presence_patch_to_wire, presence_snapshot_to_wire};
 use crate::Wire;
 
@@ -31,9 +31,7 @@ pub(crate) async fn stream(
     headers: HeaderMap,
     Query(params): Params,
 ) -> Result<Response, WireError> {
-    let (contract, id) = session_path(path)?;
-    let server = wire.server(&contract)?;
-    let session = server.session(&id)?;
+    let (server, session) = session_of(&wire, path)?;
     // A reconnecting EventSource sends the last id it saw: that wins over the URL's.
     let after =
         match headers.get("last-event-id") {
@@ -48,7 +46,7 @@ pub(crate) async fn stream(
         Some(other) => return Err(WireError::invalid_argument(format!("presence is 1 or 0, not {other:?}"))),
     };
     if presence && !server.contract().declares_presence() {
-        return Err(A2Error::PresenceNotSupported { contract: contract.clone() }.into());
+        return Err(A2Error::PresenceNotSupported { contract: server.contract().name().to_owned() }.into());
     }
     // Held by the stream until its client goes: the cap on what idle clients hold.
     let permit = wire.streams.clone().try_acquire_owned().map_err(|_| {

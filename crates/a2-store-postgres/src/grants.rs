@@ -14,6 +14,13 @@ const A2_TABLES: &str = "SELECT c.relname::text FROM pg_class c \
      WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') \
      AND (c.relname LIKE 'a2\\_%' OR c.relname = '_sqlx_migrations') ORDER BY 1";
 
+/// The store's schema and the A2 tables in it.
+async fn a2_tables(pool: &PgPool) -> Result<(String, Vec<String>), StoreError> {
+    let schema: String = sqlx::query_scalar("SELECT current_schema()").fetch_one(pool).await.map_err(db_error)?;
+    let tables: Vec<String> = sqlx::query_scalar(A2_TABLES).fetch_all(pool).await.map_err(db_error)?;
+    Ok((schema, tables))
+}
+
 /// An identifier quoted for SQL, whatever it holds.
 fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -41,8 +48,7 @@ pub(crate) async fn reader_role_grant(pool: &PgPool, role: &str) -> Result<(), S
         }
         Some(false) => {}
     }
-    let tables: Vec<String> = sqlx::query_scalar(A2_TABLES).fetch_all(pool).await.map_err(db_error)?;
-    let schema: String = sqlx::query_scalar("SELECT current_schema()").fetch_one(pool).await.map_err(db_error)?;
+    let (schema, tables) = a2_tables(pool).await?;
     for table in &tables {
         let writes: bool = sqlx::query_scalar("SELECT has_table_privilege($1, $2, 'INSERT,UPDATE,DELETE,TRUNCATE')")
             .bind(role)
@@ -86,8 +92,7 @@ pub(crate) async fn regrant_readers(pool: &PgPool) -> Result<(), StoreError> {
     if readers.is_empty() {
         return Ok(());
     }
-    let tables: Vec<String> = sqlx::query_scalar(A2_TABLES).fetch_all(pool).await.map_err(db_error)?;
-    let schema: String = sqlx::query_scalar("SELECT current_schema()").fetch_one(pool).await.map_err(db_error)?;
+    let (schema, tables) = a2_tables(pool).await?;
     for role in &readers {
         for table in &tables {
             sqlx::query(&format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role)))
