@@ -542,6 +542,12 @@ export type ImportOutcome = {
 	events: number,
 	heads: number,
 	snapshots: number,
+	/**
+	 *  Heads with work left: run by a server of the contract as soon as it
+	 *  claims them here, unless `parked` (then dead letters to redrive).
+	 */
+	pending: number,
+	parked: boolean,
 };
 
 /**  An `a2.session/1` export to write into the open store. */
@@ -550,6 +556,8 @@ export type ImportRequest = {
 	text: string,
 	/**  Import under this session id instead of the exported one. */
 	as_session: string | null,
+	/**  Park the copy's pending heads as dead letters, so nothing runs here by itself. */
+	park?: boolean,
 };
 
 /**  How far a job got. */

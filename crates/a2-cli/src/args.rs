@@ -251,6 +251,10 @@ pub(crate) enum Command {
         /// Import under this session id instead of the exported one.
         #[arg(long = "as")]
         as_session: Option<String>,
+        /// Park the copy's pending heads as dead letters: nothing it carries
+        /// runs here until an operator redrives it.
+        #[arg(long)]
+        park: bool,
     },
     /// Copy a session of --store into a local SQLite file (the dev store
     /// unless --to), to replay its consumers there; read-only connections may copy.

@@ -343,16 +343,24 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             std::io::Write::write_all(&mut stdout, text.as_bytes())
                 .map_err(|e| ApiError::invalid(format!("cannot write the export: {e}")))?;
         }
-        Command::Import { file, as_session } => {
+        Command::Import { file, as_session, park } => {
             let text = match &file {
                 Some(path) => std::fs::read_to_string(path)
                     .map_err(|e| ApiError::invalid(format!("cannot read {}: {e}", path.display())))?,
                 None => std::io::read_to_string(std::io::stdin())
                     .map_err(|e| ApiError::invalid(format!("cannot read the export from stdin: {e}")))?,
             };
-            let done = studio.session_import(ImportRequest { text, as_session }).await?;
+            let done = studio.session_import(ImportRequest { text, as_session, park }).await?;
+            let pending = match (done.pending, done.parked) {
+                (0, _) => String::new(),
+                (n, true) => format!("; {n} pending heads parked as dead letters (redrive to run them)"),
+                (n, false) => format!(
+                    "; {n} pending heads run as soon as a server of contract '{}' claims them here (--park holds them)",
+                    done.contract
+                ),
+            };
             let line = format!(
-                "imported {}/{}: {} events, {} heads, {} snapshots",
+                "imported {}/{}: {} events, {} heads, {} snapshots{pending}",
                 done.contract, done.session, done.events, done.heads, done.snapshots
             );
             out.value(&json!(done), &line);

@@ -561,6 +561,7 @@ pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory, pace: 
     };
     assert_eq!(state(None).await, json!(5));
     assert_eq!(state(Some(3)).await, json!(3));
+    server.snapshots_written().await;
     let key = a2_store::session_key("shop", "s");
     let snapshots = store.snapshot_list(&key).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(snapshots.iter().any(|s| s.index == 5 && s.state == json!(5)));
@@ -583,6 +584,7 @@ pub async fn engine_state_folds_and_snapshots(factory: &dyn StoreFactory, pace: 
     eventually("the reader read its state", || observed.lock().map(|o| o.len() == 1).unwrap_or(false)).await;
     assert_eq!(observed.lock().map(|o| o[0].clone()).unwrap_or_default(), json!(5), "state through the trigger");
     assert_eq!(state(None).await, json!(6));
+    server.snapshots_written().await;
     let pinned = store.snapshot_list(&key).await.unwrap_or_else(|e| panic!("{e}"));
     let pin = pinned.iter().find(|s| s.index == 6).map(|s| s.pins.clone()).unwrap_or_default();
     assert_eq!(

@@ -16,6 +16,10 @@ pub struct Faulty {
     pub fail_claim: AtomicBool,
     /// Snapshot reads and writes fail: a snapshot is a cache.
     pub fail_snapshots: AtomicBool,
+    /// Snapshot writes never answer: a write-back must not hold up a read.
+    pub hang_snapshot_puts: AtomicBool,
+    /// Snapshot writes the store took so far.
+    pub snapshot_puts: AtomicU32,
     /// Claims asked of the store so far.
     pub claims: AtomicU32,
     /// Event pages and snapshots read so far.
@@ -31,6 +35,8 @@ impl Faulty {
             hang_claim: AtomicBool::new(false),
             fail_claim: AtomicBool::new(false),
             fail_snapshots: AtomicBool::new(false),
+            hang_snapshot_puts: AtomicBool::new(false),
+            snapshot_puts: AtomicU32::new(0),
             claims: AtomicU32::new(0),
             event_lists: AtomicU32::new(0),
             snapshot_gets: AtomicU32::new(0),
@@ -116,7 +122,10 @@ impl Store for Faulty {
         if self.fail_snapshots.load(Ordering::SeqCst) {
             return Err(StoreError::unavailable("snapshots are switched to fail"));
         }
-        self.inner.snapshot_put(params).await
+        hang_if(&self.hang_snapshot_puts).await;
+        self.inner.snapshot_put(params).await?;
+        self.snapshot_puts.fetch_add(1, Ordering::SeqCst);
+        Ok(())
     }
     async fn snapshot_get(&self, params: SnapshotGet) -> Result<Option<Snapshot>, StoreError> {
         self.snapshot_gets.fetch_add(1, Ordering::SeqCst);

@@ -171,6 +171,7 @@ macro_rules! conformance_suite {
                     consumer_state_reads_latest_by_default,
                     snapshot_failure_never_fails_a_state_read,
                     rejected_snapshot_is_repaired,
+                    snapshot_write_back_never_holds_up_a_read,
                     returned_event_ids_follow_the_append_rule,
                     abort_on_event_already_logged_cancels_before_start,
                     consume_cancel_stops_the_wait_only,

@@ -25,10 +25,12 @@ pub async fn engine_state_snapshots_every_n_and_reports_its_index(factory: &dyn 
     session.append((1..=3).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
     let read = session.state("count", None).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((read.state, read.index), (json!(3), 3));
+    server.snapshots_written().await;
     assert!(store.snapshot_list(&key).await.unwrap_or_else(|e| panic!("{e}")).is_empty(), "3 folded < every 4");
     session.append((4..=5).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
     let read = session.state("count", None).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((read.state, read.index), (json!(5), 5));
+    server.snapshots_written().await;
     let snapshots = store.snapshot_list(&key).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(snapshots.iter().map(|s| s.index).collect::<Vec<_>>(), vec![5], "written once 4 or more were folded");
     session.append(vec![tick(6)]).await.unwrap_or_else(|e| panic!("{e}"));
@@ -36,6 +38,7 @@ pub async fn engine_state_snapshots_every_n_and_reports_its_index(factory: &dyn 
     assert_eq!((read.state, read.index), (json!(2), 2), "an explicit through reads the past");
     let read = session.state("count", None).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((read.state, read.index), (json!(6), 6), "folded on from the snapshot at 5");
+    server.snapshots_written().await;
     let snapshots = store.snapshot_list(&key).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(snapshots.len(), 1, "one event past the snapshot is no reason for another write");
 }

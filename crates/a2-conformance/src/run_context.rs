@@ -65,6 +65,7 @@ pub async fn consumer_state_reads_latest_by_default(factory: &dyn StoreFactory, 
     let seen = observed.lock().map(|o| o.clone()).unwrap_or_default();
     assert_eq!(seen[0], (json!(4), 5), "no through: the latest state, past the trigger");
     assert_eq!(seen[1], (json!(3), 4), "through the trigger when asked");
+    server.snapshots_written().await;
     let snapshots = store.snapshot_list(&session_key("shop", "s")).await.unwrap_or_else(|e| panic!("{e}"));
     let pins = |index: u64| snapshots.iter().find(|s| s.index == index).map(|s| s.pins.len()).unwrap_or(0);
     assert_eq!((pins(5), pins(4)), (0, 1), "only the explicit read pinned its snapshot: {snapshots:#?}");
@@ -145,6 +146,34 @@ pub async fn state_reads_answer_from_memory_until_the_log_moves(factory: &dyn St
     assert_eq!(reads().1 - before.1, 1, "the second read found the first one's fold");
 }
 
+/// A read answers before its snapshot is written (the seeds' write-back is
+/// off the read's path): a store whose snapshot writes never return holds
+/// up no read, however many writes pile up; once writes go through again,
+/// the next read that folds far enough writes its snapshot.
+pub async fn snapshot_write_back_never_holds_up_a_read(factory: &dyn StoreFactory, pace: Pace) {
+    let faulty = Faulty::new(open(factory).await);
+    let server = server_with(pace, faulty.clone(), vec![], |b| b.snapshot_every(1));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    faulty.hang_snapshot_puts.store(true, Ordering::SeqCst);
+    for n in 1..=40u64 {
+        session.append(vec![tick(n)]).await.unwrap_or_else(|e| panic!("{e}"));
+        let read = tokio::time::timeout(std::time::Duration::from_secs(30), session.state("count", None)).await;
+        let read = read.unwrap_or_else(|_| panic!("read {n} waited for a snapshot write that never returns"));
+        let read = read.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((read.state, read.index), (json!(n), n));
+    }
+    // The writes the reads started get their turn now, and hang.
+    tokio::time::sleep(pace.settle()).await;
+    assert_eq!(faulty.snapshot_puts.load(Ordering::SeqCst), 0, "no write got through");
+    faulty.hang_snapshot_puts.store(false, Ordering::SeqCst);
+    // The hung writes keep their slots; a fresh server's first fold writes.
+    let fresh = server_with(pace, faulty.clone(), vec![], |b| b.snapshot_every(1));
+    let read = fresh.session("s").unwrap_or_else(|e| panic!("{e}")).state("count", None).await;
+    assert_eq!(read.map(|r| r.index).ok(), Some(40));
+    fresh.snapshots_written().await;
+    assert_eq!(faulty.snapshot_puts.load(Ordering::SeqCst), 1, "the next fold wrote its snapshot");
+}
+
 /// A snapshot that fails the reducer's state check is refolded, and the read
 /// that folds past it writes a good one in its place (the seeds' `repairsHead`).
 pub async fn rejected_snapshot_is_repaired(factory: &dyn StoreFactory, pace: Pace) {
@@ -158,6 +187,7 @@ pub async fn rejected_snapshot_is_repaired(factory: &dyn StoreFactory, pace: Pac
     let read = session.state("count", None).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((read.state, read.index), (json!(5), 5), "the rejected snapshot is refolded");
     let at_three = SnapshotGet { session: key, reducer: "count".into(), at_most: 3 };
+    server.snapshots_written().await;
     let repaired = store.snapshot_get(at_three).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(repaired.map(|s| (s.index, s.state)), Some((3, json!(3))), "the read repaired the snapshot at 3");
 }

@@ -109,7 +109,7 @@ pub async fn cleared_trigger_cannot_append(factory: &dyn StoreFactory, pace: Pac
 
 /// `ctx.session.clear()` through the run's own trigger ends the attempt:
 /// its token is cancelled, it can append no more, what it returns is not
-/// appended, and it is not retried.
+/// appended, and it is not retried. The audit log names the run that cleared.
 pub async fn run_clearing_its_session_ends_its_attempt(factory: &dyn StoreFactory, pace: Pace) {
     let codes = codes();
     let runs = Arc::new(AtomicU32::new(0));
@@ -130,10 +130,24 @@ pub async fn run_clearing_its_session_ends_its_attempt(factory: &dyn StoreFactor
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = crate::engine::server(pace, open(factory).await, vec![consumer]);
+    let store = open(factory).await;
+    let server = crate::engine::server(pace, store.clone(), vec![consumer]);
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("the run cleared its session", || taken(&codes).len() == 3).await;
+    // The clear records the run that made it, in its own transaction.
+    let audit =
+        store.audit_list(a2_store::AuditList { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let clears: Vec<_> = audit.iter().filter(|r| r.entry.action == "clear").collect();
+    assert_eq!(clears.len(), 1, "one audited clear: {audit:#?}");
+    let entry = &clears[0].entry;
+    assert_eq!((entry.contract.as_deref(), entry.session_id.as_deref()), (Some("shop"), Some("s")));
+    let cause = &entry.parameters["cause"];
+    assert_eq!(
+        (&cause["consumer"], &cause["lane"], &cause["index"], &cause["attempt"]),
+        (&json!("clearer"), &json!("main"), &json!(1), &json!(1))
+    );
+    assert_eq!(entry.outcome, json!({ "cleared": true, "index": 1 }));
     tokio::time::sleep(pace.settle()).await;
     assert_eq!(taken(&codes), vec!["cleared", "cancelled", "SESSION_CLEARED"]);
     assert_eq!(runs.load(Ordering::SeqCst), 1, "the ended attempt is not retried");

@@ -28,6 +28,7 @@ mod server_core;
 mod signals;
 mod state_cache;
 mod timings;
+mod write_back;
 
 pub use abort::AbortPredicate;
 pub use cancel::CancelReason;

@@ -211,6 +211,13 @@ impl Server {
         Ok(self.core.deliver_due(self.background.holder(), Some(id)).await? == 1)
     }
 
+    /// Resolves once the snapshot writes this server's state reads started so
+    /// far have ended: a read never waits for its write-back, so a test or an
+    /// orderly exit that wants the snapshots on disk waits here.
+    pub async fn snapshots_written(&self) {
+        self.core.snapshots_written().await;
+    }
+
     /// Stop every drain of this server, in the background or not: none claims
     /// again, running heads are abandoned (each drain logs how many) and
     /// their leases lapse, to be charged to the attempts that ran.

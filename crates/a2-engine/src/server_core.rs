@@ -22,6 +22,7 @@ use crate::scheduler::Scheduler;
 use crate::signals::{AppendNotice, SessionSignals};
 use crate::state_cache::{CachedState, StateCache};
 use crate::timings::DrainTimings;
+use crate::write_back::WriteBacks;
 use crate::{ids, A2Error, AppendInput, Consumer, Contract, Lane, StateAt};
 
 /// Names the event at an ordinal of an append that was given no id.
@@ -97,7 +98,9 @@ pub(crate) struct ServerCore {
     presence_ttl: std::time::Duration,
     push_validator: Option<PushValidator>,
     /// The newest state folded here per (session, reducer).
-    states: StateCache,
+    states: Arc<StateCache>,
+    /// Unpinned snapshot writes, off the reads' path.
+    write_backs: WriteBacks,
     /// Wakes the background's delivery loop when a task is due before its next look.
     deliveries: Arc<Notify>,
     /// Due times of tasks scheduled here within a poll and not yet looked at
@@ -144,7 +147,8 @@ impl ServerCore {
             watchdog: parts.watchdog,
             presence_ttl: parts.presence_ttl,
             push_validator: parts.push_validator,
-            states: StateCache::default(),
+            states: Arc::new(StateCache::default()),
+            write_backs: WriteBacks::default(),
             deliveries: Arc::new(Notify::new()),
             soon_due: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             watchdog_slots: std::sync::Mutex::new(std::collections::HashMap::new()),
@@ -450,6 +454,11 @@ impl ServerCore {
             .collect())
     }
 
+    /// Resolves once the snapshot writes started so far have ended.
+    pub(crate) async fn snapshots_written(&self) {
+        self.write_backs.settled().await;
+    }
+
     pub(crate) fn notify(&self, key: &str) {
         // No receiver is fine: nobody is streaming.
         let _ = self.notices.send(AppendNotice { session: key.to_owned() });
@@ -570,8 +579,15 @@ impl ServerCore {
                 }
             }
             // Write-back is disposable: a failure costs the next read a fold, never this read its answer.
+            // A pinned write is awaited (its pin must land before its head ends and lets pins go);
+            // the rest are written after the answer, off the read's path.
+            let mut later = Vec::new();
             for (index, state, pin) in writes {
                 let put = SnapshotPut { session: key.clone(), reducer: reducer.name.clone(), index, state, pin };
+                if put.pin.is_none() {
+                    later.push(put);
+                    continue;
+                }
                 match self.store.snapshot_put(put).await {
                     // Counted only once written: a failed write is tried again by the next read that folds.
                     Ok(()) if index == at => snapshot_at = at,
@@ -583,6 +599,12 @@ impl ServerCore {
             }
             let kept = CachedState { clear_index, index: at, state: Arc::new(state.clone()), snapshot_at };
             self.states.put(key.as_str(), &reducer.name, kept);
+            let (states, session, name) = (self.states.clone(), key.as_str().to_owned(), reducer.name.clone());
+            self.write_backs.start(self.store.clone(), later, move |index| {
+                if index == at {
+                    states.snapshot_written(&session, &name, clear_index, index);
+                }
+            });
             Ok(StateAt { state, index: at })
         }
         .instrument(span)

@@ -69,6 +69,17 @@ impl StateCache {
         entries.states.insert(key, state);
     }
 
+    /// A snapshot at `index` was written: the next is due `snapshot_every` past it,
+    /// unless the session was cleared or the kept state is older than the write.
+    pub(crate) fn snapshot_written(&self, session: &str, reducer: &str, clear_index: u64, index: u64) {
+        let key = (session.to_owned(), reducer.to_owned());
+        if let Some(kept) = self.entries().states.get_mut(&key) {
+            if kept.clear_index == clear_index && kept.index >= index && kept.snapshot_at < index {
+                kept.snapshot_at = index;
+            }
+        }
+    }
+
     /// This session's reads of `reducer` one at a time: held across a read.
     pub(crate) async fn turn(&self, session: &str, reducer: &str) -> tokio::sync::OwnedMutexGuard<()> {
         let key = (session.to_owned(), reducer.to_owned());

@@ -139,6 +139,7 @@ async fn state_spans_say_whether_a_snapshot_served_them() {
     session.append((0..3).map(|n| AppendInput::new("tick", json!({ "n": n }))).collect()).await.expect("append");
     assert_eq!(session.state("count", None).await.expect("state").index, 3);
     assert_eq!(session.state("count", None).await.expect("state").state, json!(3));
+    server.snapshots_written().await;
     // Another server (process) has no fold of its own: the snapshot serves it.
     let other = Server::builder(contract, store).run_in_background(false).build().expect("server");
     assert_eq!(other.session("s").expect("session").state("count", None).await.expect("state").state, json!(3));

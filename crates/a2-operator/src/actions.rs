@@ -244,54 +244,94 @@ impl Operator {
         if mode == ConsumeMode::Ack {
             return self.cursor_ack(target, &cursor).await;
         }
-        let lane = cursor.lane.clone().unwrap_or_default();
-        let index = match mode {
-            ConsumeMode::Run => {
-                let hosted = self.hosted.iter().find(|s| s.contract().name() == contract);
-                let Some((server, own)) = hosted.and_then(|s| s.consumer(consumer).map(|c| (s, c))) else {
-                    return Err(OperatorError::invalid(format!(
-                        "this process does not run consumer '{consumer}' of contract '{contract}': use ack or export"
-                    )));
-                };
-                server.session(session)?.consume(&own, through).await?
-            }
-            ConsumeMode::Ack | ConsumeMode::Export => {
-                // Ack returned above: one store call, not a consumer run.
-                let Some(path) = export_to else {
-                    return Err(OperatorError::invalid("export needs a file to write (--out)"));
-                };
-                let sink = Arc::new(std::sync::Mutex::new(
-                    export_file(path)
-                        .map_err(|e| OperatorError::invalid(format!("cannot write {}: {e}", path.display())))?,
-                ));
-                let operator = Consumer::builder(consumer).lane(lane).run(move |ctx| {
-                    let sink = sink.clone();
-                    async move {
-                        let line = serde_json::to_string(&ctx.event)?;
-                        let mut file = sink.lock().map_err(|_| "the export file lock was poisoned")?;
-                        writeln!(file, "{line}")?;
-                        file.flush()?;
-                        Ok::<(), BoxError>(())
-                    }
-                })?;
-                let server = Server::builder(Contract::new(contract)?, self.attached.store.clone())
-                    .run_in_background(false)
-                    .build()?;
-                server.session(session)?.consume(&operator, through).await?
+        let parameters = json!({ "consumer": consumer, "through": through, "from": cursor.next_index });
+        // A run or an export moves the cursor a head at a time (one transaction each), so it
+        // is recorded before it starts and again when it ends, however it ends: a consume that
+        // fails halfway has moved a production cursor, and the log says how far.
+        let prepared = self.consume_prepare(target, mode, &cursor, export_to)?;
+        self.store()
+            .audit_append(self.entry(&format!("{action}.start"), contract, session, parameters.clone()))
+            .await?;
+        let result = match prepared {
+            Prepared::Hosted(server, own) => match server.session(session) {
+                Ok(hosted) => hosted.consume(&own, through).await.map_err(OperatorError::from),
+                Err(error) => Err(error.into()),
+            },
+            Prepared::Export(operator) => self.consume_exporting(contract, session, &operator, through).await,
+        };
+        let mut entry = self.entry(action, contract, session, parameters);
+        entry.outcome = match &result {
+            Ok(index) => json!(Consumed { index: *index }),
+            Err(error) => {
+                // How far it got: the cursor as it stands now, if the store still answers.
+                let reached = self.log_cursor(target).await.ok().map(|c| c.next_index.saturating_sub(1));
+                json!({ "error": { "code": error.code(), "message": error.to_string() }, "reached": reached })
             }
         };
-        // Consume spans many transactions (one per head), so its record follows it.
-        let outcome = Consumed { index };
-        let mut entry = self.entry(
-            action,
-            contract,
-            session,
-            json!({ "consumer": consumer, "through": through, "from": cursor.next_index }),
-        );
-        entry.outcome = json!(outcome);
-        self.store().audit_append(entry).await?;
-        Ok(outcome)
+        let recorded = self.store().audit_append(entry).await;
+        let index = result?;
+        recorded?;
+        Ok(Consumed { index })
     }
+
+    /// What a run or an export consumes with, checked before anything is recorded or moved.
+    fn consume_prepare(
+        &self,
+        target: &ConsumeTarget,
+        mode: ConsumeMode,
+        cursor: &HeadView,
+        export_to: Option<&std::path::Path>,
+    ) -> Result<Prepared> {
+        let (contract, consumer) = (target.contract.as_str(), target.consumer.as_str());
+        if mode == ConsumeMode::Run {
+            let hosted = self.hosted.iter().find(|s| s.contract().name() == contract);
+            let Some((server, own)) = hosted.and_then(|s| s.consumer(consumer).map(|c| (s, c))) else {
+                return Err(OperatorError::invalid(format!(
+                    "this process does not run consumer '{consumer}' of contract '{contract}': use ack or export"
+                )));
+            };
+            return Ok(Prepared::Hosted(server.clone(), own));
+        }
+        let Some(path) = export_to else {
+            return Err(OperatorError::invalid("export needs a file to write (--out)"));
+        };
+        let sink = Arc::new(std::sync::Mutex::new(
+            export_file(path).map_err(|e| OperatorError::invalid(format!("cannot write {}: {e}", path.display())))?,
+        ));
+        let lane = cursor.lane.clone().unwrap_or_default();
+        let operator = Consumer::builder(consumer).lane(lane).run(move |ctx| {
+            let sink = sink.clone();
+            async move {
+                let line = serde_json::to_string(&ctx.event)?;
+                let mut file = sink.lock().map_err(|_| "the export file lock was poisoned")?;
+                writeln!(file, "{line}")?;
+                file.flush()?;
+                Ok::<(), BoxError>(())
+            }
+        })?;
+        Ok(Prepared::Export(operator))
+    }
+
+    /// Consume with the exporting consumer, on a server of its own that runs nothing else.
+    async fn consume_exporting(
+        &self,
+        contract: &str,
+        session: &str,
+        operator: &Consumer,
+        through: Option<u64>,
+    ) -> Result<u64> {
+        let server =
+            Server::builder(Contract::new(contract)?, self.attached.store.clone()).run_in_background(false).build()?;
+        Ok(server.session(session)?.consume(operator, through).await?)
+    }
+}
+
+/// A consume's means, made ready before the consume is recorded.
+enum Prepared {
+    /// The hosted server's own consumer runs the events.
+    Hosted(Server, Consumer),
+    /// Each event is written to the export file.
+    Export(Consumer),
 }
 
 /// Drain hosted sessions whose heads were redriven, after the answer, one session

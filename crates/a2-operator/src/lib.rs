@@ -32,7 +32,7 @@ pub use search::{path_pattern, SearchQuery};
 pub use timers::{
     TimerCursor, TimerDelivered, TimerEvent, TimerQuery, TimerRef, TimerTrigger, TimerView, OVERDUE_AFTER_MS,
 };
-pub use transfer::{ExportCounts, ExportHeader, Imported, SessionCopy, EXPORT_FORMAT};
+pub use transfer::{ExportCounts, ExportHeader, ImportPending, Imported, SessionCopy, EXPORT_FORMAT, PARKED_ON_IMPORT};
 pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redriven};
 
 /// The store's own values, as operator calls take and return them: shells
@@ -48,39 +48,7 @@ pub mod model {
 
 type Result<T> = std::result::Result<T, OperatorError>;
 
-/// Who is acting, for the audit log.
-#[derive(Debug, Clone)]
-pub struct Actor {
-    pub user: String,
-    pub host: String,
-}
-
-impl Actor {
-    /// The OS user and host name of this process.
-    pub fn current() -> Self {
-        let user = std::env::var("USER")
-            .or_else(|_| std::env::var("LOGNAME"))
-            .ok()
-            .or_else(user_from_passwd)
-            .unwrap_or_else(|| "unknown".into());
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_owned())
-            .or_else(|_| std::env::var("HOSTNAME"))
-            .unwrap_or_else(|_| "unknown".into());
-        Self { user, host }
-    }
-}
-
-/// The name of this process's real user, from `/proc` and `/etc/passwd`.
-fn user_from_passwd() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().next()?.to_owned();
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split(':').collect();
-        (fields.get(2) == Some(&uid.as_str())).then(|| fields[0].to_owned())
-    })
-}
+pub use a2_store::Actor;
 
 /// An export file, appended to, readable by this user alone (events hold production data).
 fn export_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {

@@ -9,7 +9,7 @@
 
 use std::io::{BufRead, Write};
 
-use a2_store::{Event, EventList, ImportedHead, Millis, SessionImport, Snapshot};
+use a2_store::{Event, EventList, HeadKind, ImportedHead, Millis, SessionImport, Snapshot};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -141,7 +141,24 @@ pub struct Imported {
     pub events: u64,
     pub heads: u64,
     pub snapshots: u64,
+    /// Heads with work left: they run as soon as a server of the contract
+    /// claims them in this store, unless they were parked.
+    pub pending: u64,
+    pub parked: bool,
 }
+
+/// What an import does with the copy's pending work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImportPending {
+    /// As it stood: a server of the contract on this store runs it at once.
+    #[default]
+    Run,
+    /// As dead letters, for an operator to redrive one by one: nothing runs by itself.
+    Park,
+}
+
+/// The dead-letter reason a parked head carries.
+pub const PARKED_ON_IMPORT: &str = "parked on import: redrive to run it here";
 
 impl Operator {
     /// Read a session whole. Heads and snapshots are read before the events,
@@ -200,8 +217,38 @@ impl Operator {
 
     /// Write a copy into this store, under its own id or `as_session`, in one
     /// transaction with its audit entry; refused if that session exists.
-    pub async fn session_import(&self, copy: SessionCopy, as_session: Option<&str>) -> Result<(SessionRef, Imported)> {
+    /// Where this process hosts the contract, every event is checked against
+    /// it first (type and payload), so an import writes nothing its consumers
+    /// could not have been handed by an append.
+    pub async fn session_import(
+        &self,
+        mut copy: SessionCopy,
+        as_session: Option<&str>,
+        pending: ImportPending,
+    ) -> Result<(SessionRef, Imported)> {
         self.writable("import")?;
+        if let Some(server) = self.hosted.iter().find(|s| s.contract().name() == copy.header.contract) {
+            for event in &copy.events {
+                server.contract().validate(&event.event_type, &event.payload).map_err(|error| match error {
+                    a2_engine::A2Error::InvalidPayload { event_type, message } => a2_engine::A2Error::InvalidPayload {
+                        event_type,
+                        message: format!("event {} of the export: {message}", event.index),
+                    },
+                    other => other,
+                })?;
+            }
+        }
+        let head = copy.header.head;
+        let waiting = |h: &ImportedHead| h.failed_at.is_none() && (h.kind != HeadKind::Log || h.index <= head);
+        let pending_heads = copy.heads.iter().filter(|h| waiting(h)).count() as u64;
+        if pending == ImportPending::Park {
+            let now = self.now_ms();
+            for parked in copy.heads.iter_mut().filter(|h| waiting(h)) {
+                parked.failed_at = Some(now);
+                parked.next_attempt_at = None;
+                parked.last_error = Some(PARKED_ON_IMPORT.to_owned());
+            }
+        }
         let header = &copy.header;
         let target = SessionRef::new(header.contract.clone(), as_session.unwrap_or(&header.session));
         let counts = copy.counts();
@@ -209,7 +256,8 @@ impl Operator {
             "import",
             &target.contract,
             &target.session,
-            json!({ "from_session": header.session, "exported_at": header.exported_at, "events": counts.events }),
+            json!({ "from_session": header.session, "exported_at": header.exported_at, "events": counts.events,
+                    "pending": pending_heads, "parked": pending == ImportPending::Park }),
         );
         let import = SessionImport {
             session: target.key()?,
@@ -223,7 +271,15 @@ impl Operator {
             audit: Some(audit),
         };
         self.store().session_import(import).await?;
-        Ok((target, Imported { events: counts.events, heads: counts.heads, snapshots: counts.snapshots }))
+        let parked = pending == ImportPending::Park && pending_heads > 0;
+        let imported = Imported {
+            events: counts.events,
+            heads: counts.heads,
+            snapshots: counts.snapshots,
+            pending: pending_heads,
+            parked,
+        };
+        Ok((target, imported))
     }
 }
 

@@ -237,7 +237,16 @@ async fn reads_and_actions(kind: StoreKind) {
     let actions: Vec<&str> = audit.iter().map(|r| r.entry.action.as_str()).collect();
     assert_eq!(
         actions,
-        vec!["clear", "clear", "consume.export", "consume.ack", "redrive.retry", "redrive.skip", "redrive.skip"]
+        vec![
+            "clear",
+            "clear",
+            "consume.export",
+            "consume.export.start",
+            "consume.ack",
+            "redrive.retry",
+            "redrive.skip",
+            "redrive.skip"
+        ]
     );
     assert!(audit.iter().all(|r| r.entry.user == "tester" && r.entry.contract.as_deref() == Some("shop")));
     assert_eq!(audit[0].entry.outcome, json!({ "cleared": true, "index": 4 }));
@@ -277,6 +286,161 @@ async fn sqlite_reads_and_actions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_reads_and_actions() {
     reads_and_actions(StoreKind::Postgres).await;
+}
+
+/// A consume in run mode that fails halfway (here its consumer is paused
+/// after the second event) has moved the cursor: the audit log holds its
+/// start and its end, with the error and how far it got.
+async fn failed_consume_is_audited(kind: StoreKind) {
+    use a2_engine::{AppendInput, BoxError, Consumer, Contract, Server};
+
+    let store = store_of(kind).await;
+    let pauser = store.clone();
+    let mailer = Consumer::builder("mailer")
+        .lane("main")
+        .types(["order.placed"])
+        .run(move |ctx| {
+            let store = pauser.clone();
+            async move {
+                if ctx.event.index == 2 {
+                    let pause = ConsumerPause {
+                        contract: "shop".into(),
+                        consumer: "mailer".into(),
+                        actor: "on call".into(),
+                        reason: "halfway".into(),
+                        audit: None,
+                    };
+                    store.consumer_pause(pause).await?;
+                }
+                Ok::<(), BoxError>(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let contract =
+        Contract::new("shop").and_then(|c| c.event_with("order.placed", |_| Ok(()))).unwrap_or_else(|e| panic!("{e}"));
+    let server = Server::builder(contract, store.clone())
+        .consumer(mailer)
+        .run_in_background(false)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let placed = (1..=4).map(|n| AppendInput::new("order.placed", json!({ "n": n }))).collect();
+    let session = server.session("o-9").unwrap_or_else(|e| panic!("{e}"));
+    session.append(placed).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut op = operator(store.clone(), kind, Mode::ReadWrite);
+    op.host(server);
+    let failed = op.session_consume(&consume("o-9", "mailer", None), ConsumeMode::Run, None).await;
+    assert_eq!(failed.map_err(|e| e.code()), Err("CONSUMER_PAUSED"));
+    let audit = op.audit_list(AuditList { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let actions: Vec<&str> = audit.iter().map(|r| r.entry.action.as_str()).collect();
+    assert_eq!(actions, vec!["consume.run", "consume.run.start"], "its start and its end");
+    assert_eq!(audit[1].entry.parameters, json!({ "consumer": "mailer", "through": null, "from": 1 }));
+    let outcome = &audit[0].entry.outcome;
+    assert_eq!((&outcome["error"]["code"], &outcome["reached"]), (&json!("CONSUMER_PAUSED"), &json!(2)), "{outcome}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_consume_is_audited_memory() {
+    failed_consume_is_audited(StoreKind::Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_consume_is_audited_sqlite() {
+    failed_consume_is_audited(StoreKind::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_consume_is_audited_postgres() {
+    failed_consume_is_audited(StoreKind::Postgres).await;
+}
+
+/// An import into a store whose contract this process hosts is checked
+/// against that contract, event by event, before anything is written; the
+/// copy's pending work runs here unless the import parks it as dead letters.
+async fn import_checks_events_against_the_contract(kind: StoreKind) {
+    use a2_engine::{AppendInput, BoxError, Consumer, Contract, Server};
+    use a2_operator::{ImportPending, PARKED_ON_IMPORT};
+
+    let contract = || {
+        Contract::new("shop")
+            .and_then(|c| {
+                c.event_with("order.placed", |p| match p.get("n").and_then(|n| n.as_u64()) {
+                    Some(_) => Ok(()),
+                    None => Err("n must be a number".into()),
+                })
+            })
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let mailer = || {
+        Consumer::builder("mailer")
+            .lane("main")
+            .types(["order.placed"])
+            .run(|_| async { Ok::<(), BoxError>(()) })
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let server = |store: Arc<dyn Store>| {
+        Server::builder(contract(), store)
+            .consumer(mailer())
+            .run_in_background(false)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let source = store_of(StoreKind::Memory).await;
+    let placed = (1..=2).map(|n| AppendInput::new("order.placed", json!({ "n": n }))).collect();
+    let session = server(source.clone()).session("o-1").unwrap_or_else(|e| panic!("{e}"));
+    session.append(placed).await.unwrap_or_else(|e| panic!("{e}"));
+    let copy = operator(source, StoreKind::Memory, Mode::ReadWrite)
+        .session_export(&shop("o-1"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    let target = store_of(kind).await;
+    let mut op = operator(target.clone(), kind, Mode::ReadWrite);
+    op.host(server(target.clone()));
+    let mut bad_payload = copy.clone();
+    bad_payload.events[1].payload = json!({ "n": "two" });
+    let refused = op.session_import(bad_payload, None, ImportPending::Run).await;
+    let refused = refused.map(|_| ()).map_err(|e| (e.code(), e.to_string()));
+    assert!(matches!(&refused, Err(("INVALID_PAYLOAD", m)) if m.contains("event 2")), "{refused:?}");
+    let mut bad_type = copy.clone();
+    bad_type.events[0].event_type = "order.shredded".into();
+    let refused = op.session_import(bad_type, None, ImportPending::Run).await;
+    assert_eq!(refused.map(|_| ()).map_err(|e| e.code()), Err("UNKNOWN_EVENT_TYPE"));
+    assert_eq!(
+        op.session_get(&shop("o-1")).await.map(|_| ()).map_err(|e| e.code()),
+        Err("NOT_FOUND"),
+        "nothing written"
+    );
+
+    let (_, imported) =
+        op.session_import(copy.clone(), Some("o-parked"), ImportPending::Park).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((imported.events, imported.pending, imported.parked), (2, 1, true));
+    let letters = op.dead_letter_list(DeadLetterList { limit: 10, ..Default::default() }).await;
+    let letters: Vec<_> = letters.map(|p| p.items).unwrap_or_default();
+    assert_eq!(
+        letters
+            .iter()
+            .map(|l| (l.session_id.as_str(), l.consumer.as_str(), l.index, l.last_error.as_deref()))
+            .collect::<Vec<_>>(),
+        vec![("o-parked", "mailer", 1, Some(PARKED_ON_IMPORT))],
+        "the pending cursor waits as a dead letter"
+    );
+    let (_, imported) = op.session_import(copy, None, ImportPending::Run).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((imported.pending, imported.parked), (1, false), "left pending, and said so");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_checks_events_against_the_contract_memory() {
+    import_checks_events_against_the_contract(StoreKind::Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_checks_events_against_the_contract_sqlite() {
+    import_checks_events_against_the_contract(StoreKind::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_checks_events_against_the_contract_postgres() {
+    import_checks_events_against_the_contract(StoreKind::Postgres).await;
 }
 
 /// A redrive answers once it is committed: the hosted consumer that runs the

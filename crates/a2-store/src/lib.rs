@@ -2,6 +2,7 @@
 //! their own crates) implements [`Store`], and the conformance suite in
 //! `a2-conformance` proves that they all behave the same.
 
+mod actor;
 mod attempts;
 mod cause_column;
 mod clock;
@@ -18,6 +19,7 @@ mod store;
 mod tasks;
 mod types;
 
+pub use actor::Actor;
 pub use attempts::*;
 pub use cause_column::{CauseColumn, StoredCause};
 pub use clock::{Clock, ManualClock, SystemClock, TokioClock};

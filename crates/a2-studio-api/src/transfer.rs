@@ -26,7 +26,8 @@ impl Studio {
         let operator = self.writable_operator("import")?;
         let copy = SessionCopy::read(request.text.as_bytes())?;
         let as_session = request.as_session.as_deref().filter(|s| !s.is_empty());
-        let (target, imported) = operator.session_import(copy, as_session).await?;
+        let pending = if request.park { a2_operator::ImportPending::Park } else { a2_operator::ImportPending::Run };
+        let (target, imported) = operator.session_import(copy, as_session, pending).await?;
         self.bump();
         Ok(ImportOutcome {
             url: self.open()?.info.url.clone(),
@@ -35,6 +36,8 @@ impl Studio {
             events: imported.events,
             heads: imported.heads,
             snapshots: imported.snapshots,
+            pending: imported.pending,
+            parked: imported.parked,
         })
     }
 
@@ -55,7 +58,8 @@ impl Studio {
         connect.mode = Some(Mode::ReadWrite);
         let target = Operator::connect(&connect, &Registry).await?;
         let as_session = request.as_session.as_deref().filter(|s| !s.is_empty());
-        let (copied, imported) = target.session_import(copy, as_session).await?;
+        // A copy is made to replay its consumers in the dev store: its pending work stays pending.
+        let (copied, imported) = target.session_import(copy, as_session, a2_operator::ImportPending::Run).await?;
         self.copies.lock().map_err(lock_error)?.insert(url.clone());
         Ok(ImportOutcome {
             url,
@@ -64,6 +68,8 @@ impl Studio {
             events: imported.events,
             heads: imported.heads,
             snapshots: imported.snapshots,
+            pending: imported.pending,
+            parked: imported.parked,
         })
     }
 

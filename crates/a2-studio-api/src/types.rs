@@ -403,6 +403,9 @@ pub struct ImportRequest {
     pub text: String,
     /// Import under this session id instead of the exported one.
     pub as_session: Option<String>,
+    /// Park the copy's pending heads as dead letters, so nothing runs here by itself.
+    #[serde(default)]
+    pub park: bool,
 }
 
 /// Copy a session of the open store into a local SQLite file.
@@ -428,6 +431,10 @@ pub struct ImportOutcome {
     pub events: u64,
     pub heads: u64,
     pub snapshots: u64,
+    /// Heads with work left: run by a server of the contract as soon as it
+    /// claims them here, unless `parked` (then dead letters to redrive).
+    pub pending: u64,
+    pub parked: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]

@@ -1,0 +1,36 @@
+//! The OS user and host of this process: what an audit entry names.
+
+/// Who is acting, for the audit log: an operator at a shell, or an engine
+/// process whose run changed the store (its clear, say).
+#[derive(Debug, Clone)]
+pub struct Actor {
+    pub user: String,
+    pub host: String,
+}
+
+impl Actor {
+    /// The OS user and host name of this process.
+    pub fn current() -> Self {
+        let user = std::env::var("USER")
+            .or_else(|_| std::env::var("LOGNAME"))
+            .ok()
+            .or_else(user_from_passwd)
+            .unwrap_or_else(|| "unknown".into());
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_else(|_| "unknown".into());
+        Self { user, host }
+    }
+}
+
+/// The name of this process's real user, from `/proc` and `/etc/passwd`.
+fn user_from_passwd() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().next()?.to_owned();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.get(2) == Some(&uid.as_str())).then(|| fields[0].to_owned())
+    })
+}
