@@ -159,6 +159,7 @@ try {
     await pauseAndResume();
     await deliverTimerNow();
     await presenceTab();
+    await whoServes();
   }
   else await deadLettersAndActions();
   expect(pageErrors.length === 0, `no page errors: ${pageErrors.join("; ")}`);
@@ -372,6 +373,21 @@ async function deliverTimerNow() {
   await page.getByTestId("audit-row").first().waitFor();
   expect(((await page.getByTestId("audit-table").textContent()) ?? "").includes("timer.deliver"), "the audit lists the delivery");
   step("the Timeline marks it delivered and links to its payment.reminder event in order-00003; the audit says who delivered it");
+}
+
+/** ops: the demo traffic's server registered itself: the Processes view lists it live with its consumers, and the overview lists every consumer it declares (fulfilment too) as served by it. */
+async function whoServes() {
+  await open("#/processes");
+  const live = page.locator("[data-testid=process-row][data-live=true]").first();
+  await live.waitFor();
+  const text = (await live.textContent()) ?? "";
+  expect(text.includes("shop") && text.includes("fulfilment") && text.includes("live"), `a live shop process with its consumers: ${text}`);
+  await open("#/overview");
+  const fulfilment = page.locator("[data-testid=consumer-row][data-consumer=fulfilment]");
+  await fulfilment.waitFor();
+  const served = (await fulfilment.getByTestId("served-by").textContent()) ?? "";
+  expect(/^\d+ process(es)?$/.test(served.trim()), `fulfilment is served: ${served}`);
+  step(`the Processes view lists ${text.slice(0, 60)}…; the overview says fulfilment is served by ${served}`);
 }
 
 /** ops: the overview counts sessions with someone present; order-00003's Presence tab shows its agent live. */

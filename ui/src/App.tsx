@@ -13,6 +13,7 @@ import type { Transport } from "./transport";
 import { ConnectionContext, ErrorBox } from "./ui";
 import { Audit } from "./views/Audit";
 import { Timers } from "./views/Timers";
+import { Processes } from "./views/Processes";
 import { Connect } from "./views/Connect";
 import { DeadLetters } from "./views/DeadLetters";
 import { Overview } from "./views/Overview";
@@ -180,6 +181,9 @@ export function App({ transport }: { transport: Transport }) {
           <a href={href({ view: "timers" })} className={route.view === "timers" ? "on" : ""}>
             Timers
           </a>
+          <a href={href({ view: "processes" })} className={route.view === "processes" ? "on" : ""}>
+            Processes
+          </a>
           <a href={href({ view: "audit" })} className={route.view === "audit" ? "on" : ""}>
             Audit
           </a>
@@ -193,6 +197,7 @@ export function App({ transport }: { transport: Transport }) {
           {route.view === "dead-letters" && <DeadLetters />}
           {route.view === "audit" && <Audit />}
           {route.view === "timers" && <Timers />}
+          {route.view === "processes" && <Processes />}
           {route.view === "search" && <Search key={href(route)} {...route} />}
         </main>
         {palette && (

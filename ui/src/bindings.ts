@@ -52,6 +52,7 @@ export const commands = {
 	timerCancel: (request: TimerRef) => typedError<TimerView, ApiError>(__TAURI_INVOKE("timer_cancel", { request })),
 	presenceList: (request: SessionRef) => typedError<PresenceCellView[], ApiError>(__TAURI_INVOKE("presence_list", { request })),
 	presenceSessions: (request: NoArgs) => typedError<ContractPresence[], ApiError>(__TAURI_INVOKE("presence_sessions", { request })),
+	processList: (request: ProcessQuery) => typedError<ProcessView[], ApiError>(__TAURI_INVOKE("process_list", { request })),
 };
 
 /* Types */
@@ -160,6 +161,19 @@ export type AuditView = {
 	parameters: string,
 	/**  JSON text. */
 	outcome: string,
+};
+
+/**
+ *  A consumer of a contract as the kept servers declare it: what an
+ *  overview lists even when it has no heads (caught up, or never fed).
+ */
+export type CatalogConsumer = {
+	contract: string,
+	consumer: DeclaredConsumer,
+	/**  Live servers that declare it: 0 means nobody serves it now. */
+	served_by: number,
+	/**  The newest beat of any kept server that declares it. */
+	last_served: number,
 };
 
 /**  Which consumer head produced an event (absent for external appends). */
@@ -384,6 +398,16 @@ export type DeadLetterRef = {
 	session: string,
 	consumer: string,
 	index: number,
+};
+
+/**  A consumer as a server declares it. */
+export type DeclaredConsumer = {
+	name: string,
+	kind: HeadKind,
+	/**  A string-lane consumer's lane. */
+	lane: string | null,
+	/**  The event types it takes; empty means every type of the contract. */
+	types: string[],
 };
 
 /**  Seed the demo `shop` contract into the open store, through the engine. */
@@ -622,6 +646,17 @@ export type PresenceCellView = {
 	expires_in_ms: number,
 };
 
+/**  The processes serving the open store, one contract's or all. */
+export type ProcessQuery = {
+	contract: string | null,
+};
+
+/**  A registered server, and whether it still beats. */
+export type ProcessView = {
+	/**  Beat within its last three beats. */
+	live: boolean,
+} & ServerRecord;
+
 /**  A saved connection. Its password, if any, is in the OS keychain. */
 export type Profile = {
 	name: string,
@@ -730,6 +765,28 @@ export type SearchRequest = {
 	/**  Sessions looked at in this call (default 500). */
 	scan: number | null,
 };
+
+/**  What a server says of itself on every beat. */
+export type ServerInfo = {
+	contract: string,
+	host: string,
+	pid: number,
+	/**  The engine's version, and the app's when it named one. */
+	version: string,
+	consumers: DeclaredConsumer[],
+	max_running: number,
+	/**  How often it beats: it is gone after `MISSED_BEATS` of them. */
+	beat_ms: number,
+	started_at: number,
+	/**  The prefix of every lease holder of this server's drains. */
+	holder_prefix: string,
+};
+
+/**  A registered server as kept. */
+export type ServerRecord = {
+	id: string,
+	last_seen: number,
+} & ServerInfo;
 
 /**  The Postgres server a connection reaches, as a read-write switch names it. */
 export type ServerView = {
@@ -904,6 +961,11 @@ export type TotalsQuery = {
 export type TotalsSnapshot = {
 	computed_at: number,
 	totals: ConsumerTotal[],
+	/**
+	 *  What the kept servers declare, so an overview tells an idle consumer
+	 *  from an unserved one; filled by the operator from the process registry.
+	 */
+	catalog?: CatalogConsumer[],
 };
 
 /* Tauri Specta runtime */

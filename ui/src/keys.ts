@@ -25,6 +25,7 @@ const ROOT = {
   throughput: "throughput",
   timers: "timers",
   presence: "presence",
+  processes: "processes",
 } as const;
 
 type Root = (typeof ROOT)[keyof typeof ROOT];
@@ -53,6 +54,8 @@ export const keys = {
   /** The events an attempt appended, found after its trigger. */
   appended: (contract: string, session: string, index: number, ids: readonly string[]) => [ROOT.appended, contract, session, index, ids] as const,
   throughput: () => [ROOT.throughput] as const,
+  /** The process registry. */
+  processes: () => [ROOT.processes] as const,
   /** Pending timers: store-wide, or of one session. */
   timers: (contract: string | null, session: string | null) => [ROOT.timers, contract, session] as const,
   /** A session's newest events, for the delivered timers the Timeline marks (under the events prefix). */

@@ -26,6 +26,8 @@ const POLLS: { key: readonly unknown[]; every: number; replicaOnly?: true }[] = 
   { key: keys.allTimers(), every: 5_000 },
   // Presence expires with the clock; on SQLite and memory another process's writes are only seen by reading.
   { key: keys.allPresence(), every: 2_000 },
+  // Processes beat with the clock, in other processes.
+  { key: keys.processes(), every: 5_000 },
   // A replica's delay behind its primary.
   { key: keys.connection(), every: 2_000, replicaOnly: true },
 ];

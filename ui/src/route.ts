@@ -10,6 +10,7 @@ export type Route =
   | { view: "dead-letters" }
   | { view: "audit" }
   | { view: "timers" }
+  | { view: "processes" }
   | { view: "search"; contract: string; payload: string; type: string; id: string };
 
 export type SessionTab = "events" | "consumers" | "timeline" | "dead-letters" | "timers" | "presence" | "snapshots";
@@ -36,6 +37,8 @@ export function parseRoute(hash: string): Route {
       return { view: "audit" };
     case "timers":
       return { view: "timers" };
+    case "processes":
+      return { view: "processes" };
     case "search":
       return {
         view: "search",

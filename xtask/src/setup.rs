@@ -31,6 +31,8 @@ const PACKAGES: &[&str] = &[
     "fonts-dejavu-core",
     // `rpm -qlp`: the packaging test reads the .rpm it built.
     "rpm",
+    // A transaction-mode pooler in front of the test Postgres (production behind PgBouncer).
+    "pgbouncer",
 ];
 
 pub fn workspace() -> PathBuf {

@@ -115,6 +115,12 @@ pub(crate) enum Command {
     Heads(Target),
     /// Who is in a session now: each participant's live presence fields.
     Presence(Target),
+    /// The processes serving --store (live, and gone within a day): host,
+    /// pid, version, the consumers each runs, and when each last beat.
+    Processes {
+        #[arg(long)]
+        contract: Option<String>,
+    },
     /// Every consumer with its lag and dead letters.
     Consumers {
         #[arg(long)]

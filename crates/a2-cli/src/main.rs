@@ -16,8 +16,8 @@ use a2_studio_api::{
     web, ApiError, AttemptKey, AttemptQuery, AuditQuery, ClearSession, ConnectionInfo, ConnectionOpen, ConsumeMode,
     ConsumeRequest, ConsumerRef, CopyRequest, DeadLetterGroupQuery, DeadLetterQuery, DeadLetterRef, DemoSeed,
     EventFilterRequest, EventQuery, HeadKey, ImportRequest, JobProgress, JobRef, Limits, NoArgs, PauseQuery,
-    PauseRequest, ReaderGrant, Redrive, RedriveAction, RedriveAll, SearchHit, SearchRequest, SessionListRequest,
-    SessionRef, SessionSort, Studio, ThroughputQuery, TimerQuery, TimerRef, TotalsQuery,
+    PauseRequest, ProcessQuery, ReaderGrant, Redrive, RedriveAction, RedriveAll, SearchHit, SearchRequest,
+    SessionListRequest, SessionRef, SessionSort, Studio, ThroughputQuery, TimerQuery, TimerRef, TotalsQuery,
 };
 use args::{Action, Cli, Command, ConsumeKind, GroupBy, IndexKind, Sort, TimerAction};
 use clap::Parser;
@@ -195,7 +195,11 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.header(&info);
             let max_age_ms = max_age.saturating_mul(1000);
             let pauses = studio.consumer_pause_list(PauseQuery { contract: contract.clone() }).await?;
-            out.consumers(&studio.consumer_overview(TotalsQuery { contract, max_age_ms }).await?.totals, &pauses);
+            out.consumers(&studio.consumer_overview(TotalsQuery { contract, max_age_ms }).await?, &pauses);
+        }
+        Command::Processes { contract } => {
+            out.header(&info);
+            out.processes(&studio.process_list(ProcessQuery { contract }).await?);
         }
         Command::DeadLetters { group_by: Some(GroupBy::Cause), contract, consumer, .. } => {
             let mut groups = studio.dead_letter_groups(DeadLetterGroupQuery { contract }).await?;
@@ -575,6 +579,7 @@ mod parity {
         "timer_deliver",
         "timer_cancel",
         "presence_list",
+        "process_list",
     ];
 
     /// A window's state, not an operator's action: a one-shot command has no use for them.

@@ -2,8 +2,8 @@
 
 use a2_studio_api::{
     Attempt, AttemptPage, AttemptRate, AuditView, ConnectionInfo, ConsumerTotal, DeadLetterGroup, DeadLetterPage,
-    EventView, HeadView, PausedConsumer, PresenceCellView, SearchHit, SessionPage, SessionSummary, SnapshotView,
-    TimerView, TlsView,
+    EventView, HeadView, PausedConsumer, PresenceCellView, ProcessView, SearchHit, SessionPage, SessionSummary,
+    SnapshotView, TimerView, TlsView, TotalsSnapshot,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -43,6 +43,12 @@ fn json_fields<T: Serialize>(items: &[T], fields: &[&str]) -> Value {
         value
     };
     Value::Array(items.iter().map(parse).collect())
+}
+
+/// Epoch milliseconds as a UTC date-time a person reads: `2026-12-03 22:41:04Z`.
+pub fn date_time(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map_or_else(|| ms.to_string(), |t| t.format("%Y-%m-%d %H:%M:%SZ").to_string())
 }
 
 fn opt<T: ToString>(value: &Option<T>) -> String {
@@ -162,12 +168,41 @@ impl Out {
         }
     }
 
-    pub fn consumers(&self, totals: &[ConsumerTotal], pauses: &[PausedConsumer]) {
-        if !self.emit(&totals) {
+    /// Every consumer with its totals, who serves it (live processes that
+    /// declare it, by the registry) and its pause; `--json` carries both too.
+    pub fn consumers(&self, overview: &TotalsSnapshot, pauses: &[PausedConsumer]) {
+        let totals = &overview.totals;
+        let served_by = |t: &ConsumerTotal| {
+            overview
+                .catalog
+                .iter()
+                .find(|c| c.contract == t.contract && c.consumer.name == t.consumer)
+                .map(|c| c.served_by)
+        };
+        let pause = |t: &ConsumerTotal| pauses.iter().find(|p| p.contract == t.contract && p.consumer == t.consumer);
+        let documents: Vec<Value> = totals
+            .iter()
+            .map(|t| {
+                let mut document = serde_json::to_value(t).unwrap_or(Value::Null);
+                if let Value::Object(fields) = &mut document {
+                    fields.insert("served_by".into(), serde_json::json!(served_by(t)));
+                    fields.insert("paused".into(), serde_json::json!(pause(t)));
+                }
+                document
+            })
+            .collect();
+        if !self.emit(&documents) {
+            // "NOBODY" with work waiting is the line to read first.
+            let served = |t: &ConsumerTotal| match served_by(t) {
+                Some(n) if n > 0 => n.to_string(),
+                _ if t.total_lag > 0 || t.dead_letters > 0 => "NOBODY".to_owned(),
+                Some(_) => "0".to_owned(),
+                None => "-".to_owned(),
+            };
             let paused = |t: &ConsumerTotal| {
-                pauses.iter().find(|p| p.contract == t.contract && p.consumer == t.consumer).map_or_else(
+                pause(t).map_or_else(
                     || "-".to_owned(),
-                    |p| format!("paused by {} at {}: {}", p.actor, p.paused_at, p.reason),
+                    |p| format!("paused by {} at {}: {}", p.actor, date_time(p.paused_at), p.reason),
                 )
             };
             let rows = totals
@@ -180,11 +215,42 @@ impl Out {
                         t.lagging_sessions.to_string(),
                         t.total_lag.to_string(),
                         t.dead_letters.to_string(),
+                        served(t),
                         paused(t),
                     ]
                 })
                 .collect();
-            table(&["contract", "consumer", "sessions", "lagging", "lag", "dead", "paused"], rows);
+            table(&["contract", "consumer", "sessions", "lagging", "lag", "dead", "served by", "paused"], rows);
+        }
+    }
+
+    pub fn processes(&self, processes: &[ProcessView]) {
+        if !self.emit(&processes) {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            let rows = processes
+                .iter()
+                .map(|p| {
+                    let s = &p.server;
+                    let consumers: Vec<&str> = s.info.consumers.iter().map(|c| c.name.as_str()).collect();
+                    vec![
+                        s.id.chars().take(8).collect(),
+                        s.info.contract.clone(),
+                        format!("{}:{}", s.info.host, s.info.pid),
+                        s.info.version.clone(),
+                        consumers.join(","),
+                        s.info.max_running.to_string(),
+                        date_time(s.info.started_at),
+                        format!("{} ({} s ago)", date_time(s.last_seen), (now - s.last_seen).max(0) / 1_000),
+                        if p.live { "live".to_owned() } else { "GONE".to_owned() },
+                    ]
+                })
+                .collect();
+            table(
+                &["process", "contract", "host:pid", "version", "consumers", "max", "started", "last seen", "state"],
+                rows,
+            );
         }
     }
 

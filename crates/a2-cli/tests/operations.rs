@@ -58,6 +58,12 @@ fn pause_resume_and_an_acknowledgement_in_one_call() {
     let table = ok(&store, &["consumers", "--contract", "shop"]);
     let mailer = table.lines().find(|l| l.contains("mailer")).unwrap_or_default();
     assert!(mailer.contains("paused by") && mailer.contains("provider down"), "{table}");
+    assert!(mailer.contains(" at 20") && mailer.ends_with("Z: provider down"), "a date-time, not epoch ms: {table}");
+    let consumers = json(&store, &["consumers", "--contract", "shop"]);
+    let mailer = consumers.as_array().and_then(|c| c.iter().find(|c| c["consumer"] == "mailer")).cloned();
+    let mailer = mailer.unwrap_or_default();
+    assert_eq!(mailer["paused"]["reason"], "provider down", "--json carries the pause: {consumers}");
+    assert!(mailer.get("served_by").is_some(), "and who serves it (null: no process declares it): {consumers}");
     let (code, _, err) = a2(&store, &["pause", "--contract", "shop", "--consumer", "mailer", "--reason", " "]);
     assert_eq!(code, 2, "a pause needs a reason: {err}");
 

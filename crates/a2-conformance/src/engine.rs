@@ -18,6 +18,7 @@ pub use crate::leases::*;
 pub use crate::permits::*;
 pub use crate::presence_feed::*;
 pub use crate::reads::*;
+pub use crate::registry::consumer_catalog_lists_idle_consumers;
 pub use crate::run_context::*;
 pub use crate::scheduling::*;
 pub use crate::semantics::*;

@@ -115,6 +115,15 @@ impl Store for Faulty {
     async fn session_bounds(&self, session: &SessionKey) -> Result<SessionBounds, StoreError> {
         self.inner.session_bounds(session).await
     }
+    async fn server_beat(&self, params: ServerBeat) -> Result<(), StoreError> {
+        self.inner.server_beat(params).await
+    }
+    async fn server_remove(&self, id: &str) -> Result<bool, StoreError> {
+        self.inner.server_remove(id).await
+    }
+    async fn server_list(&self, params: ServerList) -> Result<Vec<ServerRecord>, StoreError> {
+        self.inner.server_list(params).await
+    }
     async fn session_clear(&self, params: SessionClear) -> Result<Cleared, StoreError> {
         self.inner.session_clear(params).await
     }

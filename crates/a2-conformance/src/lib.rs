@@ -31,6 +31,7 @@ mod presence_cells;
 mod presence_feed;
 pub mod property;
 mod reads;
+mod registry;
 mod run_context;
 mod scheduling;
 mod semantics;
@@ -132,6 +133,7 @@ macro_rules! conformance_suite {
                     a_scheduled_clear_is_settled_in_its_own_transaction,
                     presence_last_writer_wins_per_field,
                     presence_expires_after_ttl,
+                    servers_register_and_expire,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;
@@ -192,6 +194,7 @@ macro_rules! conformance_suite {
                     state_reads_answer_from_memory_until_the_log_moves,
                     stream_with_presence_starts_with_a_snapshot_then_interleaves,
                     stale_presence_patch_never_repaints_the_past,
+                    consumer_catalog_lists_idle_consumers,
                 );
             }
         }

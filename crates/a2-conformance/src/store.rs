@@ -18,6 +18,7 @@ pub use crate::history::*;
 pub use crate::inspection::*;
 pub use crate::operations::*;
 pub use crate::presence_cells::*;
+pub use crate::registry::servers_register_and_expire;
 pub use crate::tasks::*;
 
 pub(crate) fn complete(

@@ -81,6 +81,11 @@ impl Background {
         }
         let Some(wakes) = self.wakes.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
         tokio::spawn(dispatch(self.state.clone(), wakes));
+        if let Some(core) = self.state.core.upgrade() {
+            let (store, beat, every) =
+                (core.store().clone(), crate::registry::beat_of(&core), core.timings().server_beat);
+            tokio::spawn(crate::registry::keep_registered(store, beat, every, self.state.shutdown.clone()));
+        }
         if self.rescues {
             tokio::spawn(rescue_loop(self.state.clone()));
         }

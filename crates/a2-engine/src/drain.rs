@@ -134,7 +134,7 @@ pub(crate) fn spawn_drain(
     session_id: &str,
     options: DrainOptions,
 ) -> tokio::task::JoinHandle<Result<DrainResult, A2Error>> {
-    let holder = uuid::Uuid::new_v4().to_string();
+    let holder = format!("{}{}", core.holder_prefix(), uuid::Uuid::new_v4());
     let span = tracing::info_span!(
         "a2.drain",
         a2.contract = %core.contract().name(),

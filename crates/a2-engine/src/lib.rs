@@ -20,6 +20,7 @@ mod presence;
 mod presence_set;
 mod push;
 mod push_apply;
+mod registry;
 mod run;
 mod schedule;
 mod scheduler;

@@ -30,9 +30,17 @@ pub struct ServerBuilder {
     scheduler: Option<Arc<dyn Scheduler>>,
     presence_ttl: Option<Duration>,
     push_validator: Option<PushValidator>,
+    app_version: Option<String>,
 }
 
 impl ServerBuilder {
+    /// The app's name and version (a release, a commit), shown beside the
+    /// engine's in the process registry: which build serves which consumers.
+    pub fn app_version(mut self, version: impl Into<String>) -> Self {
+        self.app_version = Some(version.into()).filter(|v| !v.is_empty());
+        self
+    }
+
     /// How long a presence value lives without a refreshing write (default
     /// 60 s), counted on the store's clock. Only for a contract that declares
     /// presence fields; `build` refuses it otherwise, and refuses zero.
@@ -132,6 +140,7 @@ impl ServerBuilder {
             scheduler,
             presence_ttl: self.presence_ttl.unwrap_or(PRESENCE_TTL),
             push_validator: self.push_validator,
+            app_version: self.app_version,
             contract: self.contract,
             store: self.store,
             consumers: self.consumers,
@@ -175,6 +184,7 @@ impl Server {
             scheduler: None,
             presence_ttl: None,
             push_validator: None,
+            app_version: None,
         }
     }
 

@@ -73,6 +73,8 @@ pub(crate) struct CoreParts {
     pub presence_ttl: std::time::Duration,
     /// Sees every push before it is written.
     pub push_validator: Option<PushValidator>,
+    /// The app's version, for the process registry.
+    pub app_version: Option<String>,
 }
 
 pub(crate) struct ServerCore {
@@ -108,6 +110,10 @@ pub(crate) struct ServerCore {
     soon_due: std::sync::Mutex<std::collections::BTreeSet<Millis>>,
     /// The watchdog slots this process armed, by session: one task per (session, slot) here.
     watchdog_slots: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
+    /// This server's id in the process registry; its drains lease as `<id>/<drain>`.
+    server_id: String,
+    started_at: Millis,
+    app_version: Option<String>,
     _stop_on_drop: DropGuard,
 }
 
@@ -129,6 +135,7 @@ impl ServerCore {
         } else {
             (None, None)
         };
+        let clock_now = parts.store.clock().now_ms();
         let core = Self {
             clock: parts.store.clock(),
             store_consumers: parts.consumers.iter().map(Consumer::store_consumer).collect(),
@@ -152,9 +159,29 @@ impl ServerCore {
             deliveries: Arc::new(Notify::new()),
             soon_due: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             watchdog_slots: std::sync::Mutex::new(std::collections::HashMap::new()),
+            server_id: uuid::Uuid::new_v4().to_string(),
+            started_at: clock_now,
+            app_version: parts.app_version,
             _stop_on_drop: parts.stop_on_drop.drop_guard(),
         };
         (Arc::new(core), wakes)
+    }
+
+    pub(crate) fn server_id(&self) -> &str {
+        &self.server_id
+    }
+
+    /// What every lease holder of this server's drains starts with.
+    pub(crate) fn holder_prefix(&self) -> String {
+        format!("{}/", self.server_id)
+    }
+
+    pub(crate) fn started_at(&self) -> Millis {
+        self.started_at
+    }
+
+    pub(crate) fn app_version(&self) -> Option<&str> {
+        self.app_version.as_deref()
     }
 
     pub(crate) fn key(&self, session_id: &str) -> SessionKey {

@@ -46,6 +46,9 @@ pub struct DrainTimings {
     /// How long a run whose lease lapsed or was superseded may take to return
     /// after its token is cancelled, before it is stopped where it awaits.
     pub cancel_grace: Duration,
+    /// How often a server working in the background refreshes its row in the
+    /// store's process registry (it is taken for gone after three missed beats).
+    pub server_beat: Duration,
 }
 
 impl Default for DrainTimings {
@@ -64,6 +67,7 @@ impl Default for DrainTimings {
             scheduler_poll: Duration::from_secs(1),
             watchdog: true,
             cancel_grace: Duration::from_secs(1),
+            server_beat: Duration::from_secs(10),
         }
     }
 }

@@ -33,7 +33,7 @@ pub use timers::{
     TimerCursor, TimerDelivered, TimerEvent, TimerQuery, TimerRef, TimerTrigger, TimerView, OVERDUE_AFTER_MS,
 };
 pub use transfer::{ExportCounts, ExportHeader, ImportPending, Imported, SessionCopy, EXPORT_FORMAT, PARKED_ON_IMPORT};
-pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Redriven};
+pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, ProcessView, Redriven};
 
 /// The store's own values, as operator calls take and return them: shells
 /// name them through the operator and depend on no store crate.

@@ -99,19 +99,63 @@ impl Operator {
         let max_age_ms = i64::from(query.max_age_ms);
         let now = self.now();
         let kept = self.store().consumer_totals_snapshot(contract).await?;
-        if let Some(kept) = kept.as_ref().filter(|k| now - k.computed_at <= max_age_ms) {
-            return Ok(kept.clone());
+        let snapshot = match kept {
+            Some(kept) if now - kept.computed_at <= max_age_ms => kept,
+            // A replica cannot refresh them: the primary's last refresh is what there is, its age shown.
+            Some(kept) if self.is_replica() => kept,
+            _ if self.is_read_only() => TotalsSnapshot {
+                computed_at: now,
+                totals: self.store().consumer_totals(contract).await?,
+                catalog: Vec::new(),
+            },
+            _ => {
+                let mut fresh = self.store().consumer_totals_refresh().await?;
+                fresh.totals.retain(|t| contract.is_none_or(|c| c == t.contract));
+                fresh
+            }
+        };
+        self.catalogued(snapshot, contract).await
+    }
+
+    /// The totals with every consumer the kept servers declare: one with no
+    /// heads (caught up, or never fed) gets a row of zeros, and the catalog
+    /// says who serves each. A store the registry cannot be read from (an
+    /// older schema on a read-only attach) shows the totals alone.
+    async fn catalogued(&self, mut snapshot: TotalsSnapshot, contract: Option<&str>) -> Result<TotalsSnapshot> {
+        let servers = match self.store().server_list(ServerList { contract: contract.map(str::to_owned) }).await {
+            Ok(servers) => servers,
+            Err(error) => {
+                tracing::warn!(code = error.code(), %error, "could not read the process registry");
+                return Ok(snapshot);
+            }
+        };
+        let catalog = consumer_catalog(&servers, self.now());
+        for entry in &catalog {
+            let listed = |t: &ConsumerTotal| t.contract == entry.contract && t.consumer == entry.consumer.name;
+            if !snapshot.totals.iter().any(listed) {
+                snapshot.totals.push(ConsumerTotal {
+                    contract: entry.contract.clone(),
+                    consumer: entry.consumer.name.clone(),
+                    sessions: 0,
+                    lagging_sessions: 0,
+                    total_lag: 0,
+                    dead_letters: 0,
+                });
+            }
         }
-        // A replica cannot refresh them: the primary's last refresh is what there is, its age shown.
-        if let (true, Some(kept)) = (self.is_replica(), kept) {
-            return Ok(kept);
-        }
-        if self.is_read_only() {
-            return Ok(TotalsSnapshot { computed_at: now, totals: self.store().consumer_totals(contract).await? });
-        }
-        let mut fresh = self.store().consumer_totals_refresh().await?;
-        fresh.totals.retain(|t| contract.is_none_or(|c| c == t.contract));
-        Ok(fresh)
+        snapshot.totals.sort_by(|a, b| (&a.contract, &a.consumer).cmp(&(&b.contract, &b.consumer)));
+        snapshot.catalog = catalog;
+        Ok(snapshot)
+    }
+
+    /// The processes that serve (or lately served) this store, live first.
+    pub async fn process_list(&self, contract: Option<&str>) -> Result<Vec<ProcessView>> {
+        let now = self.now();
+        let servers = self.store().server_list(ServerList { contract: contract.map(str::to_owned) }).await?;
+        let mut views: Vec<ProcessView> =
+            servers.into_iter().map(|server| ProcessView { live: server.is_live(now), server }).collect();
+        views.sort_by_key(|v| !v.live);
+        Ok(views)
     }
 
     pub async fn dead_letter_list(&self, query: DeadLetterList) -> Result<Page<DeadLetter, HeadKey>> {

@@ -22,6 +22,16 @@ pub struct HeadView {
     pub reason: String,
 }
 
+/// A registered server, and whether it still beats.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ProcessView {
+    #[serde(flatten)]
+    pub server: a2_store::ServerRecord,
+    /// Beat within its last three beats.
+    pub live: bool,
+}
+
 /// Why a head is where it is, for a person at 3 a.m.
 pub fn reason(head: &HeadInfo, now: Millis) -> String {
     if head.dead() {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use a2_operator::{
     Actor, Attached, ClearSession, ConsumeMode, ConsumeTarget, DeadLetterRef, EventQuery, Mode, Operator,
-    OperatorError, Redrive, SessionQuery, SessionRef, StoreKind,
+    OperatorError, Redrive, SessionQuery, SessionRef, StoreKind, TotalsQuery,
 };
 use a2_store::*;
 use serde_json::json;
@@ -441,6 +441,50 @@ async fn import_checks_events_against_the_contract_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn import_checks_events_against_the_contract_postgres() {
     import_checks_events_against_the_contract(StoreKind::Postgres).await;
+}
+
+/// The overview lists every consumer the registered processes declare,
+/// an idle one (no heads) with a row of zeros, and says who serves each;
+/// `process_list` shows the processes, live first.
+#[tokio::test]
+async fn overview_lists_idle_consumers_and_who_serves_them() {
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let store: Arc<dyn Store> = Arc::new(a2_store::memory::MemoryStore::new(clock.clone()));
+    seed(&*store).await;
+    let declared =
+        |name: &str| DeclaredConsumer { name: name.into(), kind: HeadKind::Concurrent, lane: None, types: vec![] };
+    let info = |consumers: Vec<DeclaredConsumer>| ServerInfo {
+        contract: "shop".into(),
+        host: "worker-1".into(),
+        pid: 7,
+        version: "v1".into(),
+        consumers,
+        max_running: 4,
+        beat_ms: 10_000,
+        started_at: 1,
+        holder_prefix: "w1/".into(),
+    };
+    let beat = |id: &str, consumers| ServerBeat { id: id.into(), info: info(consumers) };
+    store.server_beat(beat("old", vec![declared("charger")])).await.unwrap_or_else(|e| panic!("{e}"));
+    clock.advance(60_000);
+    store.server_beat(beat("new", vec![declared("mailer"), declared("idle")])).await.unwrap_or_else(|e| panic!("{e}"));
+    for mode in [Mode::ReadWrite, Mode::ReadOnly] {
+        let op = operator(store.clone(), StoreKind::Memory, mode);
+        let overview =
+            op.consumer_overview(TotalsQuery { contract: None, max_age_ms: 0 }).await.unwrap_or_else(|e| panic!("{e}"));
+        let idle = overview.totals.iter().find(|t| t.consumer == "idle").map(|t| (t.sessions, t.total_lag));
+        assert_eq!(idle, Some((0, 0)), "{mode:?}: the idle consumer has a row");
+        let served: Vec<(&str, u32)> =
+            overview.catalog.iter().map(|c| (c.consumer.name.as_str(), c.served_by)).collect();
+        assert_eq!(
+            served,
+            vec![("charger", 0), ("idle", 1), ("mailer", 1)],
+            "{mode:?}: the old process missed its beats"
+        );
+        let processes = op.process_list(None).await.unwrap_or_else(|e| panic!("{e}"));
+        let listed: Vec<(&str, bool)> = processes.iter().map(|p| (p.server.id.as_str(), p.live)).collect();
+        assert_eq!(listed, vec![("new", true), ("old", false)], "{mode:?}: live first");
+    }
 }
 
 /// A redrive answers once it is committed: the hosted consumer that runs the

@@ -13,6 +13,7 @@ mod explain;
 mod presence;
 pub mod rows;
 mod search;
+mod servers;
 mod statements;
 mod steps;
 mod store;

@@ -160,6 +160,16 @@ pub struct Statements {
     pub task_delete: &'static str,
     /// (id, now) → the task, due now (a live delivery keeps its lease)
     pub task_hasten: &'static str,
+    // ── the process registry ──
+    /// (prune_before) → rows not seen since deleted, for a dialect whose
+    /// `server_beat` cannot prune in its own statement; `None` where it does
+    pub server_prune: Option<&'static str>,
+    /// (id, contract, info, started_at, now[, prune_before when `server_prune` is `None`]) → the row upserted
+    pub server_beat: &'static str,
+    /// (id) → the row deleted
+    pub server_remove: &'static str,
+    /// (contract or '') → id, info, last_seen by contract, started_at, id
+    pub server_list: &'static str,
     // ── the presence plane ──
     /// (key, participant, field, value or NULL, seen, at, expires_at, now) → field, when this write won
     /// (the kept cell expired, or its stamp is no newer than `at`)

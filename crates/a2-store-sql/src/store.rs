@@ -604,7 +604,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             tx.execute(self.sql().totals_put, args).await?;
         }
         tx.commit().await?;
-        Ok(TotalsSnapshot { computed_at, totals })
+        Ok(TotalsSnapshot { computed_at, totals, catalog: Vec::new() })
     }
     async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError> {
         let rows = self.backend.read().await?.fetch(self.sql().kept_totals, vec![Arg::opt_text(contract)]).await?;
@@ -615,7 +615,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             computed_at = Some(computed_at.map_or(at, |c| c.min(at)));
             totals.push(crate::rows::consumer_total(row, "lagging_sessions")?);
         }
-        Ok(computed_at.map(|computed_at| TotalsSnapshot { computed_at, totals }))
+        Ok(computed_at.map(|computed_at| TotalsSnapshot { computed_at, totals, catalog: Vec::new() }))
     }
     async fn snapshot_list(&self, session: &SessionKey) -> Result<Vec<SnapshotInfo>, StoreError> {
         let rows = self.backend.read().await?.fetch(self.sql().snapshots_of_session, vec![Arg::text(session)]).await?;
@@ -724,6 +724,15 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
     async fn presence_sessions(&self) -> Result<Vec<(String, u64)>, StoreError> {
         crate::presence::sessions(self).await
+    }
+    async fn server_beat(&self, params: ServerBeat) -> Result<(), StoreError> {
+        crate::servers::beat(self, params).await
+    }
+    async fn server_remove(&self, id: &str) -> Result<bool, StoreError> {
+        crate::servers::remove(self, id).await
+    }
+    async fn server_list(&self, params: ServerList) -> Result<Vec<ServerRecord>, StoreError> {
+        crate::servers::list(self, params).await
     }
 }
 

@@ -277,6 +277,11 @@ pub(crate) static SQL: Statements = Statements {
          AND (?2 IS NULL OR (due_at, id) > (?2, ?3)) ORDER BY due_at, id LIMIT ?4",
     task_delete: "DELETE FROM a2_scheduled WHERE id = ?1 AND (lease_expires_at IS NULL OR lease_expires_at <= ?2) RETURNING *",
     task_hasten: "UPDATE a2_scheduled SET due_at = MIN(due_at, ?2) WHERE id = ?1 RETURNING *",
+    server_prune: Some("DELETE FROM a2_servers WHERE last_seen < ?1"),
+    server_beat: "INSERT INTO a2_servers (id, contract, info, started_at, last_seen) VALUES (?1, ?2, ?3, ?4, ?5) \
+         ON CONFLICT (id) DO UPDATE SET contract = excluded.contract, info = excluded.info, last_seen = excluded.last_seen",
+    server_remove: "DELETE FROM a2_servers WHERE id = ?1",
+    server_list: "SELECT id, info, last_seen FROM a2_servers WHERE ?1 = '' OR contract = ?1 ORDER BY contract, started_at, id",
     presence_upsert: "INSERT INTO a2_presence (session, participant, field, value, seen, at, expires_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (session, participant, field) DO UPDATE SET \
            value = excluded.value, seen = excluded.seen, at = excluded.at, expires_at = excluded.expires_at \

@@ -15,6 +15,7 @@ mod presence;
 pub mod rules;
 pub mod search;
 mod server;
+mod servers;
 mod store;
 mod tasks;
 mod types;
@@ -29,6 +30,7 @@ pub use opened::{is_postgres_url, OpenOptions, OpenedStore, StoreKind, StoreOpen
 pub use presence::*;
 pub use search::{EventFilter, EventFilterPage, EventMatch, SessionMatch, SessionSearch, SessionSearchPage};
 pub use server::{DatabaseServer, TlsState};
+pub use servers::*;
 pub use store::{page_size, Store, MAX_PAGE};
 pub use tasks::*;
 pub use types::*;

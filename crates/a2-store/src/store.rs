@@ -3,6 +3,7 @@ use std::sync::Arc;
 use crate::attempts::*;
 use crate::presence::*;
 use crate::search::*;
+use crate::servers::*;
 use crate::tasks::*;
 use crate::types::*;
 use crate::{Clock, SessionKey, StoreError};
@@ -190,6 +191,18 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Make a task due now, so the next delivery pass takes it (a live
     /// delivery keeps its lease: taking it over would deliver it twice at once).
     async fn task_hasten(&self, params: TaskChange) -> Result<Option<ScheduledTask>, StoreError>;
+
+    // ── the process registry ─────────────────────────────────────────
+
+    /// Register or refresh a running server, `last_seen` stamped by the
+    /// store's clock, and prune every row not seen for `SERVER_KEPT_MS`.
+    async fn server_beat(&self, params: ServerBeat) -> Result<(), StoreError>;
+
+    /// Forget a server that shut down cleanly; `false` when none was kept.
+    async fn server_remove(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// The kept servers (live and recently gone), by contract, then start.
+    async fn server_list(&self, params: ServerList) -> Result<Vec<ServerRecord>, StoreError>;
 
     // ── the presence plane ───────────────────────────────────────────
 

@@ -740,6 +740,10 @@ pub struct ConsumerTotal {
 pub struct TotalsSnapshot {
     pub computed_at: Millis,
     pub totals: Vec<ConsumerTotal>,
+    /// What the kept servers declare, so an overview tells an idle consumer
+    /// from an unserved one; filled by the operator from the process registry.
+    #[serde(default)]
+    pub catalog: Vec<crate::CatalogConsumer>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -20,8 +20,8 @@ pub use a2_operator::model::{
     DeadLetterGroup, HeadKey, HeadKind, HeadRef, RedriveAction, SessionSummary, TotalsSnapshot,
 };
 pub use a2_operator::{
-    ConsumeMode, Consumed, ContractPresence, HeadView, JobProgress, PresenceCellView, Redriven, StoreKind, TimerCursor,
-    TimerDelivered, TimerQuery, TimerRef, TimerView,
+    ConsumeMode, Consumed, ContractPresence, HeadView, JobProgress, PresenceCellView, ProcessView, Redriven, StoreKind,
+    TimerCursor, TimerDelivered, TimerQuery, TimerRef, TimerView,
 };
 pub use commands::{Limits, Studio};
 
@@ -83,6 +83,7 @@ macro_rules! studio_commands {
             timer_cancel(TimerRef) -> TimerView;
             presence_list(SessionRef) -> Vec<PresenceCellView>;
             presence_sessions(NoArgs) -> Vec<ContractPresence>;
+            process_list(ProcessQuery) -> Vec<ProcessView>;
         }
     };
 }

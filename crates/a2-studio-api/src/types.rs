@@ -395,6 +395,13 @@ pub struct PauseQuery {
     pub contract: Option<String>,
 }
 
+/// The processes serving the open store, one contract's or all.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessQuery {
+    pub contract: Option<String>,
+}
+
 /// An `a2.session/1` export to write into the open store.
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
 #[serde(deny_unknown_fields)]

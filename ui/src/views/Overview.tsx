@@ -13,6 +13,7 @@ import { go, href } from "../route";
 import { ActionButton, ErrorBox, Empty, useConnection } from "../ui";
 import { keys } from "../keys";
 import { useLagHistory, useLagSeries, type LagHistory } from "../lagHistory";
+import { serving, type Serving } from "../serving";
 
 /** Kept totals older than this are recomputed (on a replica, which cannot, they are shown as stale). */
 const KEPT_FOR_MS = 5_000;
@@ -57,6 +58,36 @@ function LagChart({ history }: { history: LagHistory }) {
       </figcaption>
     </figure>
   );
+}
+
+/** How many live processes declare the consumer; in red when work waits and none does. */
+function ServedBy({ serving }: { serving: Serving }) {
+  switch (serving.kind) {
+    case "served":
+      return (
+        <td data-testid="served-by">
+          <a href={href({ view: "processes" })}>{serving.by === 1 ? "1 process" : `${serving.by} processes`}</a>
+        </td>
+      );
+    case "nobody":
+      return (
+        <td data-testid="served-by" className="bad">
+          nobody serves it
+        </td>
+      );
+    case "idle":
+      return (
+        <td data-testid="served-by" className="muted">
+          no live process
+        </td>
+      );
+    case "undeclared":
+      return (
+        <td data-testid="served-by" className="warn" title="It has heads, but no registered process declares it: a deploy removed it, or its processes are down">
+          not declared
+        </td>
+      );
+  }
 }
 
 /** Running, or who paused it, when (as of `readAt`, when the pauses were read) and why; with the button that flips it. */
@@ -143,6 +174,7 @@ export function Overview() {
               <th className="num">Lagging</th>
               <th className="num">Total lag</th>
               <th className="num">Dead letters</th>
+              <th>Served by</th>
               <th>State</th>
             </tr>
           </thead>
@@ -157,6 +189,7 @@ export function Overview() {
                 <td className="num">
                   {t.dead_letters > 0 ? <a href={href({ view: "dead-letters" })} className="bad">{formatCount(t.dead_letters)}</a> : 0}
                 </td>
+                <ServedBy serving={serving(t, totals.data?.catalog ?? [])} />
                 <ConsumerState
                   paused={pausedOf(t.contract, t.consumer)}
                   readAt={pauses.dataUpdatedAt}

@@ -3,6 +3,7 @@
 
 mod attempts;
 mod presence;
+mod servers;
 mod session;
 mod tasks;
 
@@ -31,6 +32,7 @@ pub struct MemoryStore {
     pauses: Mutex<BTreeMap<(String, String), PausedConsumer>>,
     tasks: Mutex<tasks::Tasks>,
     presence: Mutex<presence::Presence>,
+    servers: Mutex<servers::Servers>,
 }
 
 impl Default for MemoryStore {
@@ -49,6 +51,7 @@ impl MemoryStore {
             pauses: Mutex::new(BTreeMap::new()),
             tasks: Mutex::new(tasks::Tasks::default()),
             presence: Mutex::new(presence::Presence::default()),
+            servers: Mutex::new(servers::Servers::default()),
         }
     }
 
@@ -64,6 +67,10 @@ impl MemoryStore {
 
     fn tasks(&self) -> MutexGuard<'_, tasks::Tasks> {
         self.tasks.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn servers(&self) -> MutexGuard<'_, servers::Servers> {
+        self.servers.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn presence(&self) -> MutexGuard<'_, presence::Presence> {
@@ -651,7 +658,8 @@ impl Store for MemoryStore {
     }
 
     async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError> {
-        let snapshot = TotalsSnapshot { computed_at: self.now(), totals: self.consumer_totals(None).await? };
+        let snapshot =
+            TotalsSnapshot { computed_at: self.now(), totals: self.consumer_totals(None).await?, catalog: Vec::new() };
         *self.totals.lock().unwrap_or_else(|p| p.into_inner()) = Some(snapshot.clone());
         Ok(snapshot)
     }
@@ -777,5 +785,17 @@ impl Store for MemoryStore {
 
     async fn presence_sessions(&self) -> Result<Vec<(String, u64)>, StoreError> {
         Ok(self.presence().sessions(self.now()))
+    }
+
+    async fn server_beat(&self, params: crate::ServerBeat) -> Result<(), StoreError> {
+        self.servers().beat(params, self.now())
+    }
+
+    async fn server_remove(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.servers().remove(id))
+    }
+
+    async fn server_list(&self, params: crate::ServerList) -> Result<Vec<crate::ServerRecord>, StoreError> {
+        Ok(self.servers().list(&params))
     }
 }

@@ -1,7 +1,8 @@
 //! The Presence tab's reads: who is in a session now, and how many
-//! sessions of each contract have anyone present (the overview).
+//! sessions of each contract have anyone present (the overview); and who
+//! is serving: the process registry.
 
-use a2_operator::{ContractPresence, PresenceCellView};
+use a2_operator::{ContractPresence, PresenceCellView, ProcessView};
 
 use super::*;
 
@@ -12,5 +13,11 @@ impl Studio {
 
     pub async fn presence_sessions(&self, _request: NoArgs) -> Result<Vec<ContractPresence>, ApiError> {
         Ok(self.operator()?.presence_sessions().await?)
+    }
+
+    /// The process registry: which servers run against this store, live or lately gone.
+    pub async fn process_list(&self, request: ProcessQuery) -> Result<Vec<ProcessView>, ApiError> {
+        let contract = request.contract.as_deref().filter(|c| !c.is_empty());
+        Ok(self.operator()?.process_list(contract).await?)
     }
 }

@@ -1,0 +1,74 @@
+//! This server's row in the store's process registry: written when its
+//! background starts, refreshed every `DrainTimings::server_beat`, deleted on
+//! a clean shutdown. A beat that fails is logged and tried again at the next
+//! one: the registry tells operators who serves what; it never stops work.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2_store::{DeclaredConsumer, HeadKind, ServerBeat, ServerInfo, Store};
+use tokio_util::sync::CancellationToken;
+
+use crate::consumer::Lane;
+use crate::server_core::ServerCore;
+use crate::timings::millis;
+
+/// A consumer as the registry shows it.
+pub(crate) fn declared(consumer: &crate::Consumer) -> DeclaredConsumer {
+    let (kind, lane) = match &consumer.def.lane {
+        Lane::Log(lane) => (HeadKind::Log, Some(lane.clone())),
+        Lane::Function(_) => (HeadKind::Lane, None),
+        Lane::Concurrent => (HeadKind::Concurrent, None),
+    };
+    DeclaredConsumer {
+        name: consumer.name().to_owned(),
+        kind,
+        lane,
+        types: consumer.def.types.clone().unwrap_or_default(),
+    }
+}
+
+/// What this server says of itself on every beat.
+pub(crate) fn beat_of(core: &ServerCore) -> ServerBeat {
+    let actor = a2_store::Actor::current();
+    let version = match core.app_version() {
+        Some(app) => format!("{app} (a2-engine {})", env!("CARGO_PKG_VERSION")),
+        None => format!("a2-engine {}", env!("CARGO_PKG_VERSION")),
+    };
+    ServerBeat {
+        id: core.server_id().to_owned(),
+        info: ServerInfo {
+            contract: core.contract().name().to_owned(),
+            host: actor.host,
+            pid: std::process::id(),
+            version,
+            consumers: core.consumers().iter().map(declared).collect(),
+            max_running: core.max_running(),
+            beat_ms: millis(core.timings().server_beat),
+            started_at: core.started_at(),
+            holder_prefix: core.holder_prefix(),
+        },
+    }
+}
+
+/// Beat until `shutdown`, then remove the row: a process that dies instead
+/// leaves it to go stale (gone after `MISSED_BEATS`, pruned after a day).
+pub(crate) async fn keep_registered(
+    store: Arc<dyn Store>,
+    beat: ServerBeat,
+    every: Duration,
+    shutdown: CancellationToken,
+) {
+    loop {
+        if let Err(error) = store.server_beat(beat.clone()).await {
+            tracing::warn!(code = error.code(), %error, server = %beat.id, "could not refresh this server's registry row");
+        }
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = shutdown.cancelled() => break,
+        }
+    }
+    if let Err(error) = store.server_remove(&beat.id).await {
+        tracing::debug!(code = error.code(), %error, server = %beat.id, "could not remove this server's registry row");
+    }
+}
