@@ -947,11 +947,26 @@ export type TimerView = {
 /**  The connection's TLS: off, encrypted without checking the server, or verified. */
 export type TlsView = "off" | "encrypted" | "verified";
 
+/**  Where consumer totals come from. */
+export type TotalsOrigin = 
+/**  As the last refresh kept them (`computed_at` says when). */
+"kept" | 
+/**  Computed for this answer: a pass over every cursor. */
+"live" | 
+/**  None kept, and none computed (a read-only connection that was not asked to). */
+"missing";
+
 /**  Consumer totals no older than `max_age_ms`, of one contract or all. */
 export type TotalsQuery = {
 	contract: string | null,
-	/**  Kept totals older than this are recomputed. */
+	/**
+	 *  On a read-write connection, kept totals older than this are
+	 *  recomputed (and kept). A read-only one reads the kept ones whatever
+	 *  their age, never scanning the store, unless `live`.
+	 */
 	max_age_ms: number,
+	/**  Compute them now, even read-only: a pass over every cursor of the store. */
+	live?: boolean,
 };
 
 /**
@@ -966,6 +981,11 @@ export type TotalsSnapshot = {
 	 *  from an unserved one; filled by the operator from the process registry.
 	 */
 	catalog?: CatalogConsumer[],
+	/**
+	 *  Kept by a refresh, computed for this answer, or none kept: a
+	 *  read-only connection computes them only when asked in so many words.
+	 */
+	origin?: TotalsOrigin,
 };
 
 /* Tauri Specta runtime */

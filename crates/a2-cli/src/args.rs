@@ -125,9 +125,13 @@ pub(crate) enum Command {
     Consumers {
         #[arg(long)]
         contract: Option<String>,
-        /// Totals kept up to this many seconds ago will do (0: compute now).
+        /// Read-write: totals kept up to this many seconds ago will do (0:
+        /// refresh now). Read-only connections read the kept totals, whatever their age.
         #[arg(long, default_value_t = 0)]
         max_age: u32,
+        /// Compute the totals now, even read-only: a pass over every cursor of the store.
+        #[arg(long)]
+        live: bool,
     },
     /// Dead letters store-wide, of a contract or of a session.
     DeadLetters {

@@ -191,11 +191,11 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
         }
         Command::Heads(t) => out.heads(&studio.head_list(t.into()).await?),
         Command::Presence(t) => out.presence(&studio.presence_list(t.into()).await?),
-        Command::Consumers { contract, max_age } => {
+        Command::Consumers { contract, max_age, live } => {
             out.header(&info);
             let max_age_ms = max_age.saturating_mul(1000);
             let pauses = studio.consumer_pause_list(PauseQuery { contract: contract.clone() }).await?;
-            out.consumers(&studio.consumer_overview(TotalsQuery { contract, max_age_ms }).await?, &pauses);
+            out.consumers(&studio.consumer_overview(TotalsQuery { contract, max_age_ms, live }).await?, &pauses);
         }
         Command::Processes { contract } => {
             out.header(&info);

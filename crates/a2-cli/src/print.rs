@@ -3,7 +3,7 @@
 use a2_studio_api::{
     Attempt, AttemptPage, AttemptRate, AuditView, ConnectionInfo, ConsumerTotal, DeadLetterGroup, DeadLetterPage,
     EventView, HeadView, PausedConsumer, PresenceCellView, ProcessView, SearchHit, SessionPage, SessionSummary,
-    SnapshotView, TimerView, TlsView, TotalsSnapshot,
+    SnapshotView, TimerView, TlsView, TotalsOrigin, TotalsSnapshot,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -43,6 +43,28 @@ fn json_fields<T: Serialize>(items: &[T], fields: &[&str]) -> Value {
         value
     };
     Value::Array(items.iter().map(parse).collect())
+}
+
+/// Which totals these are, and how old: kept ones older than half a minute
+/// mean no server is refreshing them.
+fn totals_origin(overview: &TotalsSnapshot) -> String {
+    let age_s = (now_ms() - overview.computed_at).max(0) / 1_000;
+    match overview.origin {
+        TotalsOrigin::Live => "totals computed now".to_owned(),
+        TotalsOrigin::Missing => {
+            "no totals are kept in this store: --live computes them (a pass over every cursor of the store)".to_owned()
+        }
+        TotalsOrigin::Kept if age_s > 30 => {
+            format!("totals kept {age_s} s ago: no server is refreshing them (--live computes them now)")
+        }
+        TotalsOrigin::Kept => format!("totals kept {age_s} s ago"),
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Epoch milliseconds as a UTC date-time a person reads: `2026-12-03 22:41:04Z`.
@@ -221,14 +243,13 @@ impl Out {
                 })
                 .collect();
             table(&["contract", "consumer", "sessions", "lagging", "lag", "dead", "served by", "paused"], rows);
+            println!("{}", totals_origin(overview));
         }
     }
 
     pub fn processes(&self, processes: &[ProcessView]) {
         if !self.emit(&processes) {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            let now = now_ms();
             let rows = processes
                 .iter()
                 .map(|p| {

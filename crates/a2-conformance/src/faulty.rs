@@ -25,6 +25,8 @@ pub struct Faulty {
     /// Event pages and snapshots read so far.
     pub event_lists: AtomicU32,
     pub snapshot_gets: AtomicU32,
+    /// Whole-store consumer-total aggregates asked for (computed or refreshed).
+    pub totals_computed: AtomicU32,
 }
 
 impl Faulty {
@@ -40,6 +42,7 @@ impl Faulty {
             claims: AtomicU32::new(0),
             event_lists: AtomicU32::new(0),
             snapshot_gets: AtomicU32::new(0),
+            totals_computed: AtomicU32::new(0),
         })
     }
 }
@@ -174,9 +177,11 @@ impl Store for Faulty {
         self.inner.dead_letter_list(params).await
     }
     async fn consumer_totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>, StoreError> {
+        self.totals_computed.fetch_add(1, Ordering::SeqCst);
         self.inner.consumer_totals(contract).await
     }
     async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError> {
+        self.totals_computed.fetch_add(1, Ordering::SeqCst);
         self.inner.consumer_totals_refresh().await
     }
     async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError> {

@@ -19,7 +19,7 @@ mod clears;
 mod completions;
 pub mod engine;
 mod failures;
-mod faulty;
+pub mod faulty;
 mod fidelity;
 mod healing;
 mod history;

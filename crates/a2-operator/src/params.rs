@@ -123,8 +123,13 @@ pub struct EventQuery {
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct TotalsQuery {
     pub contract: Option<String>,
-    /// Kept totals older than this are recomputed.
+    /// On a read-write connection, kept totals older than this are
+    /// recomputed (and kept). A read-only one reads the kept ones whatever
+    /// their age, never scanning the store, unless `live`.
     pub max_age_ms: u32,
+    /// Compute them now, even read-only: a pass over every cursor of the store.
+    #[serde(default)]
+    pub live: bool,
 }
 
 /// One dead letter: a consumer's head at `index` in a session.

@@ -92,26 +92,33 @@ impl Operator {
         Ok(self.store().consumer_totals(contract).await?)
     }
 
-    /// Consumer totals no older than `max_age_ms`: the kept ones when fresh
-    /// enough, else recomputed (and kept, on a read-write connection).
+    /// Consumer totals: the kept ones when fresh enough; on a read-write
+    /// connection, else refreshed (and kept). A read-only connection (a
+    /// replica too) never computes them unless `live` is asked: an inspection
+    /// tool left open on production must not be a load on it.
     pub async fn consumer_overview(&self, query: TotalsQuery) -> Result<TotalsSnapshot> {
         let contract = query.contract.as_deref().filter(|c| !c.is_empty());
         let max_age_ms = i64::from(query.max_age_ms);
         let now = self.now();
         let kept = self.store().consumer_totals_snapshot(contract).await?;
         let snapshot = match kept {
-            Some(kept) if now - kept.computed_at <= max_age_ms => kept,
-            // A replica cannot refresh them: the primary's last refresh is what there is, its age shown.
-            Some(kept) if self.is_replica() => kept,
+            Some(kept) if !query.live && (now - kept.computed_at <= max_age_ms || self.is_read_only()) => kept,
+            None if !query.live && self.is_read_only() => TotalsSnapshot {
+                computed_at: now,
+                totals: Vec::new(),
+                catalog: Vec::new(),
+                origin: TotalsOrigin::Missing,
+            },
             _ if self.is_read_only() => TotalsSnapshot {
                 computed_at: now,
                 totals: self.store().consumer_totals(contract).await?,
                 catalog: Vec::new(),
+                origin: TotalsOrigin::Live,
             },
             _ => {
                 let mut fresh = self.store().consumer_totals_refresh().await?;
                 fresh.totals.retain(|t| contract.is_none_or(|c| c == t.contract));
-                fresh
+                TotalsSnapshot { origin: TotalsOrigin::Live, ..fresh }
             }
         };
         self.catalogued(snapshot, contract).await
@@ -130,7 +137,9 @@ impl Operator {
             }
         };
         let catalog = consumer_catalog(&servers, self.now());
-        for entry in &catalog {
+        // With no totals at all, a row of zeros would say "caught up": only the catalog is told.
+        let idle_rows = if snapshot.origin == TotalsOrigin::Missing { &[][..] } else { &catalog[..] };
+        for entry in idle_rows {
             let listed = |t: &ConsumerTotal| t.contract == entry.contract && t.consumer == entry.consumer.name;
             if !snapshot.totals.iter().any(listed) {
                 snapshot.totals.push(ConsumerTotal {

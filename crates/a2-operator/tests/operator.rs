@@ -470,8 +470,10 @@ async fn overview_lists_idle_consumers_and_who_serves_them() {
     store.server_beat(beat("new", vec![declared("mailer"), declared("idle")])).await.unwrap_or_else(|e| panic!("{e}"));
     for mode in [Mode::ReadWrite, Mode::ReadOnly] {
         let op = operator(store.clone(), StoreKind::Memory, mode);
-        let overview =
-            op.consumer_overview(TotalsQuery { contract: None, max_age_ms: 0 }).await.unwrap_or_else(|e| panic!("{e}"));
+        let overview = op
+            .consumer_overview(TotalsQuery { contract: None, max_age_ms: 0, live: false })
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         let idle = overview.totals.iter().find(|t| t.consumer == "idle").map(|t| (t.sessions, t.total_lag));
         assert_eq!(idle, Some((0, 0)), "{mode:?}: the idle consumer has a row");
         let served: Vec<(&str, u32)> =
@@ -485,6 +487,53 @@ async fn overview_lists_idle_consumers_and_who_serves_them() {
         let listed: Vec<(&str, bool)> = processes.iter().map(|p| (p.server.id.as_str(), p.live)).collect();
         assert_eq!(listed, vec![("new", true), ("old", false)], "{mode:?}: live first");
     }
+}
+
+/// A read-only connection reads the kept totals whatever their age and
+/// never runs an aggregate over the store (a counting wrapper proves it);
+/// with none kept it says so; `live` computes them, and says so.
+async fn read_only_overview_reads_kept_totals(kind: StoreKind) {
+    use a2_conformance::faulty::Faulty;
+    use std::sync::atomic::Ordering::SeqCst;
+
+    let store = store_of(kind).await;
+    seed(&*store).await;
+    let counted = Faulty::new(store.clone());
+    let ro = operator(counted.clone(), kind, Mode::ReadOnly);
+    let query = |live| TotalsQuery { contract: None, max_age_ms: 5_000, live };
+    let none = ro.consumer_overview(query(false)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((none.origin, none.totals.len()), (TotalsOrigin::Missing, 0), "none kept, none computed");
+    assert_eq!(counted.totals_computed.load(SeqCst), 0, "no aggregate ran");
+
+    let rw = operator(store.clone(), kind, Mode::ReadWrite);
+    let refreshed = rw.consumer_overview(query(false)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(refreshed.origin, TotalsOrigin::Live, "a read-write connection refreshes what is missing");
+    // Older than asked: read-only still reads them, and shows their age.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let strict = TotalsQuery { max_age_ms: 1, ..query(false) };
+    let kept = ro.consumer_overview(strict).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((kept.origin, kept.computed_at), (TotalsOrigin::Kept, refreshed.computed_at));
+    assert_eq!(kept.totals, refreshed.totals);
+    assert_eq!(counted.totals_computed.load(SeqCst), 0, "still no aggregate ran");
+
+    let live = ro.consumer_overview(query(true)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((live.origin, live.totals), (TotalsOrigin::Live, refreshed.totals), "asked in so many words");
+    assert_eq!(counted.totals_computed.load(SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_overview_reads_kept_totals_memory() {
+    read_only_overview_reads_kept_totals(StoreKind::Memory).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_overview_reads_kept_totals_sqlite() {
+    read_only_overview_reads_kept_totals(StoreKind::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_overview_reads_kept_totals_postgres() {
+    read_only_overview_reads_kept_totals(StoreKind::Postgres).await;
 }
 
 /// A redrive answers once it is committed: the hosted consumer that runs the

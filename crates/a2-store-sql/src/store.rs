@@ -604,7 +604,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             tx.execute(self.sql().totals_put, args).await?;
         }
         tx.commit().await?;
-        Ok(TotalsSnapshot { computed_at, totals, catalog: Vec::new() })
+        Ok(TotalsSnapshot { computed_at, totals, catalog: Vec::new(), origin: TotalsOrigin::Kept })
     }
     async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError> {
         let rows = self.backend.read().await?.fetch(self.sql().kept_totals, vec![Arg::opt_text(contract)]).await?;
@@ -615,7 +615,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             computed_at = Some(computed_at.map_or(at, |c| c.min(at)));
             totals.push(crate::rows::consumer_total(row, "lagging_sessions")?);
         }
-        Ok(computed_at.map(|computed_at| TotalsSnapshot { computed_at, totals, catalog: Vec::new() }))
+        Ok(computed_at.map(|computed_at| TotalsSnapshot {
+            computed_at,
+            totals,
+            catalog: Vec::new(),
+            origin: TotalsOrigin::Kept,
+        }))
     }
     async fn snapshot_list(&self, session: &SessionKey) -> Result<Vec<SnapshotInfo>, StoreError> {
         let rows = self.backend.read().await?.fetch(self.sql().snapshots_of_session, vec![Arg::text(session)]).await?;

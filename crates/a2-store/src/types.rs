@@ -744,6 +744,24 @@ pub struct TotalsSnapshot {
     /// from an unserved one; filled by the operator from the process registry.
     #[serde(default)]
     pub catalog: Vec<crate::CatalogConsumer>,
+    /// Kept by a refresh, computed for this answer, or none kept: a
+    /// read-only connection computes them only when asked in so many words.
+    #[serde(default)]
+    pub origin: TotalsOrigin,
+}
+
+/// Where consumer totals come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub enum TotalsOrigin {
+    /// As the last refresh kept them (`computed_at` says when).
+    #[default]
+    Kept,
+    /// Computed for this answer: a pass over every cursor.
+    Live,
+    /// None kept, and none computed (a read-only connection that was not asked to).
+    Missing,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

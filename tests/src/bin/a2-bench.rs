@@ -491,7 +491,11 @@ async fn measure_reads(name: &str, op: a2_operator::Operator, sessions: usize) -
             percentiles(samples, |_| {
                 // The kept totals, whatever their age: a refresh of a large store takes seconds, and a
                 // read-only connection given older ones than it accepts recomputes them (the line above).
-                op.consumer_overview(a2_operator::TotalsQuery { contract: Some("shop".into()), max_age_ms: u32::MAX })
+                op.consumer_overview(a2_operator::TotalsQuery {
+                    contract: Some("shop".into()),
+                    max_age_ms: u32::MAX,
+                    live: false,
+                })
             })
             .await?,
         ),

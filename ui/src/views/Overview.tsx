@@ -3,20 +3,22 @@
 // its completions and failures per minute over the last hour.
 import { useEffect, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
-import type { PausedConsumer } from "../bindings";
+import type { PausedConsumer, TotalsSnapshot } from "../bindings";
 import { commands } from "../commands";
 import { PauseDialog } from "../actions";
 import { gate } from "../gate";
 import { unwrap } from "../api";
 import { formatAge, formatCount } from "../format";
 import { go, href } from "../route";
-import { ActionButton, ErrorBox, Empty, useConnection } from "../ui";
+import { ActionButton, ConfirmDialog, ErrorBox, Empty, useConnection } from "../ui";
 import { keys } from "../keys";
 import { useLagHistory, useLagSeries, type LagHistory } from "../lagHistory";
 import { serving, type Serving } from "../serving";
 
 /** Kept totals older than this are recomputed (on a replica, which cannot, they are shown as stale). */
 const KEPT_FOR_MS = 5_000;
+/** Kept totals older than this mean no server is refreshing them. */
+const STALE_AFTER_MS = 30_000;
 
 const COLOURS = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777"];
 
@@ -116,8 +118,12 @@ export function Overview() {
   const connection = useConnection();
   const totals = useQuery({
     queryKey: keys.consumerOverview(),
-    queryFn: () => unwrap(commands.consumerOverview({ contract: null, max_age_ms: KEPT_FOR_MS })),
+    queryFn: () => unwrap(commands.consumerOverview({ contract: null, max_age_ms: KEPT_FOR_MS, live: false })),
   });
+  // Computed on request where none are kept (read-only): shown until kept ones appear.
+  const [computed, setComputed] = useState<TotalsSnapshot | null>(null);
+  const [computing, setComputing] = useState(false);
+  const shown = totals.data?.origin === "missing" && computed ? computed : totals.data;
   const pauses = useQuery({
     queryKey: keys.pauses(),
     queryFn: () => unwrap(commands.consumerPauseList({ contract: null })),
@@ -126,11 +132,11 @@ export function Overview() {
   const pausedOf = (contract: string, consumer: string) =>
     pauses.data?.find((p) => p.contract === contract && p.consumer === consumer) ?? null;
   // Ages are as of the read (re-read every few seconds), so rendering stays pure.
-  const totalsAge = totals.data ? totals.dataUpdatedAt - totals.data.computed_at : 0;
+  const totalsAge = shown ? totals.dataUpdatedAt - shown.computed_at : 0;
   const lagHistory = useLagHistory();
   useEffect(() => {
-    if (totals.data) lagHistory.record(totals.data);
-  }, [totals.data, lagHistory]);
+    if (shown && shown.origin !== "missing") lagHistory.record(shown);
+  }, [shown, lagHistory]);
 
   return (
     <div className="page">
@@ -156,15 +162,33 @@ export function Overview() {
       <section className="card">
         <h2>
           Consumers{" "}
-          {totals.data && <small className="muted">computed {formatAge(totalsAge)} ago</small>}
-          {totals.data && connection?.replica && totalsAge > KEPT_FOR_MS && (
+          {shown?.origin === "kept" && <small className="muted" data-testid="totals-origin">kept {formatAge(totalsAge)} ago</small>}
+          {shown?.origin === "live" && <small className="muted" data-testid="totals-origin">computed {shown === computed ? "on request" : "now"}</small>}
+          {shown?.origin === "kept" && connection?.replica && totalsAge > KEPT_FOR_MS && (
             <small className="warn" data-testid="totals-stale">
               {" "}
               stale: as the primary last refreshed them (a replica cannot refresh them)
             </small>
           )}
+          {shown?.origin === "kept" && !connection?.replica && totalsAge > STALE_AFTER_MS && (
+            <small className="warn" data-testid="totals-stale">
+              {" "}
+              no server is refreshing these totals
+            </small>
+          )}
         </h2>
         <ErrorBox error={totals.error} />
+        {shown?.origin === "missing" && (
+          <Empty>
+            <span data-testid="totals-missing">
+              No totals are kept in this store: no server of it has refreshed them. A read-only connection does not
+              compute them by itself.{" "}
+            </span>
+            <button type="button" data-testid="compute-totals" onClick={() => setComputing(true)}>
+              Compute now…
+            </button>
+          </Empty>
+        )}
         <table data-testid="consumers-table">
           <thead>
             <tr>
@@ -179,7 +203,7 @@ export function Overview() {
             </tr>
           </thead>
           <tbody>
-            {totals.data?.totals.map((t) => (
+            {shown?.totals.map((t) => (
               <tr key={`${t.contract}/${t.consumer}`} data-testid="consumer-row" data-contract={t.contract} data-consumer={t.consumer} tabIndex={0} onKeyDown={(e) => e.key === "Enter" && e.target === e.currentTarget && go({ view: "sessions", contract: t.contract })}>
                 <td>{t.contract}</td>
                 <td>{t.consumer}</td>
@@ -189,7 +213,7 @@ export function Overview() {
                 <td className="num">
                   {t.dead_letters > 0 ? <a href={href({ view: "dead-letters" })} className="bad">{formatCount(t.dead_letters)}</a> : 0}
                 </td>
-                <ServedBy serving={serving(t, totals.data?.catalog ?? [])} />
+                <ServedBy serving={serving(t, shown?.catalog ?? [])} />
                 <ConsumerState
                   paused={pausedOf(t.contract, t.consumer)}
                   readAt={pauses.dataUpdatedAt}
@@ -200,6 +224,21 @@ export function Overview() {
           </tbody>
         </table>
       </section>
+      {computing && (
+        <ConfirmDialog
+          title="Compute the consumer totals now"
+          confirm="Compute"
+          run={async () => {
+            const live = await unwrap(commands.consumerOverview({ contract: null, max_age_ms: 0, live: true }));
+            setComputed(live);
+            return `computed: ${live.totals.length} consumers`;
+          }}
+          onClose={() => setComputing(false)}
+        >
+          This reads every cursor of every session in the store once: on a large production database, seconds of work
+          for it. Nothing is written.
+        </ConfirmDialog>
+      )}
       {pausing && (
         <PauseDialog
           {...pausing}

@@ -658,8 +658,9 @@ impl Store for MemoryStore {
     }
 
     async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError> {
+        let totals = self.consumer_totals(None).await?;
         let snapshot =
-            TotalsSnapshot { computed_at: self.now(), totals: self.consumer_totals(None).await?, catalog: Vec::new() };
+            TotalsSnapshot { computed_at: self.now(), totals, catalog: Vec::new(), origin: TotalsOrigin::Kept };
         *self.totals.lock().unwrap_or_else(|p| p.into_inner()) = Some(snapshot.clone());
         Ok(snapshot)
     }
