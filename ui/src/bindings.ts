@@ -323,6 +323,8 @@ export type ConsumerTotal = {
 	lagging_sessions: number,
 	total_lag: number,
 	dead_letters: number,
+	/**  Who serves it, by the process registry; `None` where the registry was not read. */
+	served?: Serving | null,
 };
 
 /**  How many sessions of a contract have live presence. */
@@ -797,6 +799,23 @@ export type ServerView = {
 	/**  The role the connection logged in as. */
 	session_user: string,
 };
+
+/**
+ *  Who serves a consumer, by the process registry: the first question on
+ *  call is whether anything is working on it at all.
+ */
+export type Serving = 
+/**  This many live processes declare it. */
+{ kind: "served"; by: number } | 
+/**  Work waits (lag or dead letters) and no live process declares it. */
+{ kind: "nobody" } | 
+/**  Declared lately, nothing waiting, no live process now. */
+{ kind: "idle" } | 
+/**
+ *  It has heads, but no kept process declares it: a deploy removed it,
+ *  or the processes that ran it stopped cleanly (a clean stop removes the row).
+ */
+{ kind: "undeclared" };
 
 /**
  *  The storage key of a contract's session: `<contract>\u{1f}<session id>`.

@@ -68,9 +68,9 @@ async fn serve(cli: &Cli, port: u16, demo_traffic: bool, export_dir: PathBuf) ->
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    web::run(listener, studio, Arc::new(web::EmbeddedUi), token, shutdown)
-        .await
-        .map_err(|e| ApiError::new(a2_studio_api::ErrorCode::Unavailable, e.to_string()))
+    let served = web::run(listener, studio.clone(), Arc::new(web::EmbeddedUi), token, shutdown).await;
+    studio.stop_background().await;
+    served.map_err(|e| ApiError::new(a2_studio_api::ErrorCode::Unavailable, e.to_string()))
 }
 
 /// The demo contract as an app over the wire, until Ctrl-C.
@@ -93,7 +93,13 @@ async fn serve_app(cli: &Cli, port: u16) -> Result<(), ApiError> {
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    a2_studio_api::app::serve_app(listener, servers, shutdown).await
+    let stopping = servers.clone();
+    let served = a2_studio_api::app::serve_app(listener, servers, shutdown).await;
+    // Each server leaves the process registry before the process exits.
+    for server in &stopping {
+        server.stop().await;
+    }
+    served
 }
 
 fn open_request(cli: &Cli, read_only: Option<bool>) -> ConnectionOpen {

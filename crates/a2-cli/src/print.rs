@@ -2,8 +2,8 @@
 
 use a2_studio_api::{
     Attempt, AttemptPage, AttemptRate, AuditView, ConnectionInfo, ConsumerTotal, DeadLetterGroup, DeadLetterPage,
-    EventView, HeadView, PausedConsumer, PresenceCellView, ProcessView, SearchHit, SessionPage, SessionSummary,
-    SnapshotView, TimerView, TlsView, TotalsOrigin, TotalsSnapshot,
+    EventView, HeadView, PausedConsumer, PresenceCellView, ProcessView, SearchHit, Serving, SessionPage,
+    SessionSummary, SnapshotView, TimerView, TlsView, TotalsOrigin, TotalsSnapshot,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -194,20 +194,12 @@ impl Out {
     /// declare it, by the registry) and its pause; `--json` carries both too.
     pub fn consumers(&self, overview: &TotalsSnapshot, pauses: &[PausedConsumer]) {
         let totals = &overview.totals;
-        let served_by = |t: &ConsumerTotal| {
-            overview
-                .catalog
-                .iter()
-                .find(|c| c.contract == t.contract && c.consumer.name == t.consumer)
-                .map(|c| c.served_by)
-        };
         let pause = |t: &ConsumerTotal| pauses.iter().find(|p| p.contract == t.contract && p.consumer == t.consumer);
         let documents: Vec<Value> = totals
             .iter()
             .map(|t| {
                 let mut document = serde_json::to_value(t).unwrap_or(Value::Null);
                 if let Value::Object(fields) = &mut document {
-                    fields.insert("served_by".into(), serde_json::json!(served_by(t)));
                     fields.insert("paused".into(), serde_json::json!(pause(t)));
                 }
                 document
@@ -215,11 +207,12 @@ impl Out {
             .collect();
         if !self.emit(&documents) {
             // "NOBODY" with work waiting is the line to read first.
-            let served = |t: &ConsumerTotal| match served_by(t) {
-                Some(n) if n > 0 => n.to_string(),
-                _ if t.total_lag > 0 || t.dead_letters > 0 => "NOBODY".to_owned(),
-                Some(_) => "0".to_owned(),
-                None => "-".to_owned(),
+            let served = |t: &ConsumerTotal| match t.served {
+                Some(Serving::Served { by }) => by.to_string(),
+                Some(Serving::Nobody) => "NOBODY".to_owned(),
+                Some(Serving::Idle) => "idle".to_owned(),
+                Some(Serving::Undeclared) => "undeclared".to_owned(),
+                None => "?".to_owned(),
             };
             let paused = |t: &ConsumerTotal| {
                 pause(t).map_or_else(

@@ -138,7 +138,7 @@ pub async fn run_clearing_its_session_ends_its_attempt(factory: &dyn StoreFactor
     // The clear records the run that made it, in its own transaction.
     let audit =
         store.audit_list(a2_store::AuditList { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
-    let clears: Vec<_> = audit.iter().filter(|r| r.entry.action == "clear").collect();
+    let clears: Vec<_> = audit.iter().filter(|r| r.entry.action == "run.clear").collect();
     assert_eq!(clears.len(), 1, "one audited clear: {audit:#?}");
     let entry = &clears[0].entry;
     assert_eq!((entry.contract.as_deref(), entry.session_id.as_deref()), (Some("shop"), Some("s")));

@@ -39,6 +39,9 @@ struct State {
     holder: String,
 }
 
+/// How long `stopped` waits for the registry row's removal.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The service. Stopping it stops every task it started; so does the end of
 /// the core (its last server, session and run gone), whose drop cancels `shutdown`.
 pub(crate) struct Background {
@@ -46,6 +49,9 @@ pub(crate) struct Background {
     wakes: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
     /// Whether the server runs consumers at all (a server with none has nothing to rescue).
     rescues: bool,
+    /// The task that keeps this server's registry row: awaited by `stopped`,
+    /// so a process that exits cleanly leaves no stale row behind.
+    registry: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Background {
@@ -64,10 +70,12 @@ impl Background {
                 drains: Mutex::new(HashMap::new()),
                 draining: Arc::new(Semaphore::new(max_draining)),
                 refresher: AtomicBool::new(false),
-                holder: format!("scheduler:{}", uuid::Uuid::new_v4()),
+                // Under the server's own prefix, so its leases name it in the registry.
+                holder: format!("{}scheduler", core.holder_prefix()),
             }),
             wakes: Mutex::new(wakes),
             rescues,
+            registry: Mutex::new(None),
         }
     }
 
@@ -84,7 +92,8 @@ impl Background {
         if let Some(core) = self.state.core.upgrade() {
             let (store, beat, every) =
                 (core.store().clone(), crate::registry::beat_of(&core), core.timings().server_beat);
-            tokio::spawn(crate::registry::keep_registered(store, beat, every, self.state.shutdown.clone()));
+            let task = tokio::spawn(crate::registry::keep_registered(store, beat, every, self.state.shutdown.clone()));
+            *self.registry.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
         }
         if self.rescues {
             tokio::spawn(rescue_loop(self.state.clone()));
@@ -97,6 +106,19 @@ impl Background {
     /// The holder this server claims scheduled tasks as.
     pub(crate) fn holder(&self) -> &str {
         &self.state.holder
+    }
+
+    /// `shutdown`, then wait (at most `STOP_WAIT`) until the registry row is removed.
+    pub(crate) async fn stopped(&self) {
+        self.shutdown();
+        let task = self.registry.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = task {
+            if tokio::time::timeout(STOP_WAIT, task).await.is_err() {
+                tracing::warn!(
+                    "this server's registry row was not removed in time: it shows as gone after three beats"
+                );
+            }
+        }
     }
 
     /// Stop draining, rescuing and upkeep; running heads are abandoned and their leases lapse.

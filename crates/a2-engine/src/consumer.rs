@@ -369,12 +369,6 @@ impl ConsumerContext {
     }
 }
 
-/// This process's OS user and host, read once: what a run's audited change names.
-fn process_actor() -> &'static a2_store::Actor {
-    static ACTOR: std::sync::OnceLock<a2_store::Actor> = std::sync::OnceLock::new();
-    ACTOR.get_or_init(a2_store::Actor::current)
-}
-
 /// A session handle scoped to one running head: its appends carry the
 /// head as their cause and get deterministic ids.
 pub struct ConsumerSession {
@@ -483,13 +477,13 @@ impl ConsumerSession {
     /// (consumer, lane, index, attempt), so a session found cleared says why.
     pub async fn clear(&self, if_last_index: Option<u64>) -> Result<Cleared, A2Error> {
         let key = self.host.key(&self.session_id);
-        let actor = process_actor();
+        let actor = a2_store::Actor::of_process();
         let audit = a2_store::AuditEntry {
             at: self.host.store().clock().now_ms(),
             user: actor.user.clone(),
             host: actor.host.clone(),
             db_user: None,
-            action: "clear".into(),
+            action: "run.clear".into(),
             contract: Some(a2_store::split_session_key(key.as_str()).0.to_owned()),
             session_id: Some(self.session_id.clone()),
             parameters: serde_json::json!({ "if_last_index": if_last_index, "cause": self.cause() }),

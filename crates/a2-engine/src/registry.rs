@@ -13,6 +13,9 @@ use crate::consumer::Lane;
 use crate::server_core::ServerCore;
 use crate::timings::millis;
 
+/// The shortest beat: a zero in the timings must not turn the loop into a hammer.
+const MIN_BEAT: Duration = Duration::from_secs(1);
+
 /// A consumer as the registry shows it.
 pub(crate) fn declared(consumer: &crate::Consumer) -> DeclaredConsumer {
     let (kind, lane) = match &consumer.def.lane {
@@ -30,7 +33,7 @@ pub(crate) fn declared(consumer: &crate::Consumer) -> DeclaredConsumer {
 
 /// What this server says of itself on every beat.
 pub(crate) fn beat_of(core: &ServerCore) -> ServerBeat {
-    let actor = a2_store::Actor::current();
+    let actor = a2_store::Actor::of_process();
     let version = match core.app_version() {
         Some(app) => format!("{app} (a2-engine {})", env!("CARGO_PKG_VERSION")),
         None => format!("a2-engine {}", env!("CARGO_PKG_VERSION")),
@@ -39,7 +42,7 @@ pub(crate) fn beat_of(core: &ServerCore) -> ServerBeat {
         id: core.server_id().to_owned(),
         info: ServerInfo {
             contract: core.contract().name().to_owned(),
-            host: actor.host,
+            host: actor.host.clone(),
             pid: std::process::id(),
             version,
             consumers: core.consumers().iter().map(declared).collect(),
@@ -59,9 +62,17 @@ pub(crate) async fn keep_registered(
     every: Duration,
     shutdown: CancellationToken,
 ) {
+    let every = every.max(MIN_BEAT);
+    let mut failing = false;
     loop {
-        if let Err(error) = store.server_beat(beat.clone()).await {
-            tracing::warn!(code = error.code(), %error, server = %beat.id, "could not refresh this server's registry row");
+        match store.server_beat(beat.clone()).await {
+            Ok(()) => failing = false,
+            // Once a failing spell, not every beat: a store this role cannot write would fill the log.
+            Err(error) if !failing => {
+                failing = true;
+                tracing::warn!(code = error.code(), %error, server = %beat.id, "could not refresh this server's registry row");
+            }
+            Err(error) => tracing::debug!(code = error.code(), %error, "the registry beat still fails"),
         }
         tokio::select! {
             () = tokio::time::sleep(every) => {}

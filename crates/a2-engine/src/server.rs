@@ -234,6 +234,13 @@ impl Server {
     pub fn shutdown(&self) {
         self.background.shutdown();
     }
+
+    /// `shutdown`, then wait (a few seconds at most) until this server's row
+    /// in the process registry is removed: what a process about to exit
+    /// calls, since its runtime ends with it and would take the removal along.
+    pub async fn stop(&self) {
+        self.background.stopped().await;
+    }
 }
 
 /// One session of the server's contract.

@@ -278,9 +278,18 @@ async fn seed_part(
 pub struct DemoTraffic {
     appended: Arc<AtomicU32>,
     task: tokio::task::JoinHandle<()>,
+    /// The server its consumers run on: stopped with it.
+    server: Server,
 }
 
 impl DemoTraffic {
+    /// Stop appending and stop its server, its registry row removed: for a
+    /// process about to exit (dropping it stops the appends alone).
+    pub async fn stop(self) {
+        self.task.abort();
+        self.server.stop().await;
+    }
+
     /// Orders appended so far.
     pub fn appended(&self) -> u32 {
         self.appended.load(Ordering::Relaxed)
@@ -332,6 +341,7 @@ impl Operator {
         let server = server(self.attached.store.clone(), DemoOptions::default(), true)?;
         let appended = Arc::new(AtomicU32::new(0));
         let counter = appended.clone();
+        let traffic_server = server.clone();
         let task = tokio::spawn(async move {
             let mut n: u64 = 0;
             loop {
@@ -349,6 +359,6 @@ impl Operator {
                 tokio::time::sleep(Duration::from_millis(1_500)).await;
             }
         });
-        Ok(DemoTraffic { appended, task })
+        Ok(DemoTraffic { appended, task, server: traffic_server })
     }
 }

@@ -41,7 +41,7 @@ pub mod model {
     pub use a2_store::{
         Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter,
         DeadLetterGroup, DeadLetterList, Event, EventMatch, HeadKey, HeadKind, HeadRef, Millis, PausedConsumer,
-        RedriveAction, ScheduledBy, SessionSummary, TotalsOrigin, TotalsSnapshot,
+        RedriveAction, ScheduledBy, Serving, SessionSummary, TotalsOrigin, TotalsSnapshot,
     };
     pub use a2_store::{DatabaseServer, TlsState};
 }

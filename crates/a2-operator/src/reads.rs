@@ -125,9 +125,9 @@ impl Operator {
     }
 
     /// The totals with every consumer the kept servers declare: one with no
-    /// heads (caught up, or never fed) gets a row of zeros, and the catalog
-    /// says who serves each. A store the registry cannot be read from (an
-    /// older schema on a read-only attach) shows the totals alone.
+    /// heads (caught up, or never fed) gets a row of zeros, and each says who
+    /// serves it. When the registry cannot be read, the totals say nothing of
+    /// who serves (`served: None`) rather than "nobody".
     async fn catalogued(&self, mut snapshot: TotalsSnapshot, contract: Option<&str>) -> Result<TotalsSnapshot> {
         let servers = match self.store().server_list(ServerList { contract: contract.map(str::to_owned) }).await {
             Ok(servers) => servers,
@@ -149,10 +149,14 @@ impl Operator {
                     lagging_sessions: 0,
                     total_lag: 0,
                     dead_letters: 0,
+                    served: None,
                 });
             }
         }
         snapshot.totals.sort_by(|a, b| (&a.contract, &a.consumer).cmp(&(&b.contract, &b.consumer)));
+        for total in &mut snapshot.totals {
+            total.served = Some(serving_of(total, &catalog));
+        }
         snapshot.catalog = catalog;
         Ok(snapshot)
     }

@@ -239,6 +239,8 @@ impl Operator {
             }
         }
         let head = copy.header.head;
+        // A cursor short of the head has events left; a per-event head not dead is work. (A typed
+        // cursor resting on events it does not take counts too: the claim skips them, not the copy.)
         let waiting = |h: &ImportedHead| h.failed_at.is_none() && (h.kind != HeadKind::Log || h.index <= head);
         let pending_heads = copy.heads.iter().filter(|h| waiting(h)).count() as u64;
         if pending == ImportPending::Park {
@@ -246,9 +248,14 @@ impl Operator {
             for parked in copy.heads.iter_mut().filter(|h| waiting(h)) {
                 parked.failed_at = Some(now);
                 parked.next_attempt_at = None;
-                parked.last_error = Some(PARKED_ON_IMPORT.to_owned());
+                // A head that was backing off keeps its own error beside the reason it waits.
+                parked.last_error = Some(match parked.last_error.take() {
+                    Some(before) => format!("{PARKED_ON_IMPORT} (it had failed: {before})"),
+                    None => PARKED_ON_IMPORT.to_owned(),
+                });
             }
         }
+        let parked = pending == ImportPending::Park && pending_heads > 0;
         let header = &copy.header;
         let target = SessionRef::new(header.contract.clone(), as_session.unwrap_or(&header.session));
         let counts = copy.counts();
@@ -257,7 +264,7 @@ impl Operator {
             &target.contract,
             &target.session,
             json!({ "from_session": header.session, "exported_at": header.exported_at, "events": counts.events,
-                    "pending": pending_heads, "parked": pending == ImportPending::Park }),
+                    "pending": pending_heads, "parked": parked }),
         );
         let import = SessionImport {
             session: target.key()?,
@@ -271,7 +278,6 @@ impl Operator {
             audit: Some(audit),
         };
         self.store().session_import(import).await?;
-        let parked = pending == ImportPending::Park && pending_heads > 0;
         let imported = Imported {
             events: counts.events,
             heads: counts.heads,

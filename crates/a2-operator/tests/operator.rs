@@ -483,6 +483,14 @@ async fn overview_lists_idle_consumers_and_who_serves_them() {
             vec![("charger", 0), ("idle", 1), ("mailer", 1)],
             "{mode:?}: the old process missed its beats"
         );
+        let serving = |consumer: &str| overview.totals.iter().find(|t| t.consumer == consumer).and_then(|t| t.served);
+        assert_eq!(serving("mailer"), Some(Serving::Served { by: 1 }));
+        assert_eq!(
+            serving("charger"),
+            Some(Serving::Nobody),
+            "{mode:?}: dead letters wait and no live process runs it"
+        );
+        assert_eq!(serving("idle"), Some(Serving::Served { by: 1 }));
         let processes = op.process_list(None).await.unwrap_or_else(|e| panic!("{e}"));
         let listed: Vec<(&str, bool)> = processes.iter().map(|p| (p.server.id.as_str(), p.live)).collect();
         assert_eq!(listed, vec![("new", true), ("old", false)], "{mode:?}: live first");

@@ -246,7 +246,8 @@ pub(crate) static SQL: Statements = Statements {
     snapshots_below: "SELECT idx, pins FROM a2_snapshots WHERE session = $1 AND reducer = $2 AND idx <= $3 FOR UPDATE",
     snapshot_delete: "DELETE FROM a2_snapshots WHERE session = $1 AND reducer = $2 AND idx = $3",
     snapshot_put: "INSERT INTO a2_snapshots (session, reducer, idx, state, pins, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
-         ON CONFLICT (session, reducer, idx) DO UPDATE SET state = EXCLUDED.state, pins = EXCLUDED.pins, \
+         ON CONFLICT (session, reducer, idx) DO UPDATE SET state = EXCLUDED.state, \
+         pins = (SELECT COALESCE(jsonb_agg(DISTINCT p), '[]'::jsonb) FROM jsonb_array_elements(a2_snapshots.pins || EXCLUDED.pins) AS p), \
          created_at = EXCLUDED.created_at",
     pin_live: "SELECT EXISTS (SELECT 1 FROM a2_heads WHERE session = $1 AND consumer = $2 AND lane = $3 \
            AND ((kind = 0 AND idx <= $4) OR (kind <> 0 AND idx = $4))) AS live",

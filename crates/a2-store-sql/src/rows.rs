@@ -145,6 +145,7 @@ pub fn consumer_total(row: &Row, lagging: &str) -> Result<ConsumerTotal, StoreEr
         lagging_sessions: row.u64(lagging)?,
         total_lag: row.u64("total_lag")?,
         dead_letters: row.u64("dead_letters")?,
+        served: None,
     })
 }
 

@@ -9,6 +9,12 @@ pub struct Actor {
 }
 
 impl Actor {
+    /// This process's, read once: what the engine's own audited changes and registry rows name.
+    pub fn of_process() -> &'static Actor {
+        static ACTOR: std::sync::OnceLock<Actor> = std::sync::OnceLock::new();
+        ACTOR.get_or_init(Actor::current)
+    }
+
     /// The OS user and host name of this process.
     pub fn current() -> Self {
         let user = std::env::var("USER")

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::{HeadKind, Millis};
+use crate::types::{ConsumerTotal, HeadKind, Millis};
 
 /// A server that missed this many beats in a row is taken for gone.
 pub const MISSED_BEATS: i64 = 3;
@@ -113,9 +113,69 @@ pub fn consumer_catalog(servers: &[ServerRecord], now: Millis) -> Vec<CatalogCon
     catalog.into_values().collect()
 }
 
+/// Who serves a consumer, by the process registry: the first question on
+/// call is whether anything is working on it at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub enum Serving {
+    /// This many live processes declare it.
+    Served { by: u32 },
+    /// Work waits (lag or dead letters) and no live process declares it.
+    Nobody,
+    /// Declared lately, nothing waiting, no live process now.
+    Idle,
+    /// It has heads, but no kept process declares it: a deploy removed it,
+    /// or the processes that ran it stopped cleanly (a clean stop removes the row).
+    Undeclared,
+}
+
+/// Who serves `total`'s consumer, by `catalog`.
+pub fn serving_of(total: &ConsumerTotal, catalog: &[CatalogConsumer]) -> Serving {
+    let entry = catalog.iter().find(|c| c.contract == total.contract && c.consumer.name == total.consumer);
+    match entry {
+        Some(c) if c.served_by > 0 => Serving::Served { by: c.served_by },
+        _ if total.total_lag > 0 || total.dead_letters > 0 => Serving::Nobody,
+        Some(_) => Serving::Idle,
+        None => Serving::Undeclared,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn total(lag: u64, dead: u64) -> ConsumerTotal {
+        ConsumerTotal {
+            contract: "shop".into(),
+            consumer: "mailer".into(),
+            sessions: 1,
+            lagging_sessions: u64::from(lag > 0),
+            total_lag: lag,
+            dead_letters: dead,
+            served: None,
+        }
+    }
+
+    fn declared(served_by: u32) -> CatalogConsumer {
+        CatalogConsumer {
+            contract: "shop".into(),
+            consumer: DeclaredConsumer { name: "mailer".into(), kind: HeadKind::Log, lane: None, types: Vec::new() },
+            served_by,
+            last_served: 0,
+        }
+    }
+
+    /// Served counts live processes; nobody when work waits and none serves;
+    /// idle is told from a consumer no kept process declares.
+    #[test]
+    fn serving_tells_served_nobody_idle_and_undeclared_apart() {
+        assert_eq!(serving_of(&total(3, 0), &[declared(2)]), Serving::Served { by: 2 });
+        assert_eq!(serving_of(&total(3, 0), &[declared(0)]), Serving::Nobody);
+        assert_eq!(serving_of(&total(0, 1), &[]), Serving::Nobody);
+        assert_eq!(serving_of(&total(0, 0), &[declared(0)]), Serving::Idle);
+        assert_eq!(serving_of(&total(0, 0), &[]), Serving::Undeclared);
+    }
 
     fn server(id: &str, last_seen: Millis, consumers: &[&str]) -> ServerRecord {
         let declared = |name: &&str| DeclaredConsumer {

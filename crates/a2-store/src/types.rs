@@ -731,6 +731,9 @@ pub struct ConsumerTotal {
     pub lagging_sessions: u64,
     pub total_lag: u64,
     pub dead_letters: u64,
+    /// Who serves it, by the process registry; `None` where the registry was not read.
+    #[serde(default)]
+    pub served: Option<crate::Serving>,
 }
 
 /// Consumer totals as last computed: a whole-store aggregate is too costly

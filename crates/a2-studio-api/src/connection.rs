@@ -51,6 +51,17 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// Stop the demo traffic, if it runs, and wait until its server has left
+    /// the process registry: what a process about to exit calls.
+    pub async fn stop_demo_traffic(&self) {
+        let running = self.demo.lock().map(|mut demo| demo.take()).unwrap_or(None);
+        if let Some(traffic) = running {
+            traffic.stop().await;
+        }
+    }
+}
+
 impl Drop for Connection {
     fn drop(&mut self) {
         if let Some(listener) = self.listener.take() {

@@ -17,7 +17,7 @@ pub mod web;
 
 pub use a2_operator::model::{
     Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, Cause, Cleared, ConsumerTotal, DeadLetter,
-    DeadLetterGroup, HeadKey, HeadKind, HeadRef, RedriveAction, SessionSummary, TotalsOrigin, TotalsSnapshot,
+    DeadLetterGroup, HeadKey, HeadKind, HeadRef, RedriveAction, Serving, SessionSummary, TotalsOrigin, TotalsSnapshot,
 };
 pub use a2_operator::{
     ConsumeMode, Consumed, ContractPresence, HeadView, JobProgress, PresenceCellView, ProcessView, Redriven, StoreKind,

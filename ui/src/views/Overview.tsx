@@ -3,7 +3,7 @@
 // its completions and failures per minute over the last hour.
 import { useEffect, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
-import type { PausedConsumer, TotalsSnapshot } from "../bindings";
+import type { PausedConsumer, Serving, TotalsSnapshot } from "../bindings";
 import { commands } from "../commands";
 import { PauseDialog } from "../actions";
 import { gate } from "../gate";
@@ -13,7 +13,6 @@ import { go, href } from "../route";
 import { ActionButton, ConfirmDialog, ErrorBox, Empty, useConnection } from "../ui";
 import { keys } from "../keys";
 import { useLagHistory, useLagSeries, type LagHistory } from "../lagHistory";
-import { serving, type Serving } from "../serving";
 
 /** Kept totals older than this are recomputed (on a replica, which cannot, they are shown as stale). */
 const KEPT_FOR_MS = 5_000;
@@ -63,7 +62,14 @@ function LagChart({ history }: { history: LagHistory }) {
 }
 
 /** How many live processes declare the consumer; in red when work waits and none does. */
-function ServedBy({ serving }: { serving: Serving }) {
+function ServedBy({ serving }: { serving: Serving | null }) {
+  if (serving === null) {
+    return (
+      <td data-testid="served-by" className="muted" title="The process registry could not be read">
+        —
+      </td>
+    );
+  }
   switch (serving.kind) {
     case "served":
       return (
@@ -85,7 +91,7 @@ function ServedBy({ serving }: { serving: Serving }) {
       );
     case "undeclared":
       return (
-        <td data-testid="served-by" className="warn" title="It has heads, but no registered process declares it: a deploy removed it, or its processes are down">
+        <td data-testid="served-by" className="warn" title="It has heads, but no registered process declares it: a deploy removed it, or the processes that ran it stopped">
           not declared
         </td>
       );
@@ -213,7 +219,7 @@ export function Overview() {
                 <td className="num">
                   {t.dead_letters > 0 ? <a href={href({ view: "dead-letters" })} className="bad">{formatCount(t.dead_letters)}</a> : 0}
                 </td>
-                <ServedBy serving={serving(t, shown?.catalog ?? [])} />
+                <ServedBy serving={t.served ?? null} />
                 <ConsumerState
                   paused={pausedOf(t.contract, t.consumer)}
                   readAt={pauses.dataUpdatedAt}

@@ -634,6 +634,7 @@ impl Store for MemoryStore {
                             lagging_sessions: 0,
                             total_lag: 0,
                             dead_letters: 0,
+                            served: None,
                         },
                         BTreeSet::new(),
                         BTreeSet::new(),

@@ -158,6 +158,16 @@ impl Studio {
         Ok(Some(info))
     }
 
+    /// Stop what this process runs in the background (the demo traffic) and
+    /// wait until its servers have left the process registry: for a shell
+    /// about to exit, whose runtime would otherwise end before they leave.
+    pub async fn stop_background(&self) {
+        let open = self.connection.read().ok().and_then(|c| c.clone());
+        if let Some(connection) = open {
+            connection.stop_demo_traffic().await;
+        }
+    }
+
     pub async fn connection_close(&self, _: NoArgs) -> Result<bool, ApiError> {
         let closed = self.connection.write().map_err(lock_error)?.take().is_some();
         self.bump();
