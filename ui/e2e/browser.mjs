@@ -382,6 +382,7 @@ async function whoServes() {
   await live.waitFor();
   const text = (await live.textContent()) ?? "";
   expect(text.includes("shop") && text.includes("fulfilment") && text.includes("live"), `a live shop process with its consumers: ${text}`);
+  expect(text.includes("leads upkeep"), `the only shop process leads its upkeep: ${text}`);
   await open("#/overview");
   const fulfilment = page.locator("[data-testid=consumer-row][data-consumer=fulfilment]");
   await fulfilment.waitFor();

@@ -657,6 +657,8 @@ export type ProcessQuery = {
 export type ProcessView = {
 	/**  Beat within its last three beats. */
 	live: boolean,
+	/**  Holds its contract's upkeep lease now: it refreshes the kept totals and prunes. */
+	leads_upkeep: boolean,
 } & ServerRecord;
 
 /**  A saved connection. Its password, if any, is in the OS keychain. */

@@ -257,7 +257,11 @@ impl Out {
                         s.info.max_running.to_string(),
                         date_time(s.info.started_at),
                         format!("{} ({} s ago)", date_time(s.last_seen), (now - s.last_seen).max(0) / 1_000),
-                        if p.live { "live".to_owned() } else { "GONE".to_owned() },
+                        match (p.live, p.leads_upkeep) {
+                            (true, true) => "live, leads upkeep".to_owned(),
+                            (true, false) => "live".to_owned(),
+                            (false, _) => "GONE".to_owned(),
+                        },
                     ]
                 })
                 .collect();

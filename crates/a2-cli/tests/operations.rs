@@ -63,7 +63,10 @@ fn pause_resume_and_an_acknowledgement_in_one_call() {
     let mailer = consumers.as_array().and_then(|c| c.iter().find(|c| c["consumer"] == "mailer")).cloned();
     let mailer = mailer.unwrap_or_default();
     assert_eq!(mailer["paused"]["reason"], "provider down", "--json carries the pause: {consumers}");
-    assert_eq!(mailer["served"]["kind"], "nobody", "and who serves it: work waits and no process runs this store: {consumers}");
+    assert_eq!(
+        mailer["served"]["kind"], "nobody",
+        "and who serves it: work waits and no process runs this store: {consumers}"
+    );
     let (code, _, err) = a2(&store, &["pause", "--contract", "shop", "--consumer", "mailer", "--reason", " "]);
     assert_eq!(code, 2, "a pause needs a reason: {err}");
 

@@ -22,6 +22,7 @@ pub use crate::registry::consumer_catalog_lists_idle_consumers;
 pub use crate::run_context::*;
 pub use crate::scheduling::*;
 pub use crate::semantics::*;
+pub use crate::upkeep::{one_upkeep_leader_at_a_time, upkeep_leadership_moves_when_the_leader_dies};
 
 /// A presence field of the test contract: where a participant points.
 #[derive(Deserialize)]

@@ -27,6 +27,8 @@ pub struct Faulty {
     pub snapshot_gets: AtomicU32,
     /// Whole-store consumer-total aggregates asked for (computed or refreshed).
     pub totals_computed: AtomicU32,
+    /// Taking, keeping and letting go of the upkeep lease fail: a leader that died.
+    pub fail_upkeep: AtomicBool,
 }
 
 impl Faulty {
@@ -43,6 +45,7 @@ impl Faulty {
             event_lists: AtomicU32::new(0),
             snapshot_gets: AtomicU32::new(0),
             totals_computed: AtomicU32::new(0),
+            fail_upkeep: AtomicBool::new(false),
         })
     }
 }
@@ -117,6 +120,21 @@ impl Store for Faulty {
     }
     async fn session_bounds(&self, session: &SessionKey) -> Result<SessionBounds, StoreError> {
         self.inner.session_bounds(session).await
+    }
+    async fn upkeep_lease(&self, params: UpkeepLease) -> Result<Option<u64>, StoreError> {
+        if self.fail_upkeep.load(Ordering::SeqCst) {
+            return Err(StoreError::unavailable("the upkeep lease is switched to fail"));
+        }
+        self.inner.upkeep_lease(params).await
+    }
+    async fn upkeep_release(&self, params: UpkeepRelease) -> Result<bool, StoreError> {
+        if self.fail_upkeep.load(Ordering::SeqCst) {
+            return Err(StoreError::unavailable("the upkeep lease is switched to fail"));
+        }
+        self.inner.upkeep_release(params).await
+    }
+    async fn upkeep_leaders(&self) -> Result<Vec<UpkeepLeader>, StoreError> {
+        self.inner.upkeep_leaders().await
     }
     async fn server_beat(&self, params: ServerBeat) -> Result<(), StoreError> {
         self.inner.server_beat(params).await

@@ -38,6 +38,7 @@ mod semantics;
 pub mod store;
 mod support;
 mod tasks;
+mod upkeep;
 
 pub use inspection::consumer_totals_in_chunks_match_the_whole;
 pub use tokio;
@@ -134,6 +135,7 @@ macro_rules! conformance_suite {
                     presence_last_writer_wins_per_field,
                     presence_expires_after_ttl,
                     servers_register_and_expire,
+                    upkeep_lease_is_held_by_one_owner_at_a_time,
                 );
                 $crate::__stamp_property!($factory);
                 $crate::__stamp!($pace, $factory;
@@ -195,6 +197,8 @@ macro_rules! conformance_suite {
                     stream_with_presence_starts_with_a_snapshot_then_interleaves,
                     stale_presence_patch_never_repaints_the_past,
                     consumer_catalog_lists_idle_consumers,
+                    one_upkeep_leader_at_a_time,
+                    upkeep_leadership_moves_when_the_leader_dies,
                 );
             }
         }

@@ -35,6 +35,9 @@ struct State {
     draining: Arc<Semaphore>,
     /// The kept-totals refresher runs once the server first drains.
     refresher: AtomicBool,
+    /// This server holds its contract's upkeep lease: only then does its
+    /// refresher refresh and prune (one leader, however many servers).
+    leading: Arc<AtomicBool>,
     /// Who holds the scheduled tasks this server claims to deliver.
     holder: String,
 }
@@ -70,6 +73,7 @@ impl Background {
                 drains: Mutex::new(HashMap::new()),
                 draining: Arc::new(Semaphore::new(max_draining)),
                 refresher: AtomicBool::new(false),
+                leading: Arc::new(AtomicBool::new(false)),
                 // Under the server's own prefix, so its leases name it in the registry.
                 holder: format!("{}scheduler", core.holder_prefix()),
             }),
@@ -92,7 +96,9 @@ impl Background {
         if let Some(core) = self.state.core.upgrade() {
             let (store, beat, every) =
                 (core.store().clone(), crate::registry::beat_of(&core), core.timings().server_beat);
-            let task = tokio::spawn(crate::registry::keep_registered(store, beat, every, self.state.shutdown.clone()));
+            let shutdown = self.state.shutdown.clone();
+            let leading = self.state.leading.clone();
+            let task = tokio::spawn(crate::registry::keep_registered(store, beat, every, shutdown, leading));
             *self.registry.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
         }
         if self.rescues {
@@ -275,7 +281,8 @@ async fn deliver_loop(state: Arc<State>) {
     }
 }
 
-/// Keep the store's consumer totals fresh while this server works in the background.
+/// Keep the store's consumer totals fresh while this server works in the
+/// background and leads its contract's upkeep; prune on the same turn.
 fn start_refresher(state: &Arc<State>) {
     if state.refresher.swap(true, Ordering::SeqCst) {
         return;
@@ -290,6 +297,9 @@ fn start_refresher(state: &Arc<State>) {
             tokio::select! {
                 () = tokio::time::sleep(every) => {},
                 () = state.shutdown.cancelled() => return,
+            }
+            if !state.leading.load(Ordering::SeqCst) {
+                continue;
             }
             let Some(core) = state.core.upgrade() else { return };
             if let Err(error) = core.store().consumer_totals_refresh().await {

@@ -3,10 +3,11 @@
 //! a clean shutdown. A beat that fails is logged and tried again at the next
 //! one: the registry tells operators who serves what; it never stops work.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2_store::{DeclaredConsumer, HeadKind, ServerBeat, ServerInfo, Store};
+use a2_store::{DeclaredConsumer, HeadKind, ServerBeat, ServerInfo, Store, UpkeepLease, UpkeepRelease};
 use tokio_util::sync::CancellationToken;
 
 use crate::consumer::Lane;
@@ -56,15 +57,30 @@ pub(crate) fn beat_of(core: &ServerCore) -> ServerBeat {
 
 /// Beat until `shutdown`, then remove the row: a process that dies instead
 /// leaves it to go stale (gone after `MISSED_BEATS`, pruned after a day).
+/// Each beat also takes or keeps the contract's upkeep lease (three beats
+/// long), and `leading` says whether this server holds it; on shutdown the
+/// lease is let go, so another server leads at its next beat.
 pub(crate) async fn keep_registered(
     store: Arc<dyn Store>,
     beat: ServerBeat,
     every: Duration,
     shutdown: CancellationToken,
+    leading: Arc<AtomicBool>,
 ) {
     let every = every.max(MIN_BEAT);
+    let lease = UpkeepLease {
+        scope: beat.info.contract.clone(),
+        owner: beat.id.clone(),
+        ttl_ms: crate::timings::millis(every).saturating_mul(a2_store::MISSED_BEATS),
+    };
     let mut failing = false;
     loop {
+        // Lead only while the lease is surely held: a renewal that fails lets go at once.
+        let held = store.upkeep_lease(lease.clone()).await;
+        leading.store(matches!(held, Ok(Some(_))), Ordering::SeqCst);
+        if let Err(error) = held {
+            tracing::debug!(code = error.code(), %error, "could not take or keep the upkeep lease");
+        }
         match store.server_beat(beat.clone()).await {
             Ok(()) => failing = false,
             // Once a failing spell, not every beat: a store this role cannot write would fill the log.
@@ -78,6 +94,11 @@ pub(crate) async fn keep_registered(
             () = tokio::time::sleep(every) => {}
             () = shutdown.cancelled() => break,
         }
+    }
+    leading.store(false, Ordering::SeqCst);
+    let release = UpkeepRelease { scope: lease.scope, owner: lease.owner };
+    if let Err(error) = store.upkeep_release(release).await {
+        tracing::debug!(code = error.code(), %error, "could not let the upkeep lease go; it expires by itself");
     }
     if let Err(error) = store.server_remove(&beat.id).await {
         tracing::debug!(code = error.code(), %error, server = %beat.id, "could not remove this server's registry row");

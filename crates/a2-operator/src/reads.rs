@@ -165,8 +165,14 @@ impl Operator {
     pub async fn process_list(&self, contract: Option<&str>) -> Result<Vec<ProcessView>> {
         let now = self.now();
         let servers = self.store().server_list(ServerList { contract: contract.map(str::to_owned) }).await?;
-        let mut views: Vec<ProcessView> =
-            servers.into_iter().map(|server| ProcessView { live: server.is_live(now), server }).collect();
+        let leaders = self.store().upkeep_leaders().await?;
+        let leads = |server: &ServerRecord| {
+            leaders.iter().any(|l| l.scope == server.info.contract && l.owner == server.id && l.expires_at > now)
+        };
+        let mut views: Vec<ProcessView> = servers
+            .into_iter()
+            .map(|server| ProcessView { live: server.is_live(now), leads_upkeep: leads(&server), server })
+            .collect();
         views.sort_by_key(|v| !v.live);
         Ok(views)
     }

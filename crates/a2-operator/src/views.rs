@@ -30,6 +30,8 @@ pub struct ProcessView {
     pub server: a2_store::ServerRecord,
     /// Beat within its last three beats.
     pub live: bool,
+    /// Holds its contract's upkeep lease now: it refreshes the kept totals and prunes.
+    pub leads_upkeep: bool,
 }
 
 /// Why a head is where it is, for a person at 3 a.m.

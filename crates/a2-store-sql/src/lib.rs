@@ -18,6 +18,7 @@ mod statements;
 mod steps;
 mod store;
 mod tasks;
+mod upkeep;
 mod value;
 
 use std::ops::Deref;

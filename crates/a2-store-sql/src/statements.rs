@@ -170,6 +170,14 @@ pub struct Statements {
     pub server_remove: &'static str,
     /// (contract or '') → id, info, last_seen by contract, started_at, id
     pub server_list: &'static str,
+    // ── the upkeep lease ──
+    /// (scope, owner, now, expires_at) → generation, when the owner holds the lease now
+    /// (it held it, or it had expired); no row while another's lease lasts
+    pub upkeep_lease: &'static str,
+    /// (scope, owner) → the lease expired at once, if the owner held it
+    pub upkeep_release: &'static str,
+    /// () → scope, owner, generation, expires_at by scope
+    pub upkeep_leaders: &'static str,
     // ── the presence plane ──
     /// (key, participant, field, value or NULL, seen, at, expires_at, now) → field, when this write won
     /// (the kept cell expired, or its stamp is no newer than `at`)

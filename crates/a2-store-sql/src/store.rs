@@ -739,6 +739,15 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     async fn server_list(&self, params: ServerList) -> Result<Vec<ServerRecord>, StoreError> {
         crate::servers::list(self, params).await
     }
+    async fn upkeep_lease(&self, params: UpkeepLease) -> Result<Option<u64>, StoreError> {
+        crate::upkeep::lease(self, params).await
+    }
+    async fn upkeep_release(&self, params: UpkeepRelease) -> Result<bool, StoreError> {
+        crate::upkeep::release(self, params).await
+    }
+    async fn upkeep_leaders(&self) -> Result<Vec<UpkeepLeader>, StoreError> {
+        crate::upkeep::leaders(self).await
+    }
 }
 
 fn imported_event_row(event: &Event) -> Result<Vec<Arg>, StoreError> {

@@ -282,6 +282,12 @@ pub(crate) static SQL: Statements = Statements {
          ON CONFLICT (id) DO UPDATE SET contract = excluded.contract, info = excluded.info, last_seen = excluded.last_seen",
     server_remove: "DELETE FROM a2_servers WHERE id = ?1",
     server_list: "SELECT id, info, last_seen FROM a2_servers WHERE ?1 = '' OR contract = ?1 ORDER BY contract, started_at, id",
+    upkeep_lease: "INSERT INTO a2_upkeep (scope, owner, generation, expires_at) VALUES (?1, ?2, 1, ?4) \
+         ON CONFLICT (scope) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, \
+         generation = CASE WHEN a2_upkeep.owner = excluded.owner THEN a2_upkeep.generation ELSE a2_upkeep.generation + 1 END \
+         WHERE a2_upkeep.owner = excluded.owner OR a2_upkeep.expires_at <= ?3 RETURNING generation",
+    upkeep_release: "UPDATE a2_upkeep SET expires_at = 0 WHERE scope = ?1 AND owner = ?2",
+    upkeep_leaders: "SELECT scope, owner, generation, expires_at FROM a2_upkeep ORDER BY scope",
     presence_upsert: "INSERT INTO a2_presence (session, participant, field, value, seen, at, expires_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (session, participant, field) DO UPDATE SET \
            value = excluded.value, seen = excluded.seen, at = excluded.at, expires_at = excluded.expires_at \

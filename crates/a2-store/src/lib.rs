@@ -19,6 +19,7 @@ mod servers;
 mod store;
 mod tasks;
 mod types;
+mod upkeep;
 
 pub use actor::Actor;
 pub use attempts::*;
@@ -34,3 +35,4 @@ pub use servers::*;
 pub use store::{page_size, Store, MAX_PAGE};
 pub use tasks::*;
 pub use types::*;
+pub use upkeep::*;

@@ -6,6 +6,7 @@ use crate::search::*;
 use crate::servers::*;
 use crate::tasks::*;
 use crate::types::*;
+use crate::upkeep::*;
 use crate::{Clock, SessionKey, StoreError};
 
 /// The largest page any inspection read returns, whatever the caller asks.
@@ -203,6 +204,18 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// The kept servers (live and recently gone), by contract, then start.
     async fn server_list(&self, params: ServerList) -> Result<Vec<ServerRecord>, StoreError>;
+
+    // ── the upkeep lease ─────────────────────────────────────────────
+
+    /// Take or keep the upkeep lease of a scope for `ttl_ms`: `Some(generation)`
+    /// when the caller holds it now, `None` while another's lease lasts.
+    async fn upkeep_lease(&self, params: UpkeepLease) -> Result<Option<u64>, StoreError>;
+
+    /// Let the lease go at once; `false` when the caller no longer held it.
+    async fn upkeep_release(&self, params: UpkeepRelease) -> Result<bool, StoreError>;
+
+    /// Who leads each scope's upkeep (expired leases included: `expires_at` says).
+    async fn upkeep_leaders(&self) -> Result<Vec<UpkeepLeader>, StoreError>;
 
     // ── the presence plane ───────────────────────────────────────────
 

@@ -57,7 +57,15 @@ export function Processes() {
                 <td className="num">{p.max_running}</td>
                 <td>{formatTime(p.started_at)}</td>
                 <td>{formatRelative(p.last_seen, now)}</td>
-                <td className={p.live ? "" : "bad"}>{p.live ? "live" : "gone"}</td>
+                <td className={p.live ? "" : "bad"} data-testid="process-state">
+                  {p.live ? "live" : "gone"}
+                  {p.leads_upkeep && (
+                    <small className="muted" title="Holds the contract's upkeep lease: refreshes the kept totals and prunes">
+                      {" "}
+                      · leads upkeep
+                    </small>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>

@@ -6,6 +6,7 @@ mod presence;
 mod servers;
 mod session;
 mod tasks;
+mod upkeep;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -33,6 +34,7 @@ pub struct MemoryStore {
     tasks: Mutex<tasks::Tasks>,
     presence: Mutex<presence::Presence>,
     servers: Mutex<servers::Servers>,
+    upkeep: Mutex<upkeep::Upkeep>,
 }
 
 impl Default for MemoryStore {
@@ -52,6 +54,7 @@ impl MemoryStore {
             tasks: Mutex::new(tasks::Tasks::default()),
             presence: Mutex::new(presence::Presence::default()),
             servers: Mutex::new(servers::Servers::default()),
+            upkeep: Mutex::new(upkeep::Upkeep::default()),
         }
     }
 
@@ -799,5 +802,18 @@ impl Store for MemoryStore {
 
     async fn server_list(&self, params: crate::ServerList) -> Result<Vec<crate::ServerRecord>, StoreError> {
         Ok(self.servers().list(&params))
+    }
+
+    async fn upkeep_lease(&self, params: crate::UpkeepLease) -> Result<Option<u64>, StoreError> {
+        let now = self.now();
+        self.upkeep.lock().unwrap_or_else(|p| p.into_inner()).lease(params, now)
+    }
+
+    async fn upkeep_release(&self, params: crate::UpkeepRelease) -> Result<bool, StoreError> {
+        Ok(self.upkeep.lock().unwrap_or_else(|p| p.into_inner()).release(&params))
+    }
+
+    async fn upkeep_leaders(&self) -> Result<Vec<crate::UpkeepLeader>, StoreError> {
+        Ok(self.upkeep.lock().unwrap_or_else(|p| p.into_inner()).leaders())
     }
 }
