@@ -2,7 +2,7 @@
 // warning), navigation, the palette, live refresh and the routed view.
 import { useEffect, useState, type ReactNode } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import type { ConnectionInfo } from "./bindings";
+import type { ConnectionInfo, TlsView } from "./bindings";
 import { commands } from "./commands";
 import { unwrap } from "./api";
 import { gate } from "./gate";
@@ -22,6 +22,21 @@ import { Session } from "./views/Session";
 import { Sessions } from "./views/Sessions";
 import { keys } from "./keys";
 import { LagHistoryContext, useConnectionLagHistory, type LagHistory } from "./lagHistory";
+
+/** What each TLS state checked, in the connection's badge. */
+const TLS_LABEL: Record<TlsView, string> = {
+  verified: "TLS verified",
+  verified_ca_only: "TLS, host not checked",
+  encrypted: "TLS unverified",
+  off: "TLS off",
+};
+const TLS_TITLE: Record<TlsView, string> = {
+  verified: "Encrypted; the server's certificate chains to a trusted CA and names this host (verify-full)",
+  verified_ca_only:
+    "Encrypted; the server's certificate chains to a trusted CA, but the host it names was not checked (verify-ca): any trusted certificate passes. Use verify-full",
+  encrypted: "Encrypted, but the server's certificate was not checked (sslmode=require): use verify-full",
+  off: "Plain text: passwords and data cross the network readable",
+};
 
 /** What every view may ask of the open connection: the connection itself and its lag history. */
 function ConnectionScope({ info, lagHistory, children }: { info: ConnectionInfo | null; lagHistory: LagHistory; children: ReactNode }) {
@@ -129,15 +144,9 @@ export function App({ transport }: { transport: Transport }) {
             <span
               className={`badge tls-${info.tls}`}
               data-testid="tls-badge"
-              title={
-                info.tls === "verified"
-                  ? "Encrypted, and the server's certificate was checked against a trusted CA"
-                  : info.tls === "encrypted"
-                    ? "Encrypted, but the server's certificate was not checked (sslmode=require): use verify-full"
-                    : "Plain text: passwords and data cross the network readable"
-              }
+              title={TLS_TITLE[info.tls]}
             >
-              {info.tls === "verified" ? "TLS verified" : info.tls === "encrypted" ? "TLS unverified" : "TLS off"}
+              {TLS_LABEL[info.tls]}
             </span>
           )}
           {info.warning && (

@@ -965,8 +965,11 @@ export type TimerView = {
 	lease_expires_at: number | null,
 };
 
-/**  The connection's TLS: off, encrypted without checking the server, or verified. */
-export type TlsView = "off" | "encrypted" | "verified";
+/**
+ *  The connection's TLS: off, encrypted without checking the server, its
+ *  certificate checked but not the host it names (`verify-ca`), or verified.
+ */
+export type TlsView = "off" | "encrypted" | "verified_ca_only" | "verified";
 
 /**  Where consumer totals come from. */
 export type TotalsOrigin = 

@@ -132,6 +132,7 @@ impl Out {
         let mode = if info.read_only { "read-only" } else { "read-write" };
         let tls = match info.tls {
             Some(TlsView::Verified) => " · TLS verified",
+            Some(TlsView::VerifiedCaOnly) => " · TLS, host not checked (verify-ca: any trusted certificate passes)",
             Some(TlsView::Encrypted) => " · TLS encrypted (server not verified)",
             Some(TlsView::Off) => " · TLS off",
             None => "",
@@ -408,13 +409,13 @@ impl Out {
                 vec![
                     r.contract.clone(),
                     r.consumer.clone(),
-                    r.bucket_start.to_string(),
+                    date_time(r.bucket_start),
                     r.completed.to_string(),
                     r.failed.to_string(),
                 ]
             })
             .collect();
-        table(&["contract", "consumer", "minute_start", "completed", "failed"], rows);
+        table(&["contract", "consumer", "minute", "completed", "failed"], rows);
     }
 
     pub fn timeline(&self, attempts: &[Attempt]) {
@@ -442,7 +443,7 @@ impl Out {
                 .map(|r| {
                     vec![
                         r.id.to_string(),
-                        r.at.to_string(),
+                        date_time(r.at),
                         r.user.clone(),
                         r.action.clone(),
                         opt(&r.session),
@@ -487,7 +488,7 @@ fn attempt_row(a: &Attempt) -> Vec<String> {
         a.attempt.to_string(),
         a.outcome.name().to_owned(),
         opt(&a.holder),
-        a.ended_at.to_string(),
+        date_time(a.ended_at),
         opt(&a.started_at.map(|s| a.ended_at - s)),
         a.appended.len().to_string(),
         a.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("-").to_owned(),

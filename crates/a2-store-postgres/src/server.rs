@@ -40,7 +40,8 @@ pub(crate) async fn describe(reader: &PgPool, connect: &PgConnectOptions) -> Res
     .map_err(db_error)?;
     let tls = match (ssl.unwrap_or(false), connect.get_ssl_mode()) {
         (false, _) => TlsState::Off,
-        (true, PgSslMode::VerifyCa | PgSslMode::VerifyFull) => TlsState::Verified,
+        (true, PgSslMode::VerifyFull) => TlsState::Verified,
+        (true, PgSslMode::VerifyCa) => TlsState::VerifiedCaOnly,
         (true, _) => TlsState::Encrypted,
     };
     Ok(DatabaseServer {

@@ -12,8 +12,12 @@ pub enum TlsState {
     Off,
     /// Encrypted, but the server's certificate was not checked (`sslmode=require`/`prefer`).
     Encrypted,
-    /// Encrypted to a server whose certificate chains to a trusted root (`verify-ca`/`verify-full`).
+    /// Encrypted to a server whose certificate chains to a trusted root and
+    /// names the host connected to (`verify-full`).
     Verified,
+    /// Encrypted to a server whose certificate chains to a trusted root, for
+    /// whatever host it names (`verify-ca`): any trusted certificate passes.
+    VerifiedCaOnly,
 }
 
 /// The server and role a store is attached to, read once at connect.

@@ -55,12 +55,14 @@ pub struct ConnectionDefault {
     pub reason: String,
 }
 
-/// The connection's TLS: off, encrypted without checking the server, or verified.
+/// The connection's TLS: off, encrypted without checking the server, its
+/// certificate checked but not the host it names (`verify-ca`), or verified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
 #[serde(rename_all = "snake_case")]
 pub enum TlsView {
     Off,
     Encrypted,
+    VerifiedCaOnly,
     Verified,
 }
 

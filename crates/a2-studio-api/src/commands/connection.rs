@@ -125,6 +125,7 @@ impl Studio {
                 a2_operator::model::TlsState::Off => TlsView::Off,
                 a2_operator::model::TlsState::Encrypted => TlsView::Encrypted,
                 a2_operator::model::TlsState::Verified => TlsView::Verified,
+                a2_operator::model::TlsState::VerifiedCaOnly => TlsView::VerifiedCaOnly,
             }),
             server: server.map(|s| ServerView {
                 host: s.host.clone(),
