@@ -383,6 +383,8 @@ async function whoServes() {
   const text = (await live.textContent()) ?? "";
   expect(text.includes("shop") && text.includes("fulfilment") && text.includes("live"), `a live shop process with its consumers: ${text}`);
   expect(text.includes("leads upkeep"), `the only shop process leads its upkeep: ${text}`);
+  await live.click();
+  await page.getByTestId("process-heads").waitFor();
   await open("#/overview");
   const fulfilment = page.locator("[data-testid=consumer-row][data-consumer=fulfilment]");
   await fulfilment.waitFor();

@@ -53,6 +53,7 @@ export const commands = {
 	presenceList: (request: SessionRef) => typedError<PresenceCellView[], ApiError>(__TAURI_INVOKE("presence_list", { request })),
 	presenceSessions: (request: NoArgs) => typedError<ContractPresence[], ApiError>(__TAURI_INVOKE("presence_sessions", { request })),
 	processList: (request: ProcessQuery) => typedError<ProcessView[], ApiError>(__TAURI_INVOKE("process_list", { request })),
+	processHeads: (request: ProcessRef) => typedError<LeasedHead[], ApiError>(__TAURI_INVOKE("process_heads", { request })),
 };
 
 /* Types */
@@ -607,6 +608,19 @@ export type JobView = {
 	error: ApiError | null,
 };
 
+/**  A head leased now, as a process's page lists it. */
+export type LeasedHead = {
+	contract: string,
+	session_id: string,
+	consumer: string,
+	lane: string | null,
+	/**  The event it runs (a cursor: the next index). */
+	index: number,
+	attempt: number,
+	holder: string,
+	lease_expires_at: number,
+};
+
 export type NoArgs = Record<string, never>;
 
 export type PauseQuery = {
@@ -651,6 +665,11 @@ export type PresenceCellView = {
 /**  The processes serving the open store, one contract's or all. */
 export type ProcessQuery = {
 	contract: string | null,
+};
+
+/**  One process of the registry, by its id. */
+export type ProcessRef = {
+	id: string,
 };
 
 /**  A registered server, and whether it still beats. */

@@ -120,6 +120,9 @@ pub(crate) enum Command {
     Processes {
         #[arg(long)]
         contract: Option<String>,
+        /// One process (its id, or the first characters a2 processes shows): the heads it runs now.
+        #[arg(long)]
+        id: Option<String>,
     },
     /// Every consumer with its lag and dead letters.
     Consumers {

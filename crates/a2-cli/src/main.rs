@@ -16,7 +16,7 @@ use a2_studio_api::{
     web, ApiError, AttemptKey, AttemptQuery, AuditQuery, ClearSession, ConnectionInfo, ConnectionOpen, ConsumeMode,
     ConsumeRequest, ConsumerRef, CopyRequest, DeadLetterGroupQuery, DeadLetterQuery, DeadLetterRef, DemoSeed,
     EventFilterRequest, EventQuery, HeadKey, ImportRequest, JobProgress, JobRef, Limits, NoArgs, PauseQuery,
-    PauseRequest, ProcessQuery, ReaderGrant, Redrive, RedriveAction, RedriveAll, SearchHit, SearchRequest,
+    PauseRequest, ProcessQuery, ProcessRef, ReaderGrant, Redrive, RedriveAction, RedriveAll, SearchHit, SearchRequest,
     SessionListRequest, SessionRef, SessionSort, Studio, ThroughputQuery, TimerQuery, TimerRef, TotalsQuery,
 };
 use args::{Action, Cli, Command, ConsumeKind, GroupBy, IndexKind, Sort, TimerAction};
@@ -203,9 +203,23 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             let pauses = studio.consumer_pause_list(PauseQuery { contract: contract.clone() }).await?;
             out.consumers(&studio.consumer_overview(TotalsQuery { contract, max_age_ms, live }).await?, &pauses);
         }
-        Command::Processes { contract } => {
+        Command::Processes { contract, id: None } => {
             out.header(&info);
             out.processes(&studio.process_list(ProcessQuery { contract }).await?);
+        }
+        Command::Processes { contract, id: Some(id) } => {
+            out.header(&info);
+            // The table shows eight characters of an id: any unique start of one will do.
+            let processes = studio.process_list(ProcessQuery { contract }).await?;
+            let matching: Vec<&str> =
+                processes.iter().map(|p| p.server.id.as_str()).filter(|full| full.starts_with(id.as_str())).collect();
+            let [full] = matching[..] else {
+                return Err(ApiError::invalid(format!(
+                    "{} processes' ids start with {id:?}: a2 processes lists them",
+                    matching.len()
+                )));
+            };
+            out.leased_heads(&studio.process_heads(ProcessRef { id: full.to_owned() }).await?);
         }
         Command::DeadLetters { group_by: Some(GroupBy::Cause), contract, consumer, .. } => {
             let mut groups = studio.dead_letter_groups(DeadLetterGroupQuery { contract }).await?;
@@ -586,6 +600,7 @@ mod parity {
         "timer_cancel",
         "presence_list",
         "process_list",
+        "process_heads",
     ];
 
     /// A window's state, not an operator's action: a one-shot command has no use for them.

@@ -2,7 +2,7 @@
 
 use a2_studio_api::{
     Attempt, AttemptPage, AttemptRate, AuditView, ConnectionInfo, ConsumerTotal, DeadLetterGroup, DeadLetterPage,
-    EventView, HeadView, PausedConsumer, PresenceCellView, ProcessView, SearchHit, Serving, SessionPage,
+    EventView, HeadView, LeasedHead, PausedConsumer, PresenceCellView, ProcessView, SearchHit, Serving, SessionPage,
     SessionSummary, SnapshotView, TimerView, TlsView, TotalsOrigin, TotalsSnapshot,
 };
 use serde::Serialize;
@@ -238,6 +238,27 @@ impl Out {
                 .collect();
             table(&["contract", "consumer", "sessions", "lagging", "lag", "dead", "served by", "paused"], rows);
             println!("{}", totals_origin(overview));
+        }
+    }
+
+    pub fn leased_heads(&self, heads: &[LeasedHead]) {
+        if !self.emit(&heads) {
+            let rows = heads
+                .iter()
+                .map(|h| {
+                    vec![
+                        h.contract.clone(),
+                        h.session_id.clone(),
+                        h.consumer.clone(),
+                        opt(&h.lane),
+                        h.index.to_string(),
+                        h.attempt.to_string(),
+                        date_time(h.lease_expires_at),
+                    ]
+                })
+                .collect();
+            table(&["contract", "session", "consumer", "lane", "index", "attempt", "leased until"], rows);
+            println!("{} heads running in this process now", heads.len());
         }
     }
 

@@ -133,6 +133,9 @@ impl Store for Faulty {
         }
         self.inner.upkeep_release(params).await
     }
+    async fn head_list_leased(&self, params: HeadsLeased) -> Result<Vec<LeasedHead>, StoreError> {
+        self.inner.head_list_leased(params).await
+    }
     async fn upkeep_leaders(&self) -> Result<Vec<UpkeepLeader>, StoreError> {
         self.inner.upkeep_leaders().await
     }

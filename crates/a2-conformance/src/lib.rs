@@ -135,6 +135,7 @@ macro_rules! conformance_suite {
                     presence_last_writer_wins_per_field,
                     presence_expires_after_ttl,
                     servers_register_and_expire,
+                    heads_leased_are_listed_by_process,
                     upkeep_lease_is_held_by_one_owner_at_a_time,
                 );
                 $crate::__stamp_property!($factory);

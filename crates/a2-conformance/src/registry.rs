@@ -149,3 +149,43 @@ pub async fn consumer_catalog_lists_idle_consumers(factory: &dyn StoreFactory, p
     server.shutdown();
     registry_until(&store, "the server's row was removed", <[ServerRecord]>::is_empty).await;
 }
+
+/// A process's page lists the heads its holders lease now, and no others:
+/// by holder prefix, live leases only, at most the limit.
+pub async fn heads_leased_are_listed_by_process(factory: &dyn StoreFactory) {
+    use crate::support::{append, claim, targeted};
+    let (store, clock) = open(factory).await;
+    let consumers = [StoreConsumer::targeted("worker")];
+    let events = |session: &str, n: usize| {
+        (1..=n).map(|i| targeted(&format!("{session}-e{i}"), "tick", &[("worker", None)])).collect::<Vec<_>>()
+    };
+    append(&*store, "s1", events("s1", 3), &consumers).await;
+    append(&*store, "s2", events("s2", 2), &consumers).await;
+    let held = claim(&*store, "s1", "p1/drain-a", &consumers).await;
+    assert_eq!(held.heads.len(), 3);
+    claim(&*store, "s2", "p2/drain-b", &consumers).await;
+    let leased = |prefix: &str, limit: u32| {
+        let store = store.clone();
+        let params = HeadsLeased { holder_prefix: prefix.to_owned(), limit };
+        async move { store.head_list_leased(params).await.unwrap_or_else(|e| panic!("{e}")) }
+    };
+    let p1 = leased("p1/", 10).await;
+    let seen: Vec<(&str, &str, u64, u32, &str)> = p1
+        .iter()
+        .map(|h| (h.session_id.as_str(), h.consumer.as_str(), h.index, h.attempt, h.holder.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("s1", "worker", 1, 1, "p1/drain-a"),
+            ("s1", "worker", 2, 1, "p1/drain-a"),
+            ("s1", "worker", 3, 1, "p1/drain-a")
+        ]
+    );
+    assert!(p1.iter().all(|h| h.contract == crate::support::CONTRACT && h.lease_expires_at > clock.now_ms()));
+    assert_eq!(leased("p2/", 10).await.len(), 2, "the other process's own");
+    assert_eq!(leased("p1/", 2).await.len(), 2, "at most the limit");
+    assert!(leased("p3/", 10).await.is_empty());
+    clock.advance(crate::support::TTL + 1);
+    assert!(leased("p1/", 10).await.is_empty(), "a lapsed lease is held by no one");
+}

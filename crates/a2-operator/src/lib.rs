@@ -40,8 +40,8 @@ pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Proc
 pub mod model {
     pub use a2_store::{
         Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter,
-        DeadLetterGroup, DeadLetterList, Event, EventMatch, HeadKey, HeadKind, HeadRef, Millis, PausedConsumer,
-        RedriveAction, ScheduledBy, Serving, SessionSummary, TotalsOrigin, TotalsSnapshot,
+        DeadLetterGroup, DeadLetterList, Event, EventMatch, HeadKey, HeadKind, HeadRef, LeasedHead, Millis,
+        PausedConsumer, RedriveAction, ScheduledBy, Serving, SessionSummary, TotalsOrigin, TotalsSnapshot,
     };
     pub use a2_store::{DatabaseServer, TlsState};
 }

@@ -161,6 +161,16 @@ impl Operator {
         Ok(snapshot)
     }
 
+    /// What one process runs now: the heads its drains (and its scheduler)
+    /// lease, read by its holder prefix; a page at most.
+    pub async fn process_heads(&self, id: &str) -> Result<Vec<LeasedHead>> {
+        if id.is_empty() || id.contains('/') {
+            return Err(OperatorError::invalid(format!("{id:?} is not a process id (as a2 processes lists them)")));
+        }
+        let params = HeadsLeased { holder_prefix: format!("{id}/"), limit: MAX_PAGE };
+        Ok(self.store().head_list_leased(params).await?)
+    }
+
     /// The processes that serve (or lately served) this store, live first.
     pub async fn process_list(&self, contract: Option<&str>) -> Result<Vec<ProcessView>> {
         let now = self.now();

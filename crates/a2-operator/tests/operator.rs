@@ -494,6 +494,8 @@ async fn overview_lists_idle_consumers_and_who_serves_them() {
         let processes = op.process_list(None).await.unwrap_or_else(|e| panic!("{e}"));
         let listed: Vec<(&str, bool)> = processes.iter().map(|p| (p.server.id.as_str(), p.live)).collect();
         assert_eq!(listed, vec![("new", true), ("old", false)], "{mode:?}: live first");
+        assert_eq!(op.process_heads("new").await.map(|h| h.len()).ok(), Some(0), "{mode:?}: it leases nothing");
+        assert_eq!(op.process_heads("a/b").await.map(|_| ()).map_err(|e| e.code()), Err("INVALID_INPUT"));
     }
 }
 

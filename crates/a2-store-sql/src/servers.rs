@@ -44,6 +44,38 @@ pub(crate) async fn remove<B: SqlBackend>(store: &SqlStore<B>, id: &str) -> Resu
     Ok(removed > 0)
 }
 
+pub(crate) async fn leased<B: SqlBackend>(
+    store: &SqlStore<B>,
+    params: HeadsLeased,
+) -> Result<Vec<LeasedHead>, StoreError> {
+    if params.holder_prefix.is_empty() {
+        return Err(StoreError::invalid("a list of held heads needs a holder prefix"));
+    }
+    let limit = a2_store::page_size(params.limit);
+    let args = vec![
+        Arg::text(&params.holder_prefix),
+        Arg::Int(store.now()),
+        Arg::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+    ];
+    let rows = store.backend.read().await?.fetch(store.sql().heads_leased, args).await?;
+    rows.iter()
+        .map(|row| {
+            let key = row.text("session")?;
+            let (contract, session) = split_session_key(&key);
+            Ok(LeasedHead {
+                contract: contract.to_owned(),
+                session_id: session.to_owned(),
+                consumer: row.text("consumer")?,
+                lane: a2_store::codec::lane_from_column(row.text("lane")?),
+                index: row.u64("idx")?,
+                attempt: u32::try_from(row.u64("attempt_count")?).unwrap_or(u32::MAX),
+                holder: row.text("lease_holder")?,
+                lease_expires_at: row.int("lease_expires_at")?,
+            })
+        })
+        .collect()
+}
+
 pub(crate) async fn list<B: SqlBackend>(
     store: &SqlStore<B>,
     params: ServerList,

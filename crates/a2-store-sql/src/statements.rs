@@ -168,6 +168,9 @@ pub struct Statements {
     pub server_beat: &'static str,
     /// (id) → the row deleted
     pub server_remove: &'static str,
+    /// (holder prefix, now, limit) → session, consumer, lane, idx, attempt_count, lease_holder,
+    /// lease_expires_at of heads leased now under the prefix, by session, consumer, lane, idx
+    pub heads_leased: &'static str,
     /// (contract or '') → id, info, last_seen by contract, started_at, id
     pub server_list: &'static str,
     // ── the upkeep lease ──

@@ -739,6 +739,9 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     async fn server_list(&self, params: ServerList) -> Result<Vec<ServerRecord>, StoreError> {
         crate::servers::list(self, params).await
     }
+    async fn head_list_leased(&self, params: HeadsLeased) -> Result<Vec<LeasedHead>, StoreError> {
+        crate::servers::leased(self, params).await
+    }
     async fn upkeep_lease(&self, params: UpkeepLease) -> Result<Option<u64>, StoreError> {
         crate::upkeep::lease(self, params).await
     }

@@ -281,6 +281,9 @@ pub(crate) static SQL: Statements = Statements {
     server_beat: "INSERT INTO a2_servers (id, contract, info, started_at, last_seen) VALUES (?1, ?2, ?3, ?4, ?5) \
          ON CONFLICT (id) DO UPDATE SET contract = excluded.contract, info = excluded.info, last_seen = excluded.last_seen",
     server_remove: "DELETE FROM a2_servers WHERE id = ?1",
+    heads_leased: "SELECT session, consumer, lane, idx, attempt_count, lease_holder, lease_expires_at FROM a2_heads \
+         WHERE substr(lease_holder, 1, length(?1)) = ?1 AND lease_expires_at > ?2 \
+         ORDER BY session, consumer, lane, idx LIMIT ?3",
     server_list: "SELECT id, info, last_seen FROM a2_servers WHERE ?1 = '' OR contract = ?1 ORDER BY contract, started_at, id",
     upkeep_lease: "INSERT INTO a2_upkeep (scope, owner, generation, expires_at) VALUES (?1, ?2, 1, ?4) \
          ON CONFLICT (scope) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at, \

@@ -69,6 +69,29 @@ impl ServerRecord {
     }
 }
 
+/// The heads whose live lease a holder under `holder_prefix` holds (a
+/// process's drains lease as `<server id>/<drain>`): what a process runs now.
+#[derive(Debug, Clone)]
+pub struct HeadsLeased {
+    pub holder_prefix: String,
+    pub limit: u32,
+}
+
+/// A head leased now, as a process's page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct LeasedHead {
+    pub contract: String,
+    pub session_id: String,
+    pub consumer: String,
+    pub lane: Option<String>,
+    /// The event it runs (a cursor: the next index).
+    pub index: u64,
+    pub attempt: u32,
+    pub holder: String,
+    pub lease_expires_at: Millis,
+}
+
 /// Every kept server (live and recently gone), one contract's or all, oldest first.
 #[derive(Debug, Clone, Default)]
 pub struct ServerList {

@@ -205,6 +205,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// The kept servers (live and recently gone), by contract, then start.
     async fn server_list(&self, params: ServerList) -> Result<Vec<ServerRecord>, StoreError>;
 
+    /// Heads leased now by holders under a prefix (one process's), by session,
+    /// consumer, lane and index; at most `limit` (capped at `MAX_PAGE`).
+    async fn head_list_leased(&self, params: HeadsLeased) -> Result<Vec<LeasedHead>, StoreError>;
+
     // ── the upkeep lease ─────────────────────────────────────────────
 
     /// Take or keep the upkeep lease of a scope for `ttl_ms`: `Some(generation)`

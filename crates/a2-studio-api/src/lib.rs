@@ -17,7 +17,8 @@ pub mod web;
 
 pub use a2_operator::model::{
     Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, Cause, Cleared, ConsumerTotal, DeadLetter,
-    DeadLetterGroup, HeadKey, HeadKind, HeadRef, RedriveAction, Serving, SessionSummary, TotalsOrigin, TotalsSnapshot,
+    DeadLetterGroup, HeadKey, HeadKind, HeadRef, LeasedHead, RedriveAction, Serving, SessionSummary, TotalsOrigin,
+    TotalsSnapshot,
 };
 pub use a2_operator::{
     ConsumeMode, Consumed, ContractPresence, HeadView, JobProgress, PresenceCellView, ProcessView, Redriven, StoreKind,
@@ -84,6 +85,7 @@ macro_rules! studio_commands {
             presence_list(SessionRef) -> Vec<PresenceCellView>;
             presence_sessions(NoArgs) -> Vec<ContractPresence>;
             process_list(ProcessQuery) -> Vec<ProcessView>;
+            process_heads(ProcessRef) -> Vec<LeasedHead>;
         }
     };
 }

@@ -397,6 +397,13 @@ pub struct PauseQuery {
     pub contract: Option<String>,
 }
 
+/// One process of the registry, by its id.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessRef {
+    pub id: String,
+}
+
 /// The processes serving the open store, one contract's or all.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
 #[serde(deny_unknown_fields)]

@@ -2,16 +2,19 @@
 // gone within a day), where it runs, which build, which consumers, and when
 // it last beat. A process three beats late is gone: its leases lapse and
 // another process (or the next start) takes its work over.
+import { Fragment, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { commands } from "../commands";
 import { unwrap } from "../api";
 import { formatRelative, formatTime } from "../format";
 import { keys } from "../keys";
+import { href } from "../route";
 import { Empty, ErrorBox } from "../ui";
 
 export function Processes() {
   const processes = useQuery({ queryKey: keys.processes(), queryFn: () => unwrap(commands.processList({ contract: null })) });
   const now = processes.dataUpdatedAt;
+  const [open, setOpen] = useState<string | null>(null);
   return (
     <div className="page">
       <h1>Processes</h1>
@@ -38,7 +41,15 @@ export function Processes() {
           </thead>
           <tbody>
             {processes.data.map((p) => (
-              <tr key={p.id} data-testid="process-row" data-live={p.live}>
+              <Fragment key={p.id}>
+              <tr
+                data-testid="process-row"
+                data-live={p.live}
+                tabIndex={0}
+                title="Show the heads it runs now"
+                onClick={() => setOpen(open === p.id ? null : p.id)}
+                onKeyDown={(e) => e.key === "Enter" && setOpen(open === p.id ? null : p.id)}
+              >
                 <td title={p.id}>
                   <code>{p.id.slice(0, 8)}</code>
                 </td>
@@ -66,6 +77,56 @@ export function Processes() {
                     </small>
                   )}
                 </td>
+              </tr>
+              {open === p.id && (
+                <tr>
+                  <td colSpan={9}>
+                    <ProcessHeads id={p.id} />
+                  </td>
+                </tr>
+              )}
+              </Fragment>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+/** The heads one process leases now: what it is running, each a link to its session. */
+function ProcessHeads({ id }: { id: string }) {
+  const heads = useQuery({ queryKey: keys.processHeads(id), queryFn: () => unwrap(commands.processHeads({ id })) });
+  return (
+    <div data-testid="process-heads">
+      <ErrorBox error={heads.error} />
+      {heads.data?.length === 0 && <Empty>It runs nothing right now.</Empty>}
+      {heads.data && heads.data.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th>Session</th>
+              <th>Consumer</th>
+              <th className="num">Index</th>
+              <th className="num">Attempt</th>
+              <th>Leased until</th>
+            </tr>
+          </thead>
+          <tbody>
+            {heads.data.map((h) => (
+              <tr key={`${h.contract}/${h.session_id}/${h.consumer}/${h.lane ?? ""}/${h.index}`} data-testid="process-head">
+                <td>
+                  <a href={href({ view: "session", contract: h.contract, session: h.session_id, tab: "consumers" })}>
+                    {h.contract}/{h.session_id}
+                  </a>
+                </td>
+                <td>
+                  {h.consumer}
+                  {h.lane ? ` · ${h.lane}` : ""}
+                </td>
+                <td className="num">{h.index}</td>
+                <td className="num">{h.attempt}</td>
+                <td>{formatTime(h.lease_expires_at)}</td>
               </tr>
             ))}
           </tbody>

@@ -804,6 +804,26 @@ impl Store for MemoryStore {
         Ok(self.servers().list(&params))
     }
 
+    async fn head_list_leased(&self, params: crate::HeadsLeased) -> Result<Vec<crate::LeasedHead>, StoreError> {
+        let now = self.now();
+        let sessions = self.lock();
+        let held = sessions.values().flat_map(SessionRow::head_infos).filter_map(|h| {
+            let holder = h.status.lease_holder.clone().filter(|holder| holder.starts_with(&params.holder_prefix))?;
+            let until = h.status.lease_expires_at.filter(|until| *until > now)?;
+            Some(crate::LeasedHead {
+                contract: h.contract,
+                session_id: h.session_id,
+                consumer: h.consumer,
+                lane: h.lane,
+                index: h.next_index,
+                attempt: h.status.attempt_count,
+                holder,
+                lease_expires_at: until,
+            })
+        });
+        Ok(held.take(page_size(params.limit)).collect())
+    }
+
     async fn upkeep_lease(&self, params: crate::UpkeepLease) -> Result<Option<u64>, StoreError> {
         let now = self.now();
         self.upkeep.lock().unwrap_or_else(|p| p.into_inner()).lease(params, now)

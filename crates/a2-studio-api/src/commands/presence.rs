@@ -15,6 +15,11 @@ impl Studio {
         Ok(self.operator()?.presence_sessions().await?)
     }
 
+    /// What one process runs now: the heads its holders lease.
+    pub async fn process_heads(&self, request: ProcessRef) -> Result<Vec<a2_operator::model::LeasedHead>, ApiError> {
+        Ok(self.operator()?.process_heads(&request.id).await?)
+    }
+
     /// The process registry: which servers run against this store, live or lately gone.
     pub async fn process_list(&self, request: ProcessQuery) -> Result<Vec<ProcessView>, ApiError> {
         let contract = request.contract.as_deref().filter(|c| !c.is_empty());
