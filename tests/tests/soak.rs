@@ -16,6 +16,9 @@ use a2_e2e::cluster::Cluster;
 use common::Shared;
 use sqlx::Row;
 
+/// The file under the test temp directory the soak writes its figures to.
+const SOAK_FIGURES: &str = "a2-soak-figures.txt";
+
 const SESSIONS: usize = 32;
 const EVENTS: usize = 150;
 const SCHEMA: &str = "a2_soak";
@@ -134,13 +137,19 @@ async fn soak_kills_and_restart() {
     }
     let figures = check(&cluster.url).await;
     let timer_figures = check_timers(&cluster.url, &timers).await;
-    println!("soak: {redriven} heads were dead-lettered by the kills and retried");
-    println!(
-        "soak: {total} SIGKILLs and one Postgres crash-restart (at {:.1} s) in {:.1} s; then drained in {:.1} s; {figures}; {timer_figures}",
+    let report = format!(
+        "soak: {redriven} heads were dead-lettered by the kills and retried\n\
+         soak: {total} SIGKILLs and one Postgres crash-restart (at {:.1} s) in {:.1} s; then drained in {:.1} s; {figures}; {timer_figures}\n",
         restarted_at.map_or(0.0, |d| d.as_secs_f64()),
         chaos.as_secs_f64(),
         (started.elapsed() - chaos).as_secs_f64()
     );
+    print!("{report}");
+    // Beside the captured output: `cargo xtask test` prints it after the run, pass or fail.
+    let figures_file = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(SOAK_FIGURES);
+    if let Err(error) = std::fs::write(&figures_file, &report) {
+        println!("soak: could not write {}: {error}", figures_file.display());
+    }
 }
 
 /// The timers the feeder scheduled: those the store confirmed, and those whose

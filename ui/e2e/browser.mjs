@@ -389,6 +389,9 @@ async function whoServes() {
   const fulfilment = page.locator("[data-testid=consumer-row][data-consumer=fulfilment]");
   await fulfilment.waitFor();
   const served = (await fulfilment.getByTestId("served-by").textContent()) ?? "";
+  await page.waitForFunction(() =>
+    /this minute|min ago/.test(document.querySelector("[data-testid=consumer-row][data-consumer=fulfilment] [data-testid=last-completion]")?.textContent ?? ""),
+  );
   expect(/^\d+ process(es)?$/.test(served.trim()), `fulfilment is served: ${served}`);
   step(`the Processes view lists ${text.slice(0, 60)}…; the overview says fulfilment is served by ${served}`);
 }

@@ -82,7 +82,17 @@ fn test(extra: &[String], screenshots: bool) -> Result<(), String> {
     if screenshots {
         command.env("A2_SCREENSHOTS", "1");
     }
+    // The soak's figures (dead letters the kills caused, lost, doubled) are
+    // printed on every run, not only when the soak fails.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| setup::workspace().join("target"), std::path::PathBuf::from);
+    let soak_figures = target.join("tmp").join("a2-soak-figures.txt");
+    let _ = std::fs::remove_file(&soak_figures);
     let result = run(command);
+    match std::fs::read_to_string(&soak_figures) {
+        Ok(figures) => eprint!("xtask: the soak's figures:\n{figures}"),
+        Err(_) => eprintln!("xtask: the soak wrote no figures (it did not run, or did not finish)"),
+    }
     drop(display);
     drop(database);
     result

@@ -114,6 +114,14 @@ impl Drop for Listening {
 /// `verify-full` TLS for a host that is not this machine unless the URL
 /// chose an `sslmode`. Public so tests can open exactly the connection a store uses.
 pub fn connect_options(url: &str, options: &PgOptions) -> Result<PgConnectOptions, StoreError> {
+    // sqlx's verify-ca path asks rustls for the process's default crypto
+    // provider; where a second provider is compiled in (aws-lc-rs, through
+    // another crate) neither is the default and that path panics. Ours is
+    // ring, as sqlx's own; an application that installed one keeps it.
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
     let mut connect = PgConnectOptions::from_str(url)
         .map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?
         .application_name(&options.application_name);

@@ -61,6 +61,19 @@ function LagChart({ history }: { history: LagHistory }) {
   );
 }
 
+/** When the consumer last completed an attempt, to the minute; beyond the hour the chart keeps, it says so. */
+function LastCompletion({ at, now }: { at: number | null; now: number }) {
+  if (at === null) {
+    return (
+      <td data-testid="last-completion" className="muted">
+        none in the last hour
+      </td>
+    );
+  }
+  const minutes = Math.max(0, Math.floor((now - at) / 60_000));
+  return <td data-testid="last-completion">{minutes === 0 ? "this minute" : `${minutes} min ago`}</td>;
+}
+
 /** How many live processes declare the consumer; in red when work waits and none does. */
 function ServedBy({ serving }: { serving: Serving | null }) {
   if (serving === null) {
@@ -130,6 +143,12 @@ export function Overview() {
   const [computed, setComputed] = useState<TotalsSnapshot | null>(null);
   const [computing, setComputing] = useState(false);
   const shown = totals.data?.origin === "missing" && computed ? computed : totals.data;
+  // The throughput panel's own read (one request for both): each consumer's newest minute with a completion.
+  const rates = useQuery({ queryKey: keys.throughput(), queryFn: () => unwrap(commands.attemptRates({ contract: null, minutes: 60 })) });
+  const lastCompleted = (contract: string, consumer: string) => {
+    const minutes = (rates.data ?? []).filter((r) => r.contract === contract && r.consumer === consumer && r.completed > 0);
+    return minutes.length === 0 ? null : Math.max(...minutes.map((r) => r.bucket_start));
+  };
   const pauses = useQuery({
     queryKey: keys.pauses(),
     queryFn: () => unwrap(commands.consumerPauseList({ contract: null })),
@@ -205,6 +224,7 @@ export function Overview() {
               <th className="num">Total lag</th>
               <th className="num">Dead letters</th>
               <th>Served by</th>
+              <th title="The newest minute in which one of its attempts completed (the last hour is kept per minute)">Last completion</th>
               <th>State</th>
             </tr>
           </thead>
@@ -220,6 +240,7 @@ export function Overview() {
                   {t.dead_letters > 0 ? <a href={href({ view: "dead-letters" })} className="bad">{formatCount(t.dead_letters)}</a> : 0}
                 </td>
                 <ServedBy serving={t.served ?? null} />
+                <LastCompletion at={lastCompleted(t.contract, t.consumer)} now={rates.dataUpdatedAt} />
                 <ConsumerState
                   paused={pausedOf(t.contract, t.consumer)}
                   readAt={pauses.dataUpdatedAt}
