@@ -50,6 +50,16 @@ impl Faulty {
     }
 }
 
+impl Faulty {
+    /// The upkeep lease's calls fail while `fail_upkeep` is on.
+    fn upkeep_switch(&self) -> Result<(), StoreError> {
+        if self.fail_upkeep.load(Ordering::SeqCst) {
+            return Err(StoreError::unavailable("the upkeep lease is switched to fail"));
+        }
+        Ok(())
+    }
+}
+
 async fn hang_if(switch: &AtomicBool) {
     if switch.load(Ordering::SeqCst) {
         std::future::pending::<()>().await;
@@ -122,15 +132,11 @@ impl Store for Faulty {
         self.inner.session_bounds(session).await
     }
     async fn upkeep_lease(&self, params: UpkeepLease) -> Result<Option<u64>, StoreError> {
-        if self.fail_upkeep.load(Ordering::SeqCst) {
-            return Err(StoreError::unavailable("the upkeep lease is switched to fail"));
-        }
+        self.upkeep_switch()?;
         self.inner.upkeep_lease(params).await
     }
     async fn upkeep_release(&self, params: UpkeepRelease) -> Result<bool, StoreError> {
-        if self.fail_upkeep.load(Ordering::SeqCst) {
-            return Err(StoreError::unavailable("the upkeep lease is switched to fail"));
-        }
+        self.upkeep_switch()?;
         self.inner.upkeep_release(params).await
     }
     async fn head_list_leased(&self, params: HeadsLeased) -> Result<Vec<LeasedHead>, StoreError> {

@@ -111,6 +111,37 @@ fn consume(session: &str, consumer: &str, through: Option<u64>) -> ConsumeTarget
     ConsumeTarget { contract: "shop".into(), session: session.into(), consumer: consumer.into(), through }
 }
 
+/// Stamp scenarios `async fn name(kind: StoreKind)` as one test per store:
+/// `name::memory`, `name::sqlite`, `name::postgres`.
+macro_rules! on_every_store {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            use super::StoreKind;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn memory() {
+                super::$scenario(StoreKind::Memory).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$scenario(StoreKind::Sqlite).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$scenario(StoreKind::Postgres).await;
+            }
+        }
+    )*};
+}
+
+on_every_store!(
+    failed_consume_is_audited,
+    import_checks_events_against_the_contract,
+    read_only_overview_reads_kept_totals
+);
+
 fn operator(store: Arc<dyn Store>, kind: StoreKind, mode: Mode) -> Operator {
     Operator::new(Attached::new(store, kind, mode), Actor { user: "tester".into(), host: "here".into() })
 }
@@ -338,21 +369,6 @@ async fn failed_consume_is_audited(kind: StoreKind) {
     assert_eq!((&outcome["error"]["code"], &outcome["reached"]), (&json!("CONSUMER_PAUSED"), &json!(2)), "{outcome}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn failed_consume_is_audited_memory() {
-    failed_consume_is_audited(StoreKind::Memory).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn failed_consume_is_audited_sqlite() {
-    failed_consume_is_audited(StoreKind::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn failed_consume_is_audited_postgres() {
-    failed_consume_is_audited(StoreKind::Postgres).await;
-}
-
 /// An import into a store whose contract this process hosts is checked
 /// against that contract, event by event, before anything is written; the
 /// copy's pending work runs here unless the import parks it as dead letters.
@@ -426,21 +442,6 @@ async fn import_checks_events_against_the_contract(kind: StoreKind) {
     );
     let (_, imported) = op.session_import(copy, None, ImportPending::Run).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((imported.pending, imported.parked), (1, false), "left pending, and said so");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn import_checks_events_against_the_contract_memory() {
-    import_checks_events_against_the_contract(StoreKind::Memory).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn import_checks_events_against_the_contract_sqlite() {
-    import_checks_events_against_the_contract(StoreKind::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn import_checks_events_against_the_contract_postgres() {
-    import_checks_events_against_the_contract(StoreKind::Postgres).await;
 }
 
 /// The overview lists every consumer the registered processes declare,
@@ -529,21 +530,6 @@ async fn read_only_overview_reads_kept_totals(kind: StoreKind) {
     let live = ro.consumer_overview(query(true)).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((live.origin, live.totals), (TotalsOrigin::Live, refreshed.totals), "asked in so many words");
     assert_eq!(counted.totals_computed.load(SeqCst), 1);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn read_only_overview_reads_kept_totals_memory() {
-    read_only_overview_reads_kept_totals(StoreKind::Memory).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn read_only_overview_reads_kept_totals_sqlite() {
-    read_only_overview_reads_kept_totals(StoreKind::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn read_only_overview_reads_kept_totals_postgres() {
-    read_only_overview_reads_kept_totals(StoreKind::Postgres).await;
 }
 
 /// A redrive answers once it is committed: the hosted consumer that runs the

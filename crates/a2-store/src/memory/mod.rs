@@ -76,6 +76,10 @@ impl MemoryStore {
         self.servers.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    fn upkeep(&self) -> MutexGuard<'_, upkeep::Upkeep> {
+        self.upkeep.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     fn presence(&self) -> MutexGuard<'_, presence::Presence> {
         self.presence.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -805,35 +809,20 @@ impl Store for MemoryStore {
     }
 
     async fn head_list_leased(&self, params: crate::HeadsLeased) -> Result<Vec<crate::LeasedHead>, StoreError> {
-        let now = self.now();
-        let sessions = self.lock();
-        let held = sessions.values().flat_map(SessionRow::head_infos).filter_map(|h| {
-            let holder = h.status.lease_holder.clone().filter(|holder| holder.starts_with(&params.holder_prefix))?;
-            let until = h.status.lease_expires_at.filter(|until| *until > now)?;
-            Some(crate::LeasedHead {
-                contract: h.contract,
-                session_id: h.session_id,
-                consumer: h.consumer,
-                lane: h.lane,
-                index: h.next_index,
-                attempt: h.status.attempt_count,
-                holder,
-                lease_expires_at: until,
-            })
-        });
-        Ok(held.take(page_size(params.limit)).collect())
+        let heads = self.lock().values().flat_map(SessionRow::head_infos).collect::<Vec<_>>();
+        Ok(servers::leased(heads, &params, self.now()))
     }
 
     async fn upkeep_lease(&self, params: crate::UpkeepLease) -> Result<Option<u64>, StoreError> {
         let now = self.now();
-        self.upkeep.lock().unwrap_or_else(|p| p.into_inner()).lease(params, now)
+        self.upkeep().lease(params, now)
     }
 
     async fn upkeep_release(&self, params: crate::UpkeepRelease) -> Result<bool, StoreError> {
-        Ok(self.upkeep.lock().unwrap_or_else(|p| p.into_inner()).release(&params))
+        Ok(self.upkeep().release(&params))
     }
 
     async fn upkeep_leaders(&self) -> Result<Vec<crate::UpkeepLeader>, StoreError> {
-        Ok(self.upkeep.lock().unwrap_or_else(|p| p.into_inner()).leaders())
+        Ok(self.upkeep().leaders())
     }
 }

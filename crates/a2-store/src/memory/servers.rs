@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::servers::{ServerBeat, ServerList, ServerRecord, SERVER_KEPT_MS};
+use crate::servers::{HeadsLeased, LeasedHead, ServerBeat, ServerList, ServerRecord, SERVER_KEPT_MS};
+use crate::store::page_size;
+use crate::types::HeadInfo;
 use crate::types::Millis;
 use crate::StoreError;
 
@@ -38,4 +40,23 @@ impl Servers {
         });
         kept
     }
+}
+
+/// The heads among `heads` leased now under the prefix, a page at most.
+pub(super) fn leased(heads: Vec<HeadInfo>, params: &HeadsLeased, now: Millis) -> Vec<LeasedHead> {
+    let live = heads.into_iter().filter_map(|h| {
+        let holder = h.status.lease_holder.clone().filter(|holder| holder.starts_with(&params.holder_prefix))?;
+        let until = h.status.lease_expires_at.filter(|until| *until > now)?;
+        Some(LeasedHead {
+            contract: h.contract,
+            session_id: h.session_id,
+            consumer: h.consumer,
+            lane: h.lane,
+            index: h.next_index,
+            attempt: h.status.attempt_count,
+            holder,
+            lease_expires_at: until,
+        })
+    });
+    live.take(page_size(params.limit)).collect()
 }
