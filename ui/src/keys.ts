@@ -26,6 +26,7 @@ const ROOT = {
   timers: "timers",
   presence: "presence",
   processes: "processes",
+  processHeads: "process-heads",
 } as const;
 
 type Root = (typeof ROOT)[keyof typeof ROOT];
@@ -56,8 +57,8 @@ export const keys = {
   throughput: () => [ROOT.throughput] as const,
   /** The process registry. */
   processes: () => [ROOT.processes] as const,
-  /** The heads one process leases now (under the processes prefix). */
-  processHeads: (id: string) => [ROOT.processes, id] as const,
+  /** The heads one process leases now: read when its row opens, not polled (it scans the heads). */
+  processHeads: (id: string) => [ROOT.processHeads, id] as const,
   /** Pending timers: store-wide, or of one session. */
   timers: (contract: string | null, session: string | null) => [ROOT.timers, contract, session] as const,
   /** A session's newest events, for the delivered timers the Timeline marks (under the events prefix). */

@@ -33,8 +33,6 @@ struct State {
     /// with work drains as many as it can run, and the rest wait as small
     /// tasks rather than as drains holding claims.
     draining: Arc<Semaphore>,
-    /// The kept-totals refresher runs once the server first drains.
-    refresher: AtomicBool,
     /// This server holds its contract's upkeep lease: only then does its
     /// refresher refresh and prune (one leader, however many servers).
     leading: Arc<AtomicBool>,
@@ -72,7 +70,6 @@ impl Background {
                 shutdown,
                 drains: Mutex::new(HashMap::new()),
                 draining: Arc::new(Semaphore::new(max_draining)),
-                refresher: AtomicBool::new(false),
                 leading: Arc::new(AtomicBool::new(false)),
                 // Under the server's own prefix, so its leases name it in the registry.
                 holder: format!("{}scheduler", core.holder_prefix()),
@@ -100,6 +97,9 @@ impl Background {
             let leading = self.state.leading.clone();
             let task = tokio::spawn(crate::registry::keep_registered(store, beat, every, shutdown, leading));
             *self.registry.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+            // From the start, not the first drain: the lease is taken from the start, and a
+            // leader that never drained must still refresh and prune.
+            start_refresher(&self.state);
         }
         if self.rescues {
             tokio::spawn(rescue_loop(self.state.clone()));
@@ -153,7 +153,6 @@ fn schedule_drain(state: &Arc<State>, session_id: &str) {
     if state.shutdown.is_cancelled() {
         return;
     }
-    start_refresher(state);
     let slot = {
         let mut drains = state.drains.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(slot) = drains.get(session_id) {
@@ -284,9 +283,6 @@ async fn deliver_loop(state: Arc<State>) {
 /// Keep the store's consumer totals fresh while this server works in the
 /// background and leads its contract's upkeep; prune on the same turn.
 fn start_refresher(state: &Arc<State>) {
-    if state.refresher.swap(true, Ordering::SeqCst) {
-        return;
-    }
     let state = state.clone();
     tokio::spawn(async move {
         loop {

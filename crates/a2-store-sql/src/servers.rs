@@ -16,15 +16,15 @@ pub(crate) async fn beat<B: SqlBackend>(store: &SqlStore<B>, params: ServerBeat)
         return Err(StoreError::invalid("a server beat needs the server's id and its contract"));
     }
     let now = store.now();
-    let info = serde_json::to_value(&params.info).map_err(|e| StoreError::invalid(e.to_string()))?;
+    let info = crate::tasks::json_of(&params.info, "a server's registry row")?;
     let prune_before = now.saturating_sub(SERVER_KEPT_MS);
     let mut args = vec![
         Arg::text(&params.id),
         Arg::text(&params.info.contract),
         Arg::Json(info),
         Arg::Int(params.info.started_at),
+        Arg::Int(now),
     ];
-    args.push(Arg::Int(now));
     let mut tx = store.backend.begin().await?;
     match store.sql().server_prune {
         // A dialect that cannot prune in the upsert's own statement prunes first.
@@ -68,7 +68,7 @@ pub(crate) async fn leased<B: SqlBackend>(
                 consumer: row.text("consumer")?,
                 lane: a2_store::codec::lane_from_column(row.text("lane")?),
                 index: row.u64("idx")?,
-                attempt: u32::try_from(row.u64("attempt_count")?).unwrap_or(u32::MAX),
+                attempt: row.u32("attempt_count")?,
                 holder: row.text("lease_holder")?,
                 lease_expires_at: row.int("lease_expires_at")?,
             })

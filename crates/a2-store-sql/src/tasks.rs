@@ -25,7 +25,7 @@ fn task(row: &Row) -> Result<ScheduledTask, StoreError> {
     })
 }
 
-fn json_of<T: serde::Serialize>(value: &T, what: &str) -> Result<serde_json::Value, StoreError> {
+pub(crate) fn json_of<T: serde::Serialize>(value: &T, what: &str) -> Result<serde_json::Value, StoreError> {
     serde_json::to_value(value).map_err(|e| StoreError::invalid(format!("{what} cannot be stored: {e}")))
 }
 

@@ -144,7 +144,7 @@ export function Overview() {
   const [computing, setComputing] = useState(false);
   const shown = totals.data?.origin === "missing" && computed ? computed : totals.data;
   // The throughput panel's own read (one request for both): each consumer's newest minute with a completion.
-  const rates = useQuery({ queryKey: keys.throughput(), queryFn: () => unwrap(commands.attemptRates({ contract: null, minutes: 60 })) });
+  const rates = useThroughput();
   const lastCompleted = (contract: string, consumer: string) => {
     const minutes = (rates.data ?? []).filter((r) => r.contract === contract && r.consumer === consumer && r.completed > 0);
     return minutes.length === 0 ? null : Math.max(...minutes.map((r) => r.bucket_start));
@@ -287,8 +287,13 @@ export function Overview() {
 }
 
 /** Each consumer's completions and failures per minute over the last hour, from the attempt history. */
+/** The last hour of completions and failures per consumer and minute: the panel's read, and the table's last completions. */
+function useThroughput() {
+  return useQuery({ queryKey: keys.throughput(), queryFn: () => unwrap(commands.attemptRates({ contract: null, minutes: 60 })) });
+}
+
 function Throughput() {
-  const rates = useQuery({ queryKey: keys.throughput(), queryFn: () => unwrap(commands.attemptRates({ contract: null, minutes: 60 })) });
+  const rates = useThroughput();
   if (rates.error) return <ErrorBox error={rates.error} />;
   const data = rates.data ?? [];
   if (data.length === 0) return <Empty>No attempt ended in the last hour.</Empty>;
