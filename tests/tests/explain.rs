@@ -169,9 +169,9 @@ fn regex_free_scan(line: &str) -> bool {
     matches!(target, "a2_events" | "a2_heads" | "a2_attempts" | "a2_scheduled" | "a2_presence" | "e" | "h" | "l")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_inspection_reads_use_indexes() {
-    let shared = Shared::postgres("explain");
+/// A Postgres store seeded as `seed` does, with fresh statistics.
+async fn seeded_postgres(name: &str) -> (Shared, a2_store_postgres::PgStore) {
+    let shared = Shared::postgres(name);
     let options = PgOptions { schema: shared.schema.clone(), ..PgOptions::default() };
     let store = Postgres::connect(&shared.url, options, Arc::new(a2_store::SystemClock))
         .await
@@ -184,6 +184,39 @@ async fn postgres_inspection_reads_use_indexes() {
         sqlx::query(&format!("VACUUM ANALYZE {schema}.{table}")).execute(&pool).await.unwrap_or_else(|e| panic!("{e}"));
     }
     pool.close().await;
+    (shared, store)
+}
+
+/// The engine's own pool plans its hot statements generic (made once, not
+/// for each of a connection's first five runs), and no generic plan of a
+/// claim, completion, renewal, failure or append reads a whole table: a
+/// custom plan of a 300-head completion flush hash-joined every head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_hot_statements_plan_generic_on_indexes() {
+    let (shared, store) = seeded_postgres("explain_hot").await;
+    let (mode, plans) = store.explain_hot_statements().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(mode, "force_generic_plan", "the work pool plans generic");
+    assert!(plans.len() >= 10, "every hot statement is explained: {plans:?}");
+    let mut faults = Vec::new();
+    for (statement, lines) in &plans {
+        println!("-- {statement}");
+        for line in lines {
+            println!("{line}");
+            if ["a2_events", "a2_heads", "a2_sessions", "a2_attempts"]
+                .iter()
+                .any(|t| line.contains(&format!("Seq Scan on {t}")))
+            {
+                faults.push(format!("{statement}: {line}"));
+            }
+        }
+    }
+    assert!(faults.is_empty(), "sequential scans in the hot statements' generic plans:\n{}", faults.join("\n"));
+    shared.remove().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_inspection_reads_use_indexes() {
+    let (shared, store) = seeded_postgres("explain").await;
     let plans = store.explain_reads(&session_key("bench", "order-01000")).await.unwrap_or_else(|e| panic!("{e}"));
     check(&plans, BRIN_SERVED, |line| {
         ["a2_events", "a2_heads", "a2_attempts", "a2_scheduled", "a2_presence"]

@@ -29,6 +29,8 @@ pub struct Faulty {
     pub totals_computed: AtomicU32,
     /// Taking, keeping and letting go of the upkeep lease fail: a leader that died.
     pub fail_upkeep: AtomicBool,
+    /// Completions wait while this is on (a commit stuck behind a slow disk), then go through.
+    pub hold_completions: AtomicBool,
 }
 
 impl Faulty {
@@ -46,6 +48,7 @@ impl Faulty {
             snapshot_gets: AtomicU32::new(0),
             totals_computed: AtomicU32::new(0),
             fail_upkeep: AtomicBool::new(false),
+            hold_completions: AtomicBool::new(false),
         })
     }
 }
@@ -57,6 +60,13 @@ impl Faulty {
             return Err(StoreError::unavailable("the upkeep lease is switched to fail"));
         }
         Ok(())
+    }
+}
+
+/// Wait while `switch` is on.
+async fn hold_while(switch: &AtomicBool) {
+    while switch.load(Ordering::SeqCst) {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
 }
 
@@ -90,9 +100,11 @@ impl Store for Faulty {
         self.inner.head_renew(params).await
     }
     async fn head_complete(&self, params: HeadComplete) -> Result<CompleteOutcome, StoreError> {
+        hold_while(&self.hold_completions).await;
         self.inner.head_complete(params).await
     }
     async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
+        hold_while(&self.hold_completions).await;
         self.inner.head_complete_many(params).await
     }
     async fn head_fail(&self, params: HeadFail) -> Result<FailOutcome, StoreError> {

@@ -173,6 +173,7 @@ macro_rules! conformance_suite {
                     engine_history_reads_any_range_of_any_length,
                     consume_of_a_served_consumer_never_stalls,
                     lapse_charges_only_started_attempts,
+                    permit_returns_when_the_run_does,
                     consumer_state_reads_latest_by_default,
                     snapshot_failure_never_fails_a_state_read,
                     rejected_snapshot_is_repaired,

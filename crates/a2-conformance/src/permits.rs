@@ -10,6 +10,7 @@ use a2_engine::*;
 use a2_store::{session_key, AttemptOutcome};
 
 use crate::engine::{eventually, hanging, open, record, recorder, seen, server_with, snapshot, tick, Pace};
+use crate::faulty::Faulty;
 use crate::StoreFactory;
 
 /// A concurrent consumer's run consumes a log consumer the same server
@@ -89,4 +90,36 @@ pub async fn lapse_charges_only_started_attempts(factory: &dyn StoreFactory, pac
     );
     let completed = attempts.iter().filter(|a| a.outcome == AttemptOutcome::Completed).count();
     assert_eq!(completed, 6, "every head completed once: {attempts:#?}");
+}
+
+/// A run's permit comes back when the run returns, not when its outcome is
+/// written: with one permit, the second head starts while the first one's
+/// completion is still held up in the store (a commit waiting on the disk).
+/// Both outcomes are written, fenced as ever, once the store answers.
+pub async fn permit_returns_when_the_run_does(factory: &dyn StoreFactory, pace: Pace) {
+    let faulty = Faulty::new(open(factory).await);
+    faulty.hold_completions.store(true, Ordering::SeqCst);
+    let started = seen();
+    let work = recorder(Consumer::builder("work").types(["tick"]), "work", &started);
+    let server = server_with(pace, faulty.clone(), vec![work], |b| b.max_running(1));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append(vec![tick(1), tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
+    eventually("the second head started while the first one's completion was held", || snapshot(&started).len() == 2)
+        .await;
+    let key = session_key("shop", "s");
+    let attempts = faulty.inner.attempt_list(a2_store::AttemptList {
+        session: key.clone(),
+        consumer: None,
+        index: None,
+        after: None,
+        oldest_first: true,
+        limit: 10,
+    });
+    let written = attempts.await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(written.is_empty(), "no outcome was written while completions were held: {written:#?}");
+    faulty.hold_completions.store(false, Ordering::SeqCst);
+    let attempts = crate::engine::completed_attempts(&*faulty.inner, &key, "work", 2).await;
+    let completed: Vec<(u64, u32)> =
+        attempts.iter().filter(|a| a.outcome == AttemptOutcome::Completed).map(|a| (a.index, a.attempt)).collect();
+    assert_eq!(completed, vec![(1, 1), (2, 1)], "each head completed once, on its first attempt");
 }

@@ -269,7 +269,13 @@ impl Drain {
                         claim_again = false;
                         self.ended_since_claim = false;
                         match self.claim(grant).await {
-                            Ok(claimed) => last = claimed,
+                            Ok(claimed) => {
+                                last = claimed;
+                                // Took all it could, and the batch has room: claim again as soon as
+                                // permits come back (a run's permit returns before its outcome is
+                                // written, so waiting for an outcome would leave permits idle).
+                                claim_again = self.refill_due();
+                            }
                             Err(error) => {
                                 tracing::warn!(code = error.code(), %error, "a claim failed; the running heads finish first");
                                 self.claim_error = Some(error);
@@ -320,10 +326,7 @@ impl Drain {
                             }
                             self.active.remove(&head);
                             self.ended_since_claim = true;
-                            // A saturated drain refills once half its batch has ended, not after every
-                            // head: that took one or two heads a claim (49,400 claims for 100k jobs).
-                            let refill = self.saturated && self.active.len() <= (timings.claim_batch / 2) as usize;
-                            claim_again |= self.record(head, outcome) || refill;
+                            claim_again |= self.record(head, outcome) || self.refill_due();
                         }
                         Err(error) if error.is_cancelled() => {}
                         Err(error) => tracing::error!(%error, "a head's task failed; its lease will lapse"),
@@ -498,6 +501,12 @@ impl Drain {
         }
         // Permits left over (fewer heads than asked for) go back now, with `grant`.
         Ok(claimed)
+    }
+
+    /// A saturated drain refills once half its batch is free, not after every
+    /// head: that took one or two heads a claim (49,400 claims for 100k jobs).
+    fn refill_due(&self) -> bool {
+        self.saturated && self.active.len() <= (self.core.timings().claim_batch / 2) as usize
     }
 
     /// Room in the batch for the next claim: never more heads than

@@ -70,8 +70,8 @@ pub(crate) struct Fence {
     pub completing: Arc<AtomicBool>,
     pub settle: SettlerSender,
     /// The run permit the drain reserved for this head before it leased it,
-    /// held until the outcome is written; `None` for a nested consume's
-    /// heads, whose waiting run holds one for them.
+    /// held until the run returns; `None` for a nested consume's heads,
+    /// whose waiting run holds one for them.
     pub permit: Option<OwnedSemaphorePermit>,
     /// Why the run was cancelled, set by whoever cancels it first.
     pub reason: CancelCause,
@@ -96,7 +96,10 @@ pub(crate) fn spawn_settler(core: &Arc<ServerCore>, key: SessionKey) -> (Settler
                 }
             }
             let heads = batch.iter().map(|(held, _)| held.clone()).collect();
-            let settled = store.head_complete_many(HeadCompleteMany { session: key.clone(), heads }).await;
+            let settled = store
+                .head_complete_many(HeadCompleteMany { session: key.clone(), heads })
+                .await
+                .map(|done| done.into_iter().collect::<std::collections::HashSet<_>>());
             for (held, reply) in batch {
                 let _ = reply.send(settled.as_ref().map(|done| done.contains(&held.head)).map_err(Clone::clone));
             }
@@ -138,8 +141,8 @@ async fn run_and_settle(
     session_id: &str,
     fence: Fence,
 ) -> HeadOutcome {
-    // Held until the outcome is written: the drain leased this head only once it had the permit.
-    let _running = fence.permit;
+    // Held while the run runs: the drain leased this head only once it had the permit.
+    let running = fence.permit;
     let run_token = fence.cancel.child_token();
     // Subscribed before the watch's first read, and only for a consumer with `abort_on` rules.
     let _abort_watch = if consumer.def.abort_on.is_empty() {
@@ -179,6 +182,11 @@ async fn run_and_settle(
         Ok(result) => result,
         Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name()).into()),
     };
+    // The run is over: its permit goes back now, not once its outcome is
+    // written, so the next head starts while this one's commit waits on the
+    // disk (`max_running` bounds running code; the drain's batch bounds the
+    // outcomes in flight). The head stays leased and renewed until then.
+    drop(running);
     let aborted = run_token.is_cancelled();
     // Lost its claim and gave up with that very loss (the seeds' `surrendered`:
     // the error is the abort's own reason): nothing to write. Any other error,

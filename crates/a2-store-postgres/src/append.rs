@@ -92,6 +92,33 @@ impl<'a> Columns<'a> {
     }
 }
 
+/// Appends to many sessions in one statement (see [`append_batch_as_statement`]).
+pub(crate) const APPEND_BATCH: &str = "WITH req AS (SELECT * FROM UNNEST($1::text[], $2::bigint[]) AS r(session, n)), \
+     s AS ( \
+       INSERT INTO a2_sessions AS t (session, head, clear_index, created_at, updated_at) \
+       SELECT r.session, r.n, 0, $3, $3 FROM req r ORDER BY r.session \
+       ON CONFLICT (session) DO UPDATE SET head = t.head + EXCLUDED.head, updated_at = $3 \
+       RETURNING t.session, t.head, t.clear_index), \
+     b AS (SELECT s.session, s.head - r.n AS base, s.clear_index FROM s JOIN req r ON r.session = s.session), \
+     ev AS ( \
+       INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
+       SELECT x.s, b.base + x.o, x.d, x.t, x.p, $3, x.c \
+       FROM UNNEST($4::text[], $5::bigint[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[]) AS x(s, o, d, t, p, c) \
+       JOIN b ON b.session = x.s RETURNING 1), \
+     hd AS ( \
+       INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
+       SELECT y.s, y.c, y.l, b.base + y.o, y.k \
+       FROM UNNEST($10::text[], $11::text[], $12::text[], $13::bigint[], $14::smallint[]) AS y(s, c, l, o, k) \
+       JOIN b ON b.session = y.s ON CONFLICT DO NOTHING RETURNING 1), \
+     cur AS ( \
+       INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
+       SELECT z.s, z.c, z.l, CASE WHEN z.b THEN b.clear_index + 1 ELSE b.base + 1 END, 0 \
+       FROM UNNEST($15::text[], $16::text[], $17::text[], $18::bool[]) AS z(s, c, l, b) \
+       JOIN b ON b.session = z.s \
+       WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = z.s AND h.consumer = z.c AND h.kind = 0) \
+       ON CONFLICT DO NOTHING RETURNING 1) \
+     SELECT session, base FROM b";
+
 /// Appends to many sessions (each at most once) as one statement and one
 /// commit: what [`append_as_statement`] does for one session, for all of them.
 /// Sessions are locked in key order, so two such statements cannot deadlock
@@ -106,53 +133,27 @@ pub(crate) async fn append_batch_as_statement<'c>(
     for params in batch {
         columns.push(params);
     }
-    let rows = sqlx::query(
-        "WITH req AS (SELECT * FROM UNNEST($1::text[], $2::bigint[]) AS r(session, n)), \
-         s AS ( \
-           INSERT INTO a2_sessions AS t (session, head, clear_index, created_at, updated_at) \
-           SELECT r.session, r.n, 0, $3, $3 FROM req r ORDER BY r.session \
-           ON CONFLICT (session) DO UPDATE SET head = t.head + EXCLUDED.head, updated_at = $3 \
-           RETURNING t.session, t.head, t.clear_index), \
-         b AS (SELECT s.session, s.head - r.n AS base, s.clear_index FROM s JOIN req r ON r.session = s.session), \
-         ev AS ( \
-           INSERT INTO a2_events (session, idx, id, type, payload, created_at, cause) \
-           SELECT x.s, b.base + x.o, x.d, x.t, x.p, $3, x.c \
-           FROM UNNEST($4::text[], $5::bigint[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[]) AS x(s, o, d, t, p, c) \
-           JOIN b ON b.session = x.s RETURNING 1), \
-         hd AS ( \
-           INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
-           SELECT y.s, y.c, y.l, b.base + y.o, y.k \
-           FROM UNNEST($10::text[], $11::text[], $12::text[], $13::bigint[], $14::smallint[]) AS y(s, c, l, o, k) \
-           JOIN b ON b.session = y.s ON CONFLICT DO NOTHING RETURNING 1), \
-         cur AS ( \
-           INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
-           SELECT z.s, z.c, z.l, CASE WHEN z.b THEN b.clear_index + 1 ELSE b.base + 1 END, 0 \
-           FROM UNNEST($15::text[], $16::text[], $17::text[], $18::bool[]) AS z(s, c, l, b) \
-           JOIN b ON b.session = z.s \
-           WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = z.s AND h.consumer = z.c AND h.kind = 0) \
-           ON CONFLICT DO NOTHING RETURNING 1) \
-         SELECT session, base FROM b",
-    )
-    .bind(&columns.sessions)
-    .bind(&columns.counts)
-    .bind(now)
-    .bind(&columns.ev_sessions)
-    .bind(&columns.ev_ordinals)
-    .bind(&columns.ids)
-    .bind(&columns.types)
-    .bind(&columns.payloads)
-    .bind(&columns.causes)
-    .bind(&columns.t_sessions)
-    .bind(&columns.t_consumers)
-    .bind(&columns.t_lanes)
-    .bind(&columns.t_ordinals)
-    .bind(&columns.t_kinds)
-    .bind(&columns.l_sessions)
-    .bind(&columns.l_consumers)
-    .bind(&columns.l_lanes)
-    .bind(&columns.l_backfill)
-    .fetch_all(executor)
-    .await?;
+    let rows = sqlx::query(APPEND_BATCH)
+        .bind(&columns.sessions)
+        .bind(&columns.counts)
+        .bind(now)
+        .bind(&columns.ev_sessions)
+        .bind(&columns.ev_ordinals)
+        .bind(&columns.ids)
+        .bind(&columns.types)
+        .bind(&columns.payloads)
+        .bind(&columns.causes)
+        .bind(&columns.t_sessions)
+        .bind(&columns.t_consumers)
+        .bind(&columns.t_lanes)
+        .bind(&columns.t_ordinals)
+        .bind(&columns.t_kinds)
+        .bind(&columns.l_sessions)
+        .bind(&columns.l_consumers)
+        .bind(&columns.l_lanes)
+        .bind(&columns.l_backfill)
+        .fetch_all(executor)
+        .await?;
     let mut bases = std::collections::HashMap::with_capacity(rows.len());
     for row in rows {
         bases.insert(row.try_get::<String, _>("session")?, to_u64(row.try_get::<i64, _>("base")?));

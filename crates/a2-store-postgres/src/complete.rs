@@ -17,7 +17,7 @@ use crate::db_error;
 /// it appended; `settled` is 0 when the fence refused. The same reasoning as
 /// the batch completion (`heads_complete`): the row's lock and the fence,
 /// rechecked on the row, make the holder and start read from it this attempt's.
-const SETTLE_RECORDED: &str = "WITH moved AS (UPDATE a2_heads h SET idx = h.idx + 1, attempt_count = 0, \
+pub(crate) const SETTLE_RECORDED: &str = "WITH moved AS (UPDATE a2_heads h SET idx = h.idx + 1, attempt_count = 0, \
        failure_count = 0, last_error = NULL, failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, \
        next_attempt_at = NULL \
      FROM a2_heads o WHERE o.session = $1 AND o.consumer = $2 AND o.lane = $3 AND o.idx = $4 AND o.kind = 0 \

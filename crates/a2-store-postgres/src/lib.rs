@@ -11,6 +11,7 @@ mod complete;
 mod conn;
 mod error;
 mod grants;
+mod plans;
 mod server;
 mod sql;
 
@@ -162,9 +163,11 @@ impl Postgres {
         let connect = connect_options(url, &options)?;
         let reader_connect =
             connect.clone().options([("statement_timeout", options.statement_timeout.as_millis().to_string())]);
+        // Generic plans on the engine's pool only (`plans.rs`): its statements are the same every time.
+        let work_connect = connect.clone().options(plans::WORK_PLANS);
         let work_connect = match options.lock_timeout {
-            Some(wait) => connect.clone().options([("lock_timeout", wait.as_millis().to_string())]),
-            None => connect.clone(),
+            Some(wait) => work_connect.options([("lock_timeout", wait.as_millis().to_string())]),
+            None => work_connect,
         };
         // The reader connects first, within the connect timeout: a bad host,
         // role or database fails fast and typed.
@@ -204,7 +207,15 @@ impl Postgres {
         }
         check_schema(&reader).await?;
         let (changes, _) = broadcast::channel(1024);
-        let announce = announcer(pool.clone());
+        // NOTIFY on a connection of its own that does not wait for the disk: a
+        // notifying commit holds the cluster's notify lock, and one lost in a
+        // crash only delays a poll.
+        let announce = announcer(
+            PgPoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(options.connect_timeout)
+                .connect_lazy_with(connect.clone().options([("synchronous_commit", "off")])),
+        );
         let appends = {
             let (pool, clock) = (pool.clone(), clock.clone());
             // Two flushes at once: one's commit waits on the disk while the next one's statement runs.

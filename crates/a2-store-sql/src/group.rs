@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::each::run_each;
 use crate::rows::head_ref;
+use crate::statements::RowsStatement;
 use crate::steps::{held_head_args, AppendRows};
 use crate::value::Arg;
 use crate::{SqlBackend, SqlStore};
@@ -230,12 +231,21 @@ impl<B: SqlBackend> SqlStore<B> {
             .map(|(session, h)| std::iter::once(Arg::text(*session)).chain(held_head_args(h)).collect())
             .collect();
         let leading = [Arg::Int(self.now())];
-        let mut tx = self.backend.begin().await?;
-        let mut returned = Vec::new();
-        for step in self.sql().heads_complete {
-            returned.extend(run_each(tx.as_mut(), step, &leading, &rows).await?);
-        }
-        tx.commit().await?;
+        let returned = match self.sql().heads_complete {
+            // One statement over every row is atomic alone: no BEGIN and COMMIT round trips around it.
+            [only @ (RowsStatement::Lists(_) | RowsStatement::JsonRows(_))] => {
+                run_each(self.backend.work().await?.as_mut(), only, &leading, &rows).await?
+            }
+            steps => {
+                let mut tx = self.backend.begin().await?;
+                let mut returned = Vec::new();
+                for step in steps {
+                    returned.extend(run_each(tx.as_mut(), step, &leading, &rows).await?);
+                }
+                tx.commit().await?;
+                returned
+            }
+        };
         let mut settled: HashMap<String, HashSet<HeldHead>> = HashMap::new();
         for row in &returned {
             let attempt = u32::try_from(row.int("attempt")?).unwrap_or(u32::MAX);

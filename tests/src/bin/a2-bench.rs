@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 
 #[path = "a2-bench/peers.rs"]
 mod peers;
+#[path = "a2-bench/probe.rs"]
+mod probe;
 #[path = "a2-bench/sse.rs"]
 mod sse;
 
@@ -208,6 +210,31 @@ async fn drain_shape(
     prefix: &str,
     analyze: Option<(&str, &str)>,
 ) -> Result<f64, String> {
+    let setup = DrainSetup { shape, prefix, analyze, max_running: None, probe: None };
+    Ok(drain_measured(store, sessions, events, setup).await?.0)
+}
+
+/// How a measured drain runs and what else it reports.
+struct DrainSetup<'a> {
+    shape: Shape,
+    /// Session ids start with this (each drain its own sessions).
+    prefix: &'a str,
+    /// `(url, schema)`: analyze the schema's tables before draining.
+    analyze: Option<(&'a str, &'a str)>,
+    /// The server's `max_running` (run permits), when not the default 256.
+    max_running: Option<usize>,
+    /// Report CPU, idleness, and (given a pool on the store's server) commits and WAL a job.
+    probe: Option<Option<&'a sqlx::PgPool>>,
+}
+
+/// A drain's rate and, with a probe, its other figures as `key=value` pairs.
+async fn drain_measured(
+    store: Arc<dyn Store>,
+    sessions: usize,
+    events: usize,
+    setup: DrainSetup<'_>,
+) -> Result<(f64, String), String> {
+    let DrainSetup { shape, prefix, analyze, max_running, probe } = setup;
     let done = Arc::new(AtomicU64::new(0));
     let (consumer, contract) = match shape {
         Shape::Jobs => (job_consumer(done.clone()), contract()),
@@ -246,6 +273,10 @@ async fn drain_shape(
         .consumer(consumer)
         .timings(DrainTimings { claim_batch: 256, ..DrainTimings::default() })
         .run_in_background(false);
+    let builder = match max_running {
+        Some(permits) => builder.max_running(permits),
+        None => builder,
+    };
     // A configured scheduler arms the drain watchdog on every claim and beat: its cost is measured beside.
     let builder = if WATCHDOG.load(std::sync::atomic::Ordering::Relaxed) {
         builder.scheduler(Arc::new(a2_engine::StoreScheduler::new(store.clone())))
@@ -254,6 +285,10 @@ async fn drain_shape(
     };
     let server = builder.build().map_err(|e| e.to_string())?;
     let ids: Vec<String> = (0..sessions).map(|s| format!("{prefix}-{s}")).collect();
+    let probing = match probe {
+        Some(pool) => Some(probe::Probe::start(pool).await),
+        None => None,
+    };
     let start = Instant::now();
     let mut drains = tokio::task::JoinSet::new();
     for id in ids {
@@ -265,6 +300,10 @@ async fn drain_shape(
     }
     let elapsed = start.elapsed();
     let total = (sessions * events) as u64;
+    let figures = match (probing, probe) {
+        (Some(probing), Some(pool)) => probing.finish(pool, total).await,
+        _ => String::new(),
+    };
     let handled = done.load(Ordering::Relaxed);
     if handled < total {
         return Err(format!("only {handled} of {total} jobs ran"));
@@ -274,7 +313,7 @@ async fn drain_shape(
     if behind > 0 {
         return Err(format!("the store still shows {behind} events behind after the drain"));
     }
-    Ok(total as f64 / elapsed.as_secs_f64())
+    Ok((total as f64 / elapsed.as_secs_f64(), figures))
 }
 
 /// This process's resident memory now, in MB (Linux `/proc/self/status`).
@@ -578,17 +617,7 @@ async fn run() -> Result<(), String> {
     let options = OpenOptions { schema: Some(schema.clone()), max_connections: Some(32), ..OpenOptions::default() };
     let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
     if args.iter().any(|a| a == "--drain-only") {
-        // For profiling the drain: the Postgres drain alone, three times.
-        for _ in 0..3 {
-            for watchdog in [false, true] {
-                WATCHDOG.store(watchdog, std::sync::atomic::Ordering::Relaxed);
-                let jobs = drain(pg.clone(), 200, 100, Some((&url, &schema))).await;
-                println!("bench postgres drain sessions=200 events=100 watchdog={watchdog} jobs_per_s={:.0}", jobs?);
-            }
-        }
-        WATCHDOG.store(false, std::sync::atomic::Ordering::Relaxed);
-        let log = drain_shape(pg.clone(), 200, 20, Shape::Log, "log-only", Some((&url, &schema))).await?;
-        println!("bench postgres drain shape=log sessions=200 events=20 jobs_per_s={log:.0}");
+        drain_only(&url, &schema, pg).await?;
         drop_schema(&url, &schema).await;
         return Ok(());
     }
@@ -646,6 +675,85 @@ async fn run() -> Result<(), String> {
     let _ = std::fs::remove_dir_all(dir);
     drop_schema(&url, &schema).await;
     drop_schema(&url, &format!("{schema}_reads")).await;
+    Ok(())
+}
+
+/// `--drain-only`, for profiling the drain (§7 of the throughput study):
+/// three interleaved rounds of the Postgres jobs drain with and without the
+/// watchdog and with 1,024 run permits (if more permits drain faster, the
+/// permit held across the completion's commit is the limit), each with its
+/// CPU split, idle share, commits and WAL a job; the same drain on the memory
+/// store (the engine's own ceiling); the log shape; and, where
+/// `pg_stat_statements` is loaded, the statements the jobs drain spent most on.
+async fn drain_only(url: &str, schema: &str, pg: Arc<dyn Store>) -> Result<(), String> {
+    let stats = sqlx::PgPool::connect(url).await.map_err(|e| e.to_string())?;
+    for round in 1..=3 {
+        for (label, watchdog, max_running) in
+            [("default", false, None), ("watchdog", true, None), ("max_running=1024", false, Some(1024))]
+        {
+            WATCHDOG.store(watchdog, std::sync::atomic::Ordering::Relaxed);
+            let prefix = format!("drain-{round}-{}", label.replace('=', "-"));
+            let setup = DrainSetup {
+                shape: Shape::Jobs,
+                prefix: &prefix,
+                analyze: Some((url, schema)),
+                max_running,
+                probe: Some(Some(&stats)),
+            };
+            let (jobs, figures) = drain_measured(pg.clone(), 200, 100, setup).await?;
+            println!(
+                "bench postgres drain round={round} sessions=200 events=100 run={label} jobs_per_s={jobs:.0} {figures}"
+            );
+        }
+        let memory: Arc<dyn Store> = open_with("memory:", OpenOptions::default()).await.map_err(|e| e.to_string())?;
+        let setup = DrainSetup {
+            shape: Shape::Jobs,
+            prefix: "drain-memory",
+            analyze: None,
+            max_running: None,
+            probe: Some(None),
+        };
+        let (jobs, figures) = drain_measured(memory, 200, 100, setup).await?;
+        println!("bench memory drain round={round} sessions=200 events=100 jobs_per_s={jobs:.0} {figures}");
+    }
+    WATCHDOG.store(false, std::sync::atomic::Ordering::Relaxed);
+    let setup = DrainSetup {
+        shape: Shape::Log,
+        prefix: "log-only",
+        analyze: Some((url, schema)),
+        max_running: None,
+        probe: Some(Some(&stats)),
+    };
+    let (log, figures) = drain_measured(pg.clone(), 200, 20, setup).await?;
+    println!("bench postgres drain shape=log sessions=200 events=20 events_per_s={log:.0} {figures}");
+    if probe::statements_reset(&stats).await {
+        let setup = DrainSetup {
+            shape: Shape::Jobs,
+            prefix: "drain-statements",
+            analyze: Some((url, schema)),
+            max_running: None,
+            probe: None,
+        };
+        drain_measured(pg.clone(), 200, 100, setup).await?;
+        for line in probe::statements_top(&stats, "shape=jobs", 8).await {
+            println!("{line}");
+        }
+        probe::statements_reset(&stats).await;
+        let setup = DrainSetup {
+            shape: Shape::Log,
+            prefix: "log-statements",
+            analyze: Some((url, schema)),
+            max_running: None,
+            probe: None,
+        };
+        drain_measured(pg, 200, 20, setup).await?;
+        for line in probe::statements_top(&stats, "shape=log", 10).await {
+            println!("{line}");
+        }
+    } else {
+        println!("bench statements unavailable (pg_stat_statements is not in shared_preload_libraries)");
+    }
+    stats.close().await;
     Ok(())
 }
 

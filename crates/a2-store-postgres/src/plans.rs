@@ -1,0 +1,72 @@
+//! The engine's hot statements as its work pool plans them: generic, once
+//! (`plan_cache_mode = force_generic_plan`), whatever a flush or a claim
+//! holds. Custom plans cost 0.5–3 ms to make for each of a connection's
+//! first five runs of a statement, and a completion flush's custom plan
+//! flipped to a sequential scan of every head past ~250 heads (the
+//! throughput study's P2). The Studio's reader pool keeps `auto`: its
+//! aggregates are better planned for their values.
+
+use a2_store::StoreError;
+use a2_store_sql::RowsStatement;
+
+use crate::{db_error, Postgres};
+
+/// The work pool's planner setting, given to every connection it opens.
+pub(crate) const WORK_PLANS: [(&str, &str); 2] =
+    [("plan_cache_mode", "force_generic_plan"), ("enable_mergejoin", "off")];
+
+fn rows_sql(statement: &RowsStatement) -> &'static str {
+    match *statement {
+        RowsStatement::Lists(sql) | RowsStatement::PerRow(sql) | RowsStatement::JsonRows(sql) => sql,
+    }
+}
+
+/// The statements a drain and an append run for every job or event, by name.
+fn hot_statements() -> Vec<(&'static str, &'static str)> {
+    let sql = &crate::sql::SQL;
+    let mut hot = vec![
+        ("session row", sql.session_row),
+        ("cursors ensure", rows_sql(&sql.cursors_ensure)),
+        ("untaken skip", sql.untaken_skip),
+        ("claim waits", sql.claim_waits),
+        ("renew", rows_sql(&sql.heads_renew)),
+        ("head lock", sql.head_lock),
+        ("head states", rows_sql(&sql.head_states_put)),
+        ("settle and record", crate::complete::SETTLE_RECORDED),
+        ("append batch", crate::append::APPEND_BATCH),
+    ];
+    if let Some(pick) = sql.claim_pick {
+        hot.push(("claim pick", pick));
+    }
+    hot.extend(sql.heads_complete.iter().map(|step| ("complete batch", rows_sql(step))));
+    hot
+}
+
+impl Postgres {
+    /// The work pool's `plan_cache_mode`, then the generic plan of each hot
+    /// statement on one of its connections: the plan the engine runs.
+    pub async fn explain_hot_statements(&self) -> Result<(String, Vec<(&'static str, Vec<String>)>), StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        let mode: String = sqlx::query_scalar("SHOW plan_cache_mode").fetch_one(&mut *conn).await.map_err(db_error)?;
+        let mut plans = Vec::new();
+        for (n, (name, sql)) in hot_statements().into_iter().enumerate() {
+            let prepared = format!("a2_explain_{n}");
+            sqlx::raw_sql(&format!("PREPARE {prepared} AS {sql}")).execute(&mut *conn).await.map_err(db_error)?;
+            let params: i32 =
+                sqlx::query_scalar("SELECT cardinality(parameter_types) FROM pg_prepared_statements WHERE name = $1")
+                    .bind(&prepared)
+                    .fetch_one(&mut *conn)
+                    .await
+                    .map_err(db_error)?;
+            // A generic plan is made without the values: NULLs explain it as well as any.
+            let nulls = vec!["NULL"; usize::try_from(params).unwrap_or(0)].join(", ");
+            let lines: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN EXECUTE {prepared}({nulls})"))
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(db_error)?;
+            sqlx::raw_sql(&format!("DEALLOCATE {prepared}")).execute(&mut *conn).await.map_err(db_error)?;
+            plans.push((name, lines));
+        }
+        Ok((mode, plans))
+    }
+}
