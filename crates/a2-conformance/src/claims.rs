@@ -243,6 +243,61 @@ pub async fn one_claim_takes_fresh_and_lapsed_heads_and_skips_excluded(factory: 
     assert_eq!(rest, vec![("par".to_owned(), 3)], "without the exclusion the held-back head is taken; the lane waits");
 }
 
+/// Without log consumers a claim leases fresh heads in one statement of its
+/// own (Postgres); a lapsed lease it meets is still charged once, by the
+/// rules, in the same call, and the heads come back in index order whatever
+/// took them. A claim bounded by `limit` counts both kinds.
+pub async fn a_lapse_beside_fresh_heads_is_charged_once(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    let consumers = [StoreConsumer::targeted("par")];
+    let events = (1..=3).map(|i| targeted(&format!("e{i}"), "tick", &[("par", None)])).collect();
+    append(&*store, "s", events, &consumers).await;
+    let mut first = claim_params("s", "w1", &consumers);
+    first.limit = 1;
+    let taken = store.head_claim(first).await.expect("first claim").heads;
+    assert_eq!(taken.iter().map(|h| (h.head.index, h.attempt)).collect::<Vec<_>>(), vec![(1, 1)]);
+    clock.advance(TTL + 1);
+    let mut two = claim_params("s", "w2", &consumers);
+    two.limit = 2;
+    let claimed = store.head_claim(two).await.expect("the bounded claim");
+    let got: Vec<(u64, u32, u32)> = claimed.heads.iter().map(|h| (h.head.index, h.attempt, h.failure_count)).collect();
+    assert_eq!(got, vec![(1, 2, 1), (2, 1, 0)], "the lapsed head taken over beside one fresh head, in index order");
+    assert_eq!(claimed.session_head, 3);
+    let rest = claim(&*store, "s", "w2", &consumers).await;
+    assert_eq!(rest.heads.iter().map(|h| (h.head.index, h.attempt)).collect::<Vec<_>>(), vec![(3, 1)]);
+    let none = claim(&*store, "s", "w3", &consumers).await;
+    assert!(none.heads.is_empty(), "everything is leased: {none:?}");
+    assert_eq!(none.busy_until, Some(clock.now_ms() + TTL), "the claim that took nothing says until when");
+    let history = AttemptList {
+        session: key("s"),
+        consumer: Some("par".into()),
+        index: None,
+        after: None,
+        oldest_first: true,
+        limit: 10,
+    };
+    let history = store.attempt_list(history).await.expect("attempts");
+    let outcomes: Vec<(u64, u32, AttemptOutcome)> = history.iter().map(|a| (a.index, a.attempt, a.outcome)).collect();
+    assert_eq!(outcomes, vec![(1, 1, AttemptOutcome::Lapsed)], "the lapse is recorded once");
+}
+
+/// A log consumer that has no cursor in a session yet (added after its
+/// events) gets one from the claim that first names it, and its first event
+/// is leased in that claim beside the other consumers' fresh heads, not
+/// after them: a claim that could lease fresh heads alone must not starve it.
+pub async fn a_new_log_consumer_gets_its_cursor_beside_fresh_heads(factory: &dyn StoreFactory) {
+    let (store, _) = open(factory).await;
+    let par = StoreConsumer::targeted("par");
+    let events = (1..=2).map(|i| targeted(&format!("e{i}"), "tick", &[("par", None)])).collect();
+    append(&*store, "s", events, std::slice::from_ref(&par)).await;
+    let late = StoreConsumer::log("late", "main").backfilling();
+    let claimed = claim(&*store, "s", "w", &[par, late]).await;
+    let got: Vec<(String, u64, u32)> =
+        claimed.heads.iter().map(|h| (h.head.consumer.clone(), h.head.index, h.attempt)).collect();
+    let want = vec![("late".to_owned(), 1, 1), ("par".to_owned(), 1, 1), ("par".to_owned(), 2, 1)];
+    assert_eq!(got, want, "the new cursor's first event is leased with the fresh heads");
+}
+
 pub async fn claim_through_bounds_the_heads(factory: &dyn StoreFactory) {
     let (store, _) = open(factory).await;
     let consumers = [StoreConsumer::targeted("par")];

@@ -96,6 +96,8 @@ macro_rules! conformance_suite {
                     lane_function_heads_run_one_at_a_time_in_order,
                     concurrent_heads_are_claimed_together,
                     one_claim_takes_fresh_and_lapsed_heads_and_skips_excluded,
+                    a_lapse_beside_fresh_heads_is_charged_once,
+                    a_new_log_consumer_gets_its_cursor_beside_fresh_heads,
                     claim_through_bounds_the_heads,
                     complete_appends_returned_events_atomically,
                     a_completion_that_appends_records_what_it_appended,

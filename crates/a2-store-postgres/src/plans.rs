@@ -11,7 +11,11 @@ use a2_store_sql::RowsStatement;
 
 use crate::{db_error, Postgres};
 
-/// The work pool's planner setting, given to every connection it opens.
+/// The work pool's planner settings, given to every connection it opens.
+/// Merge joins are off too: estimating one asks the index for its column's
+/// actual ends, and right after a drain deleted heads that walk crossed
+/// every dead entry (a completion flush took 14–21 ms to plan, 0.6 ms
+/// without). The hot statements join small lists to keys: nested loops.
 pub(crate) const WORK_PLANS: [(&str, &str); 2] =
     [("plan_cache_mode", "force_generic_plan"), ("enable_mergejoin", "off")];
 

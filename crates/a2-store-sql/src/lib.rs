@@ -5,6 +5,7 @@
 //! here, in [`SqlStore`], so the two backends cannot drift apart in Rust.
 //! `docs/adding-a-backend.md` walks through adding a third.
 
+mod claim;
 mod conn;
 mod each;
 mod group;
