@@ -8,6 +8,8 @@ use sqlx::Row;
 
 use crate::db_error;
 
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
 pub(crate) enum StatementAppendError {
     IdTaken,
     Failed(StoreError),
@@ -40,7 +42,7 @@ pub(crate) async fn append_as_statement(
 /// The columns of one statement appending to many sessions: a row a session,
 /// an event, a target and a new cursor, each naming its session.
 #[derive(Default)]
-struct Columns<'a> {
+pub(crate) struct Columns<'a> {
     sessions: Vec<&'a str>,
     counts: Vec<i64>,
     ev_sessions: Vec<&'a str>,
@@ -61,7 +63,7 @@ struct Columns<'a> {
 }
 
 impl<'a> Columns<'a> {
-    fn push(&mut self, params: &'a EventAppend) {
+    pub(crate) fn push(&mut self, params: &'a EventAppend) {
         let key = params.session.as_str();
         self.sessions.push(key);
         self.counts.push(i64::try_from(params.events.len()).unwrap_or(i64::MAX));
@@ -92,9 +94,17 @@ impl<'a> Columns<'a> {
     }
 }
 
-/// Appends to many sessions in one statement (see [`append_batch_as_statement`]).
-pub(crate) const APPEND_BATCH: &str = "WITH req AS (SELECT * FROM UNNEST($1::text[], $2::bigint[]) AS r(session, n)), \
-     s AS ( \
+/// The CTEs of an append to many sessions, `$1`–`$18` (see
+/// [`append_batch_as_statement`]): `req` (sessions and counts) kept where
+/// `$gate` holds, so a statement that completes a head first appends only
+/// if its fence passed; `b` gives each session's base index.
+macro_rules! append_ctes {
+    ($gate:literal) => {
+        concat!(
+            "req AS (SELECT * FROM UNNEST($1::text[], $2::bigint[]) AS r(session, n) WHERE ",
+            $gate,
+            "), ",
+            "s AS ( \
        INSERT INTO a2_sessions AS t (session, head, clear_index, created_at, updated_at) \
        SELECT r.session, r.n, 0, $3, $3 FROM req r ORDER BY r.session \
        ON CONFLICT (session) DO UPDATE SET head = t.head + EXCLUDED.head, updated_at = $3 \
@@ -116,8 +126,14 @@ pub(crate) const APPEND_BATCH: &str = "WITH req AS (SELECT * FROM UNNEST($1::tex
        FROM UNNEST($15::text[], $16::text[], $17::text[], $18::bool[]) AS z(s, c, l, b) \
        JOIN b ON b.session = z.s \
        WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = z.s AND h.consumer = z.c AND h.kind = 0) \
-       ON CONFLICT DO NOTHING RETURNING 1) \
-     SELECT session, base FROM b";
+       ON CONFLICT DO NOTHING RETURNING 1)"
+        )
+    };
+}
+pub(crate) use append_ctes;
+
+/// Appends to many sessions in one statement (see [`append_batch_as_statement`]).
+pub(crate) const APPEND_BATCH: &str = concat!("WITH ", append_ctes!("true"), " SELECT session, base FROM b");
 
 /// Appends to many sessions (each at most once) as one statement and one
 /// commit: what [`append_as_statement`] does for one session, for all of them.
@@ -133,7 +149,25 @@ pub(crate) async fn append_batch_as_statement<'c>(
     for params in batch {
         columns.push(params);
     }
-    let rows = sqlx::query(APPEND_BATCH)
+    let rows = bind_columns(sqlx::query(APPEND_BATCH), &columns, now).fetch_all(executor).await?;
+    let mut bases = std::collections::HashMap::with_capacity(rows.len());
+    for row in rows {
+        bases.insert(row.try_get::<String, _>("session")?, to_u64(row.try_get::<i64, _>("base")?));
+    }
+    batch
+        .iter()
+        .map(|params| {
+            let base = bases.get(params.session.as_str()).copied().ok_or_else(|| {
+                sqlx::Error::Protocol(format!("the batch append returned no base for {}", params.session))
+            })?;
+            Ok(appended_at(params, base, now))
+        })
+        .collect()
+}
+
+/// The append statement's parameters `$1`–`$18`, from `columns`.
+pub(crate) fn bind_columns<'q>(query: PgQuery<'q>, columns: &'q Columns<'q>, now: Millis) -> PgQuery<'q> {
+    query
         .bind(&columns.sessions)
         .bind(&columns.counts)
         .bind(now)
@@ -152,25 +186,10 @@ pub(crate) async fn append_batch_as_statement<'c>(
         .bind(&columns.l_consumers)
         .bind(&columns.l_lanes)
         .bind(&columns.l_backfill)
-        .fetch_all(executor)
-        .await?;
-    let mut bases = std::collections::HashMap::with_capacity(rows.len());
-    for row in rows {
-        bases.insert(row.try_get::<String, _>("session")?, to_u64(row.try_get::<i64, _>("base")?));
-    }
-    batch
-        .iter()
-        .map(|params| {
-            let base = bases.get(params.session.as_str()).copied().ok_or_else(|| {
-                sqlx::Error::Protocol(format!("the batch append returned no base for {}", params.session))
-            })?;
-            Ok(appended_at(params, base, now))
-        })
-        .collect()
 }
 
 /// The events of `params` as appended after index `base`.
-fn appended_at(params: &EventAppend, base: u64, now: Millis) -> Appended {
+pub(crate) fn appended_at(params: &EventAppend, base: u64, now: Millis) -> Appended {
     let events = params
         .events
         .iter()

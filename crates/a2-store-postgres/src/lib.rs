@@ -90,6 +90,8 @@ pub struct Postgres {
     reader: PgPool,
     access: Access,
     changes: broadcast::Sender<String>,
+    /// The NOTIFY connection (not waiting for the disk).
+    notifier: PgPool,
     /// Session keys to announce, gathered so one NOTIFY carries many.
     announce: tokio::sync::mpsc::UnboundedSender<String>,
     server: DatabaseServer,
@@ -210,12 +212,11 @@ impl Postgres {
         // NOTIFY on a connection of its own that does not wait for the disk: a
         // notifying commit holds the cluster's notify lock, and one lost in a
         // crash only delays a poll.
-        let announce = announcer(
-            PgPoolOptions::new()
-                .max_connections(1)
-                .acquire_timeout(options.connect_timeout)
-                .connect_lazy_with(connect.clone().options([("synchronous_commit", "off")])),
-        );
+        let notifier = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(options.connect_timeout)
+            .connect_lazy_with(connect.clone().options([("synchronous_commit", "off")]));
+        let announce = announcer(notifier.clone());
         let appends = {
             let (pool, clock) = (pool.clone(), clock.clone());
             // Two flushes at once: one's commit waits on the disk while the next one's statement runs.
@@ -226,8 +227,17 @@ impl Postgres {
         };
         // A standby cannot LISTEN (nor would a NOTIFY reach it): readers poll instead.
         let listening = (!server.replica).then(|| Arc::new(listen(pool.clone(), changes.clone())));
-        let store =
-            Self { pool, reader, access: options.access, changes, announce, server, appends, _listening: listening };
+        let store = Self {
+            pool,
+            reader,
+            notifier,
+            access: options.access,
+            changes,
+            announce,
+            server,
+            appends,
+            _listening: listening,
+        };
         let read_write = store.access == Access::ReadWrite;
         let store = SqlStore::new(store, &sql::SQL, clock);
         Ok(if read_write { store.with_completion_batching(COMPLETE_FLUSHES) } else { store })
@@ -304,6 +314,7 @@ impl Postgres {
     pub async fn close(&self) {
         self.pool.close().await;
         self.reader.close().await;
+        self.notifier.close().await;
     }
 
     fn writable(&self) -> Result<(), StoreError> {
@@ -335,6 +346,11 @@ impl SqlBackend for Postgres {
     async fn begin(&self) -> Result<Box<dyn Transaction>, StoreError> {
         self.writable()?;
         Ok(Box::new(conn::Link(self.pool.begin().await.map_err(db_error)?)))
+    }
+
+    async fn write(&self) -> Result<Box<dyn Conn>, StoreError> {
+        self.writable()?;
+        Ok(Box::new(conn::Link(self.pool.acquire().await.map_err(db_error)?)))
     }
 
     async fn event_append_native(&self, params: &EventAppend) -> Result<Option<Appended>, StoreError> {

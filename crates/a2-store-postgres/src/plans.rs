@@ -36,7 +36,7 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("renew", rows_sql(&sql.heads_renew)),
         ("head lock", sql.head_lock),
         ("head states", rows_sql(&sql.head_states_put)),
-        ("settle and record", crate::complete::SETTLE_RECORDED),
+        ("settle and append", crate::complete::SETTLE_AND_APPEND),
         ("append batch", crate::append::APPEND_BATCH),
     ];
     if let Some(pick) = sql.claim_pick {
@@ -64,12 +64,11 @@ impl Postgres {
                     .map_err(db_error)?;
             // A generic plan is made without the values: NULLs explain it as well as any.
             let nulls = vec!["NULL"; usize::try_from(params).unwrap_or(0)].join(", ");
-            let lines: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN EXECUTE {prepared}({nulls})"))
-                .fetch_all(&mut *conn)
-                .await
-                .map_err(db_error)?;
+            let lines: Result<Vec<String>, _> =
+                sqlx::query_scalar(&format!("EXPLAIN EXECUTE {prepared}({nulls})")).fetch_all(&mut *conn).await;
+            // Gone before any error is returned: the connection goes back to the pool.
             sqlx::raw_sql(&format!("DEALLOCATE {prepared}")).execute(&mut *conn).await.map_err(db_error)?;
-            plans.push((name, lines));
+            plans.push((name, lines.map_err(db_error)?));
         }
         Ok((mode, plans))
     }

@@ -172,7 +172,9 @@ pub(crate) static SQL: Statements = Statements {
     ),
     // The common claim in one statement: candidates locked (as `claim_candidates`), the fresh ones leased
     // in place. `c` carries the rows as locked (the newest version), so the rules see what they lock.
-    // `cursors` counts the claiming log consumers' cursors: all there, the claim needs no ensuring.
+    // With `$14` = 1 (a claim alone, in autocommit) it leases only a whole claim: no candidate it
+    // cannot lease (a lapse, an untaken cursor) and every claiming log consumer's cursor there (`$15`
+    // of them); else it leases nothing and the transactional rules path claims.
     claim_pick: Some(concat!(
         "WITH c AS (SELECT h.*, (h.lease_holder IS NULL AND (h.kind <> 0 OR EXISTS (SELECT 1 FROM a2_events e \
              JOIN UNNEST($11::text[], $12::text[], $13::text[]) AS t(c, l, y) ON t.c = h.consumer AND t.l = h.lane \
@@ -190,13 +192,14 @@ pub(crate) static SQL: Statements = Statements {
              lease_expires_at = $7, next_attempt_at = NULL, attempt_started_at = $4 \
            FROM c WHERE c.fresh AND h.session = c.session AND h.consumer = c.consumer AND h.lane = c.lane \
              AND h.idx = c.idx \
+             AND ($14::int = 0 OR (NOT EXISTS (SELECT 1 FROM c x WHERE NOT x.fresh) \
+               AND (SELECT count(*) FROM a2_heads k WHERE k.session = $1 AND k.kind = 0 \
+                 AND k.consumer = ANY($11::text[])) >= $15::int)) \
            RETURNING h.*, true AS fresh), \
          picked AS (SELECT * FROM taken UNION ALL SELECT * FROM c WHERE NOT c.fresh) \
          SELECT p.*, e.id AS e_id, e.type AS e_type, e.payload AS e_payload, e.idx AS e_idx, \
            e.created_at AS e_created_at, e.cause AS e_cause, \
-           (SELECT s.head FROM a2_sessions s WHERE s.session = $1) AS session_head, \
-           (SELECT count(*) FROM a2_heads k WHERE k.session = $1 AND k.kind = 0 AND k.consumer = ANY($11::text[])) \
-             AS cursors \
+           (SELECT s.head FROM a2_sessions s WHERE s.session = $1) AS session_head \
          FROM picked p JOIN a2_events e ON e.session = p.session AND e.idx = p.idx \
          ORDER BY p.idx, p.consumer, p.lane"
     )),

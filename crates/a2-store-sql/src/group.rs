@@ -234,7 +234,7 @@ impl<B: SqlBackend> SqlStore<B> {
         let returned = match self.sql().heads_complete {
             // One statement over every row is atomic alone: no BEGIN and COMMIT round trips around it.
             [only @ (RowsStatement::Lists(_) | RowsStatement::JsonRows(_))] => {
-                run_each(self.backend.work().await?.as_mut(), only, &leading, &rows).await?
+                run_each(self.backend.write().await?.as_mut(), only, &leading, &rows).await?
             }
             steps => {
                 let mut tx = self.backend.begin().await?;

@@ -47,6 +47,13 @@ pub trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
     /// A write transaction; `READ_ONLY` on a store attached read-only.
     async fn begin(&self) -> Result<Box<dyn Transaction>, StoreError>;
 
+    /// A connection for one statement that writes alone (autocommit: a claim's
+    /// pick, a completion flush), refused as `begin` is on a read-only store.
+    /// Only a backend whose statements can write alone is asked for one.
+    async fn write(&self) -> Result<Box<dyn Conn>, StoreError> {
+        self.work().await
+    }
+
     /// A whole append in fewer round trips than the shared transaction, where
     /// the backend has such a path. `Ok(None)`: use the shared transaction.
     async fn event_append_native(&self, _params: &EventAppend) -> Result<Option<Appended>, StoreError> {

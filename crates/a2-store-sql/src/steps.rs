@@ -28,8 +28,9 @@ pub(crate) fn held_head_args(held: &HeldHead) -> Vec<Arg> {
 
 /// The arguments of `claim_pick`: the candidates' filter, the lease it
 /// gives, the heads this holder gave up (never picked again by it), and
-/// what each log consumer takes (its cursor is leased in place only on those).
-pub(crate) fn pick_args(params: &HeadClaim, names: Arg, through: Arg, now: Millis) -> Vec<Arg> {
+/// what each log consumer takes (its cursor is leased in place only on those);
+/// `alone`: the statement runs on its own and leases only a whole claim.
+pub(crate) fn pick_args(params: &HeadClaim, names: Arg, through: Arg, now: Millis, alone: bool) -> Vec<Arg> {
     let excluded = &params.exclude;
     let mut args = vec![
         Arg::text(&params.session),
@@ -57,7 +58,11 @@ pub(crate) fn pick_args(params: &HeadClaim, names: Arg, through: Arg, now: Milli
             types.push(taken);
         }
     }
+    let mut logs: Vec<&str> = params.consumers.iter().filter(|c| c.log.is_some()).map(|c| c.name.as_str()).collect();
+    logs.sort_unstable();
+    logs.dedup();
     args.extend([Arg::Texts(takers), Arg::Texts(lanes), Arg::OptTexts(types)]);
+    args.extend([Arg::Int(i64::from(alone)), Arg::Int(i64::try_from(logs.len()).unwrap_or(i64::MAX))]);
     args
 }
 

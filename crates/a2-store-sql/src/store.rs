@@ -8,7 +8,6 @@ use a2_store::codec::to_i64;
 use a2_store::rules::{self, check_batch, claim_head, cursor_state, untaken_cursor};
 use a2_store::*;
 
-use crate::claim::Picked;
 use crate::each::run_each;
 use crate::rows::{
     contract_range, dead_letter, dead_letter_group, event, head_ref, head_state, paused_consumer, snapshot_info,
@@ -70,24 +69,17 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             _ => self.append_single(params).await,
         }
     }
-    async fn head_claim(&self, mut params: HeadClaim) -> Result<Claimed, StoreError> {
+    async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
         check_session_key(&params.session)?;
         let pick = self.sql().claim_pick;
         // Without log consumers there are no cursors to give or move, and the
         // picking statement reports the session's head with what it took.
         let logs = params.consumers.iter().any(|c| c.log.is_some());
         let now = self.now();
-        let limit = params.limit.max(1) as usize;
-        let (mut taken, mut taken_head) = (Vec::new(), 0);
         if let Some(sql) = pick {
-            match self.claim_autocommit(&params, sql, now).await? {
-                Picked::Whole(claimed) => return Ok(claimed),
-                Picked::Partly(claimed) if claimed.heads.len() >= limit => return Ok(claimed),
-                Picked::Partly(claimed) => {
-                    // The rules path takes the rest, on top of what the statement leased.
-                    params.limit = u32::try_from(limit - claimed.heads.len()).unwrap_or(1);
-                    (taken, taken_head) = (claimed.heads, claimed.session_head);
-                }
+            // Leased nothing unless the claim was whole: the rules path below claims afresh.
+            if let Some(claimed) = self.claim_autocommit(&params, sql, now).await? {
+                return Ok(claimed);
             }
         }
         let key = params.session.as_str();
@@ -105,8 +97,8 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         }
         let names = Arg::texts(params.consumers.iter().map(|c| c.name.as_str()));
         let through = Arg::OptInt(params.through.map(to_i64));
-        let merged = !taken.is_empty();
-        let mut claimed = Claimed { session_head: bounds.unwrap_or(taken_head), heads: taken, ..Claimed::default() };
+        let limit = params.limit.max(1) as usize;
+        let mut claimed = Claimed { session_head: bounds.unwrap_or(0), ..Claimed::default() };
         // Where each statement reads its own snapshot (Postgres, READ
         // COMMITTED), a cursor the skip above saw held can be completed onto
         // an untaken event before the selection reads it: such a cursor is
@@ -115,7 +107,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         for pass in 0..4 {
             let candidates = match pick {
                 Some(sql) if pass == 0 => {
-                    let args = pick_args(&params, names.clone(), through.clone(), now);
+                    let args = pick_args(&params, names.clone(), through.clone(), now, false);
                     tx.fetch(sql, args).await?
                 }
                 _ => {
@@ -188,12 +180,6 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         }
         self.attempts_put(tx.as_mut(), key, &lapsed).await?;
         tx.commit().await?;
-        if merged {
-            // What the autocommit statement leased and what the rules took, in the statement's order.
-            claimed.heads.sort_by(|a, b| {
-                (a.head.index, &a.head.consumer, &a.head.lane).cmp(&(b.head.index, &b.head.consumer, &b.head.lane))
-            });
-        }
         Ok(claimed)
     }
     async fn head_renew(&self, params: HeadRenew) -> Result<Renewed, StoreError> {
