@@ -11,9 +11,9 @@
 //! that found nothing reads what to wait for with two reads of its own.
 
 use a2_store::codec::to_i64;
-use a2_store::{Claimed, ClaimedHead, HeadClaim, Millis, StoreError};
+use a2_store::{Claimed, HeadClaim, Millis, StoreError};
 
-use crate::rows::{event, head_ref};
+use crate::rows::leased_head;
 use crate::steps::pick_args;
 use crate::value::Arg;
 use crate::{SqlBackend, SqlStore};
@@ -38,13 +38,7 @@ impl<B: SqlBackend> SqlStore<B> {
                 return Ok(None);
             }
             claimed.session_head = row.u64("session_head")?;
-            claimed.heads.push(ClaimedHead {
-                head: head_ref(row)?,
-                attempt: row.u32("attempt_count")?,
-                failure_count: row.u32("failure_count")?,
-                lease_expires_at: now + params.ttl_ms,
-                event: event(row, key, "e_")?,
-            });
+            claimed.heads.push(leased_head(row, key, now + params.ttl_ms)?);
         }
         if !claimed.heads.is_empty() {
             return Ok(Some(claimed));

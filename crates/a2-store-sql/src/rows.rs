@@ -55,6 +55,18 @@ pub fn head_ref(row: &Row) -> Result<HeadRef, StoreError> {
 
 /// An event from columns `id, type, payload, idx, created_at, cause`, each
 /// with `prefix` (`e_` when joined to a head).
+/// A head the picking statement leased itself, as `claim_head` would have: its
+/// row, with its event's columns prefixed `e_`.
+pub(crate) fn leased_head(row: &Row, session: &str, lease_expires_at: Millis) -> Result<ClaimedHead, StoreError> {
+    Ok(ClaimedHead {
+        head: head_ref(row)?,
+        attempt: row.u32("attempt_count")?,
+        failure_count: row.u32("failure_count")?,
+        lease_expires_at,
+        event: event(row, session, "e_")?,
+    })
+}
+
 pub fn event(row: &Row, session: &str, prefix: &str) -> Result<Event, StoreError> {
     let col = |name: &str| format!("{prefix}{name}");
     let stored: Option<StoredCause> = row.opt_json(&col("cause"))?;

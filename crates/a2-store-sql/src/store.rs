@@ -123,14 +123,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
                     claimed.session_head = row.u64("session_head")?;
                 }
                 if picked && row.bool("fresh")? {
-                    // Leased by the statement itself, as `claim_head` would have.
-                    claimed.heads.push(ClaimedHead {
-                        head: head_ref(row)?,
-                        attempt: row.u32("attempt_count")?,
-                        failure_count: row.u32("failure_count")?,
-                        lease_expires_at: now + params.ttl_ms,
-                        event: event(row, key, "e_")?,
-                    });
+                    claimed.heads.push(crate::rows::leased_head(row, key, now + params.ttl_ms)?);
                     continue;
                 }
                 if claimed.heads.len() >= limit {

@@ -727,28 +727,15 @@ async fn drain_only(url: &str, schema: &str, pg: Arc<dyn Store>) -> Result<(), S
     let (log, figures) = drain_measured(pg.clone(), 200, 20, setup).await?;
     println!("bench postgres drain shape=log sessions=200 events=20 events_per_s={log:.0} {figures}");
     if probe::statements_reset(&stats).await {
-        let setup = DrainSetup {
-            shape: Shape::Jobs,
-            prefix: "drain-statements",
-            analyze: Some((url, schema)),
-            max_running: None,
-            probe: None,
-        };
-        drain_measured(pg.clone(), 200, 100, setup).await?;
-        for line in probe::statements_top(&stats, "shape=jobs", 8).await {
-            println!("{line}");
-        }
-        probe::statements_reset(&stats).await;
-        let setup = DrainSetup {
-            shape: Shape::Log,
-            prefix: "log-statements",
-            analyze: Some((url, schema)),
-            max_running: None,
-            probe: None,
-        };
-        drain_measured(pg, 200, 20, setup).await?;
-        for line in probe::statements_top(&stats, "shape=log", 10).await {
-            println!("{line}");
+        for (shape, label, events, lines) in [(Shape::Jobs, "jobs", 100, 8), (Shape::Log, "log", 20, 10)] {
+            probe::statements_reset(&stats).await;
+            let prefix = format!("{label}-statements");
+            let setup =
+                DrainSetup { shape, prefix: &prefix, analyze: Some((url, schema)), max_running: None, probe: None };
+            drain_measured(pg.clone(), 200, events, setup).await?;
+            for line in probe::statements_top(&stats, &format!("shape={label}"), lines).await {
+                println!("{line}");
+            }
         }
     } else {
         println!("bench statements unavailable (pg_stat_statements is not in shared_preload_libraries)");
