@@ -85,7 +85,7 @@ pub async fn run(url: &str) -> Result<(), String> {
     println!("bench peers graphile-worker jobs_per_s={g:.0}");
     println!("bench peers pg-boss jobs_per_s={b:.0}");
     println!("bench postgres drain shape=jobs events={JOBS} jobs_per_s={j:.0}");
-    println!("bench postgres drain shape=log events={JOBS} jobs_per_s={l:.0}");
+    println!("bench postgres drain shape=log events={JOBS} events_per_s={l:.0}");
     println!(
         "bench ratio drain_vs_graphile_worker={:.2} drain_vs_pg_boss={:.2} log_drain_vs_graphile_worker={:.2} append_vs_raw_insert={append_ratio:.2}",
         j / g,
