@@ -49,9 +49,13 @@ pub trait SqlBackend: Send + Sync + std::fmt::Debug + 'static {
 
     /// A connection for one statement that writes alone (autocommit: a claim's
     /// pick, a completion flush), refused as `begin` is on a read-only store.
-    /// Only a backend whose statements can write alone is asked for one.
+    /// Only a backend whose statements can write alone is asked for one; one
+    /// that has such statements and no `write` of its own fails loudly here
+    /// rather than writing on a pool that may be its inspection pool.
     async fn write(&self) -> Result<Box<dyn Conn>, StoreError> {
-        self.work().await
+        Err(StoreError::Schema {
+            message: "this backend runs a statement alone but gives no connection for it (SqlBackend::write)".into(),
+        })
     }
 
     /// A whole append in fewer round trips than the shared transaction, where

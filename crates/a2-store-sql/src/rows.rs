@@ -53,8 +53,6 @@ pub fn head_ref(row: &Row) -> Result<HeadRef, StoreError> {
     Ok(HeadRef { consumer: row.text("consumer")?, lane: lane_from_column(row.text("lane")?), index: row.u64("idx")? })
 }
 
-/// An event from columns `id, type, payload, idx, created_at, cause`, each
-/// with `prefix` (`e_` when joined to a head).
 /// A head the picking statement leased itself, as `claim_head` would have: its
 /// row, with its event's columns prefixed `e_`.
 pub(crate) fn leased_head(row: &Row, session: &str, lease_expires_at: Millis) -> Result<ClaimedHead, StoreError> {
@@ -67,6 +65,8 @@ pub(crate) fn leased_head(row: &Row, session: &str, lease_expires_at: Millis) ->
     })
 }
 
+/// An event from columns `id, type, payload, idx, created_at, cause`, each
+/// with `prefix` (`e_` when joined to a head).
 pub fn event(row: &Row, session: &str, prefix: &str) -> Result<Event, StoreError> {
     let col = |name: &str| format!("{prefix}{name}");
     let stored: Option<StoredCause> = row.opt_json(&col("cause"))?;

@@ -58,7 +58,8 @@ pub(crate) fn pick_args(params: &HeadClaim, names: Arg, through: Arg, now: Milli
             types.push(taken);
         }
     }
-    let mut logs: Vec<&str> = params.consumers.iter().filter(|c| c.log.is_some()).map(|c| c.name.as_str()).collect();
+    // The cursors the statement counts are those of the consumers in `takers`: one that takes no type is not one.
+    let mut logs = takers.clone();
     logs.sort_unstable();
     logs.dedup();
     args.extend([Arg::Texts(takers), Arg::Texts(lanes), Arg::OptTexts(types)]);
