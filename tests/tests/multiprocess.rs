@@ -1,7 +1,8 @@
-//! Four worker processes drain 50 sessions × 200 events on one Postgres,
-//! for an ordered (string-lane) consumer and a concurrent one: every head
-//! completed exactly once, every lane in index order, nothing lost. And two
-//! processes share one SQLite file without "database is locked" surfacing.
+//! Four worker processes drain 50 sessions × 200 events on one Postgres, and
+//! again through a PgBouncer in transaction mode, for an ordered (string-lane)
+//! consumer and a concurrent one: every head completed exactly once, every
+//! lane in index order, nothing lost. And two processes share one SQLite file
+//! without "database is locked" surfacing.
 
 mod common;
 
@@ -43,6 +44,14 @@ async fn drain_in_processes(shared: Shared, processes: usize, sessions: usize, e
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_processes_drain_every_head_exactly_once_on_postgres() {
     drain_in_processes(Shared::postgres("multi"), 4, 50, 200).await;
+}
+
+/// The same drain with every process, the seeding one too, going through a
+/// PgBouncer in transaction mode: consecutive transactions of one pool
+/// connection land on whichever server connection is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_processes_drain_every_head_exactly_once_through_a_pooler() {
+    drain_in_processes(Shared::postgres_pooled("pooled"), 4, 20, 100).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

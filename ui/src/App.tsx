@@ -38,6 +38,15 @@ const TLS_TITLE: Record<TlsView, string> = {
   off: "Plain text: passwords and data cross the network readable",
 };
 
+/** Why the views refresh as they do: notifications, or polling (and why there is no LISTEN). */
+function liveTitle(info: ConnectionInfo): string {
+  if (info.live) return "Changes arrive as they happen (LISTEN/NOTIFY)";
+  if (info.pooled)
+    return "Through a transaction-mode pooler (pgbouncer=true), which cannot carry LISTEN: the views poll. Add listen_url= (a direct URL) for live updates";
+  if (info.replica) return "A hot standby receives no notifications: the views poll";
+  return "This store sends no notifications: the views poll";
+}
+
 /** What every view may ask of the open connection: the connection itself and its lag history. */
 function ConnectionScope({ info, lagHistory, children }: { info: ConnectionInfo | null; lagHistory: LagHistory; children: ReactNode }) {
   return (
@@ -163,7 +172,9 @@ export function App({ transport }: { transport: Transport }) {
               replica, {info.replica_delay_ms === null ? "nothing replayed yet" : `${Math.round(info.replica_delay_ms / 1000)} s behind`}
             </span>
           )}
-          <span className="muted">{info.live ? "live" : "polling"}</span>
+          <span className="muted" data-testid="live-state" title={liveTitle(info)}>
+            {info.live ? "live" : info.pooled ? "polling (pooler)" : "polling"}
+          </span>
           <span className="spacer" />
           {demoGate.allowed && (
             <label className="check" title="Append demo orders every 1.5 s; the app runs their consumers">

@@ -248,6 +248,11 @@ export type ConnectionInfo = {
 	hosts_demo: boolean,
 	/**  Changes arrive as they happen (Postgres LISTEN/NOTIFY); else the UI polls. */
 	live: boolean,
+	/**
+	 *  Postgres through a transaction-mode pooler (`?pgbouncer=true`), which
+	 *  carries no LISTEN: polled unless the URL gave a direct `listen_url`.
+	 */
+	pooled: boolean,
 	/**  Postgres: the connection's TLS. */
 	tls: TlsView | null,
 	/**  Postgres: which server, database and role. */

@@ -108,6 +108,10 @@ fn bench(extra: &[String]) -> Result<(), String> {
         setup::bench_peers()?;
         return engine_bench(&[], extra);
     }
+    if extra.iter().any(|a| a == "--pooled") {
+        // Through a PgBouncer in transaction mode beside direct, nothing else.
+        return engine_bench(&[], extra);
+    }
     if extra.iter().any(|a| a == "--sse") {
         // The wire's fan-out alone: 1,000 SSE clients on one session, each store.
         return engine_bench(&[], extra);

@@ -77,6 +77,7 @@ fn every_scenario_is_stamped_for_every_backend() {
         ("memory", "a2-conformance/tests/conformance.rs"),
         ("sqlite", "a2-store-sqlite/tests/conformance.rs"),
         ("postgres", "a2-store-postgres/tests/conformance.rs"),
+        ("postgres_pooled", "a2-store-postgres/tests/conformance_pooled.rs"),
     ] {
         let text = read(&crates.join(file));
         assert!(

@@ -53,3 +53,36 @@ fn decode(row: &PgRow, columns: Arc<[String]>) -> Result<Row, StoreError> {
 }
 
 a2_store_sql::sqlx_link!(Postgres, PgConnection);
+
+/// A pooled connection for statements that run alone (autocommit when
+/// direct): each one gets a transaction of its own, begun with the pool's
+/// settings, since a pooler gives settings, and the two halves of sqlx's
+/// extended-protocol exchange, only as long as a transaction lasts.
+pub(crate) struct EachStatement {
+    pub conn: sqlx::pool::PoolConnection<Postgres>,
+    pub begin: std::borrow::Cow<'static, str>,
+}
+
+impl EachStatement {
+    async fn begun(&mut self) -> Result<Link<sqlx::Transaction<'_, Postgres>>, a2_store::StoreError> {
+        use sqlx::Connection as _;
+        Ok(Link::unnamed(self.conn.begin_with(self.begin.clone()).await.map_err(db_error)?))
+    }
+}
+
+#[async_trait::async_trait]
+impl a2_store_sql::Conn for EachStatement {
+    async fn fetch(&mut self, sql: &str, args: Vec<a2_store_sql::Arg>) -> Result<Vec<Row>, a2_store::StoreError> {
+        let mut tx = self.begun().await?;
+        let rows = tx.fetch(sql, args).await?;
+        tx.conn.commit().await.map_err(db_error)?;
+        Ok(rows)
+    }
+
+    async fn execute(&mut self, sql: &str, args: Vec<a2_store_sql::Arg>) -> Result<u64, a2_store::StoreError> {
+        let mut tx = self.begun().await?;
+        let changed = tx.execute(sql, args).await?;
+        tx.conn.commit().await.map_err(db_error)?;
+        Ok(changed)
+    }
+}

@@ -26,6 +26,15 @@ pub fn db_error(error: sqlx::Error) -> StoreError {
                 "3D000" => {
                     StoreError::Unavailable { message: format!("no such database: {message}"), retryable: false }
                 }
+                // A named statement met another client's on the same server
+                // connection, or was looked for on another: a transaction-mode pooler.
+                "42P05" | "26000" if message.contains("sqlx_s_") => StoreError::Unavailable {
+                    message: format!(
+                        "{message} ({code}): this looks like a transaction-mode pooler (PgBouncer, \
+                         Supavisor, RDS Proxy) between A2 and Postgres; add pgbouncer=true to the URL"
+                    ),
+                    retryable: false,
+                },
                 "42P01" | "42703" => {
                     StoreError::Schema { message: format!("{message}: the A2 schema is missing or different") }
                 }

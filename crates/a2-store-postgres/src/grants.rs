@@ -3,9 +3,10 @@
 //! Tables later migrations add are granted when a read-write open migrates,
 //! to every role that can read `a2_events` already.
 
-use sqlx::PgPool;
+use sqlx::{Connection as _, PgConnection};
 
 use crate::error::db_error;
+use crate::route::simple;
 use a2_store::StoreError;
 
 /// A2's tables in the current schema: its own (`a2_…`) and the migration ledger
@@ -15,9 +16,11 @@ const A2_TABLES: &str = "SELECT c.relname::text FROM pg_class c \
      AND (c.relname LIKE 'a2\\_%' OR c.relname = '_sqlx_migrations') ORDER BY 1";
 
 /// The store's schema and the A2 tables in it.
-async fn a2_tables(pool: &PgPool) -> Result<(String, Vec<String>), StoreError> {
-    let schema: String = sqlx::query_scalar("SELECT current_schema()").fetch_one(pool).await.map_err(db_error)?;
-    let tables: Vec<String> = sqlx::query_scalar(A2_TABLES).fetch_all(pool).await.map_err(db_error)?;
+async fn a2_tables(conn: &mut PgConnection) -> Result<(String, Vec<String>), StoreError> {
+    let schema: String =
+        sqlx::query_scalar("SELECT current_schema()").persistent(false).fetch_one(&mut *conn).await.map_err(db_error)?;
+    let tables: Vec<String> =
+        sqlx::query_scalar(A2_TABLES).persistent(false).fetch_all(&mut *conn).await.map_err(db_error)?;
     Ok((schema, tables))
 }
 
@@ -30,13 +33,14 @@ fn quoted(name: &str) -> String {
 /// (everyone), a role that does not exist, a superuser or a role that
 /// bypasses row security, and a role that can already write an A2 table:
 /// a reader that can write protects nothing.
-pub(crate) async fn reader_role_grant(pool: &PgPool, role: &str) -> Result<(), StoreError> {
+pub(crate) async fn reader_role_grant(conn: &mut PgConnection, role: &str) -> Result<(), StoreError> {
     if role == "public" || role.starts_with("pg_") {
         return Err(StoreError::invalid(format!("{role:?} is not a role of its own: name the reader role")));
     }
     let found: Option<bool> = sqlx::query_scalar("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = $1")
         .bind(role)
-        .fetch_optional(pool)
+        .persistent(false)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(db_error)?;
     match found {
@@ -48,12 +52,13 @@ pub(crate) async fn reader_role_grant(pool: &PgPool, role: &str) -> Result<(), S
         }
         Some(false) => {}
     }
-    let (schema, tables) = a2_tables(pool).await?;
+    let (schema, tables) = a2_tables(conn).await?;
     for table in &tables {
         let writes: bool = sqlx::query_scalar("SELECT has_table_privilege($1, $2, 'INSERT,UPDATE,DELETE,TRUNCATE')")
             .bind(role)
             .bind(format!("{}.{}", quoted(&schema), quoted(table)))
-            .fetch_one(pool)
+            .persistent(false)
+            .fetch_one(&mut *conn)
             .await
             .map_err(db_error)?;
         if writes {
@@ -62,23 +67,19 @@ pub(crate) async fn reader_role_grant(pool: &PgPool, role: &str) -> Result<(), S
             )));
         }
     }
-    let mut tx = pool.begin().await.map_err(db_error)?;
-    sqlx::query(&format!("GRANT USAGE ON SCHEMA {} TO {}", quoted(&schema), quoted(role)))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error)?;
+    // A savepoint where the caller's transaction holds the connection (pooled), else a transaction.
+    let mut tx = conn.begin().await.map_err(db_error)?;
+    simple(&mut tx, &format!("GRANT USAGE ON SCHEMA {} TO {}", quoted(&schema), quoted(role))).await?;
     for table in &tables {
-        sqlx::query(&format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role)))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        simple(&mut tx, &format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role)))
+            .await?;
     }
     tx.commit().await.map_err(db_error)
 }
 
 /// After a migration: every role that reads `a2_events` (and is not its
 /// owner) reads every A2 table, the new ones included.
-pub(crate) async fn regrant_readers(pool: &PgPool) -> Result<(), StoreError> {
+pub(crate) async fn regrant_readers(conn: &mut PgConnection) -> Result<(), StoreError> {
     let readers: Vec<String> = sqlx::query_scalar(
         "SELECT r.rolname::text FROM pg_roles r \
          WHERE NOT r.rolsuper AND r.rolname <> (SELECT tableowner FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'a2_events') \
@@ -86,19 +87,18 @@ pub(crate) async fn regrant_readers(pool: &PgPool) -> Result<(), StoreError> {
          AND has_table_privilege(r.oid, (quote_ident(current_schema()) || '.a2_events')::regclass, 'SELECT') \
          AND NOT has_table_privilege(r.oid, (quote_ident(current_schema()) || '.a2_events')::regclass, 'INSERT')",
     )
-    .fetch_all(pool)
+    .persistent(false)
+    .fetch_all(&mut *conn)
     .await
     .map_err(db_error)?;
     if readers.is_empty() {
         return Ok(());
     }
-    let (schema, tables) = a2_tables(pool).await?;
+    let (schema, tables) = a2_tables(conn).await?;
     for role in &readers {
         for table in &tables {
-            sqlx::query(&format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role)))
-                .execute(pool)
-                .await
-                .map_err(db_error)?;
+            simple(conn, &format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role)))
+                .await?;
         }
     }
     Ok(())

@@ -11,7 +11,9 @@ mod complete;
 mod conn;
 mod error;
 mod grants;
+mod migrate;
 mod plans;
+mod route;
 mod server;
 mod sql;
 
@@ -26,6 +28,8 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 
 pub use error::db_error;
+pub use route::{url_route, UrlRoute};
+use route::Db;
 pub use server::is_local_host;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -86,12 +90,14 @@ pub type PgStore = SqlStore<Postgres>;
 /// A Postgres database's pools and change feed: what the shared SQL layer runs on.
 #[derive(Debug, Clone)]
 pub struct Postgres {
-    pool: PgPool,
-    reader: PgPool,
+    pool: Db,
+    reader: Db,
     access: Access,
+    /// Through a transaction-mode pooler (`?pgbouncer=true`): see `route.rs`.
+    pooled: bool,
     changes: broadcast::Sender<String>,
     /// The NOTIFY connection (not waiting for the disk).
-    notifier: PgPool,
+    notifier: Db,
     /// Session keys to announce, gathered so one NOTIFY carries many.
     announce: tokio::sync::mpsc::UnboundedSender<String>,
     server: DatabaseServer,
@@ -115,7 +121,10 @@ impl Drop for Listening {
 /// The connection settings of a store opened with `options`: the schema's
 /// search path, read-only transactions by default when read-only, and
 /// `verify-full` TLS for a host that is not this machine unless the URL
-/// chose an `sslmode`. Public so tests can open exactly the connection a store uses.
+/// chose an `sslmode`. Through a pooler (`?pgbouncer=true`) the settings are
+/// not sent at connect (a pooler refuses them, and a session keeps nothing):
+/// each transaction carries them (`route.rs`), and no statement is kept.
+/// Public so tests can open exactly the connection a store uses.
 pub fn connect_options(url: &str, options: &PgOptions) -> Result<PgConnectOptions, StoreError> {
     // sqlx's verify-ca path asks rustls for the process's default crypto
     // provider; where a second provider is compiled in (aws-lc-rs, through
@@ -125,24 +134,35 @@ pub fn connect_options(url: &str, options: &PgOptions) -> Result<PgConnectOption
     PROVIDER.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
-    let mut connect = PgConnectOptions::from_str(url)
+    let route = url_route(url)?;
+    let mut connect = PgConnectOptions::from_str(&route.url)
         .map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?
         .application_name(&options.application_name);
     if let Some(password) = &options.password {
         connect = connect.password(password);
     }
-    let connect = server::default_tls(url, connect);
-    let mut settings: Vec<(&str, String)> = Vec::new();
+    let connect = server::default_tls(&route.url, connect);
+    let settings = session_settings(options)?;
+    if route.pooled {
+        return Ok(connect.statement_cache_capacity(0).extra_float_digits(None));
+    }
+    let mut settings: Vec<(&str, String)> = settings;
+    if options.access == Access::ReadOnly {
+        settings.push(("default_transaction_read_only", "on".into()));
+    }
+    Ok(connect.options(settings.iter().map(|(k, v)| (*k, v.as_str()))))
+}
+
+/// The settings every connection of a store needs, whichever its pool.
+fn session_settings(options: &PgOptions) -> Result<Vec<(&'static str, String)>, StoreError> {
+    let mut settings = Vec::new();
     if let Some(schema) = &options.schema {
         if !valid_schema(schema) {
             return Err(StoreError::invalid(format!("schema name {schema:?} must be lowercase letters, digits and _")));
         }
         settings.push(("search_path", schema.clone()));
     }
-    if options.access == Access::ReadOnly {
-        settings.push(("default_transaction_read_only", "on".into()));
-    }
-    Ok(connect.options(settings.iter().map(|(k, v)| (*k, v.as_str()))))
+    Ok(settings)
 }
 
 /// The host a Postgres URL names, or `None` for a Unix socket.
@@ -162,76 +182,111 @@ fn valid_schema(name: &str) -> bool {
 
 impl Postgres {
     pub async fn connect(url: &str, options: PgOptions, clock: Arc<dyn Clock>) -> Result<PgStore, StoreError> {
+        let route = url_route(url)?;
         let connect = connect_options(url, &options)?;
-        let reader_connect =
-            connect.clone().options([("statement_timeout", options.statement_timeout.as_millis().to_string())]);
-        // Generic plans on the engine's pool only (`plans.rs`): its statements are the same every time.
-        let work_connect = connect.clone().options(plans::WORK_PLANS);
-        let work_connect = match options.lock_timeout {
-            Some(wait) => work_connect.options([("lock_timeout", wait.as_millis().to_string())]),
-            None => work_connect,
-        };
+        let timeout = ("statement_timeout", options.statement_timeout.as_millis().to_string());
+        let mut work_settings: Vec<(&str, String)> = plans::WORK_PLANS.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+        if let Some(wait) = options.lock_timeout {
+            work_settings.push(("lock_timeout", wait.as_millis().to_string()));
+        }
         // The reader connects first, within the connect timeout: a bad host,
         // role or database fails fast and typed.
         let reader = PgPoolOptions::new()
             .max_connections(options.read_connections.max(1))
-            .acquire_timeout(options.connect_timeout)
-            .connect_with(reader_connect)
-            .await
-            .map_err(db_error)?;
+            .acquire_timeout(options.connect_timeout);
+        let reader = if route.pooled {
+            reader.connect_with(connect.clone()).await
+        } else {
+            reader.connect_with(connect.clone().options([timeout.clone()])).await
+        };
+        let reader = reader.map_err(db_error)?;
         // The engine's pool waits for a connection as long as a lease lasts:
         // more running heads than connections queue here, they do not fail.
-        let pool = PgPoolOptions::new()
-            .max_connections(options.max_connections.max(1))
-            .acquire_timeout(Duration::from_secs(60))
-            .connect_lazy_with(work_connect);
-        let server = server::describe(&reader, &connect).await?;
+        // Generic plans on the engine's pool only (`plans.rs`): its statements are the same every time.
+        let pool = PgPoolOptions::new().max_connections(options.max_connections.max(1)).acquire_timeout(Duration::from_secs(60));
+        let pool = if route.pooled {
+            pool.connect_lazy_with(connect.clone())
+        } else {
+            pool.connect_lazy_with(connect.clone().options(work_settings.iter().map(|(k, v)| (*k, v.as_str()))))
+        };
+        // NOTIFY on a connection of its own that does not wait for the disk: a
+        // notifying commit holds the cluster's notify lock, and one lost in a
+        // crash only delays a poll.
+        let unsynced = ("synchronous_commit", "off".to_owned());
+        let notifier = PgPoolOptions::new().max_connections(1).acquire_timeout(options.connect_timeout);
+        let notifier = if route.pooled {
+            notifier.connect_lazy_with(connect.clone())
+        } else {
+            notifier.connect_lazy_with(connect.clone().options([unsynced.clone()]))
+        };
+        let (reader, pool, notifier) = if route.pooled {
+            let session = session_settings(&options)?;
+            let read_only = options.access == Access::ReadOnly;
+            let with = |extra: &[(&'static str, String)]| [session.clone(), extra.to_vec()].concat();
+            (
+                Db::pooled(reader, route::begin_statement(read_only, &with(&[timeout]))),
+                Db::pooled(pool, route::begin_statement(read_only, &with(&work_settings))),
+                Db::pooled(notifier, route::begin_statement(false, &[unsynced])),
+            )
+        } else {
+            (Db::direct(reader), Db::direct(pool), Db::direct(notifier))
+        };
+        let mut conn = reader.conn().await?;
+        let server = server::describe(&mut conn, &connect, route.pooled).await?;
+        conn.done().await?;
         // A hot standby refuses every write: it is attached read-only whatever was asked.
         let options = if server.replica { PgOptions { access: Access::ReadOnly, ..options } } else { options };
         if let (Some(schema), Access::ReadWrite) = (&options.schema, options.access) {
-            sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS {schema}")).execute(&pool).await.map_err(db_error)?;
+            let create = format!("CREATE SCHEMA IF NOT EXISTS {schema}");
+            let mut conn = pool.conn().await?;
+            route::simple(&mut conn, &create).await?;
+            conn.done().await?;
         }
         if options.access == Access::ReadWrite && !options.init {
             refuse_other_databases(&pool, &server).await?;
         }
         if options.access == Access::ReadWrite {
-            MIGRATOR.run(&pool).await.map_err(|e| match e {
-                sqlx::migrate::MigrateError::VersionMissing(v) => newer_schema(v),
-                sqlx::migrate::MigrateError::Execute(e) => db_error(e),
-                other => StoreError::Schema { message: format!("migrating: {other}") },
-            })?;
+            migrate::run(&pool, &MIGRATOR).await?;
             // Tables a migration added are the reader roles' to read too. A
             // role that may write but not grant (not the owner) leaves that
             // to the owner's next open: it is not a reason to refuse this one.
-            if let Err(error) = grants::regrant_readers(&pool).await {
+            if let Err(error) = regrant_readers(&pool).await {
                 tracing::warn!(code = error.code(), %error, "could not grant the reader roles the A2 tables");
             }
         }
-        check_schema(&reader).await?;
+        let mut conn = reader.conn().await?;
+        check_schema(&mut conn).await?;
+        conn.done().await?;
         let (changes, _) = broadcast::channel(1024);
-        // NOTIFY on a connection of its own that does not wait for the disk: a
-        // notifying commit holds the cluster's notify lock, and one lost in a
-        // crash only delays a poll.
-        let notifier = PgPoolOptions::new()
-            .max_connections(1)
-            .acquire_timeout(options.connect_timeout)
-            .connect_lazy_with(connect.clone().options([("synchronous_commit", "off")]));
         let announce = announcer(notifier.clone());
         let appends = {
-            let (pool, clock) = (pool.clone(), clock.clone());
+            let (pool, clock) = (pool.pool.clone(), clock.clone());
             // Two flushes at once: one's commit waits on the disk while the next one's statement runs.
             Batcher::start(a2_store_sql::MAX_BATCH, APPEND_FLUSHES, move |batch| {
                 let (pool, clock) = (pool.clone(), clock.clone());
                 async move { append::flush(&pool, batch, clock.now_ms()).await }
             })
         };
-        // A standby cannot LISTEN (nor would a NOTIFY reach it): readers poll instead.
-        let listening = (!server.replica).then(|| Arc::new(listen(pool.clone(), changes.clone())));
+        // A standby cannot LISTEN (nor would a NOTIFY reach it), nor can a
+        // session through a pooler (unless a direct `listen_url` is given):
+        // readers poll instead.
+        let listening = match (&route.listen_url, server.replica, route.pooled) {
+            (_, true, _) | (None, false, true) => None,
+            (None, false, false) => Some(Arc::new(listen(pool.pool.clone(), changes.clone()))),
+            (Some(direct), false, _) => {
+                let listen_pool = PgPoolOptions::new()
+                    .max_connections(1)
+                    .acquire_timeout(options.connect_timeout)
+                    .connect_lazy_with(connect_options(direct, &options)?);
+                Some(Arc::new(listen(listen_pool, changes.clone())))
+            }
+        };
         let store = Self {
             pool,
             reader,
             notifier,
             access: options.access,
+            pooled: route.pooled,
             changes,
             announce,
             server,
@@ -241,6 +296,16 @@ impl Postgres {
         let read_write = store.access == Access::ReadWrite;
         let store = SqlStore::new(store, &sql::SQL, clock);
         Ok(if read_write { store.with_completion_batching(COMPLETE_FLUSHES) } else { store })
+    }
+
+    /// Whether statements go through a transaction-mode pooler (`?pgbouncer=true`).
+    pub fn is_pooled(&self) -> bool {
+        self.pooled
+    }
+
+    /// Whether changes from other processes arrive as notifications (else readers poll).
+    pub fn is_live(&self) -> bool {
+        self._listening.is_some()
     }
 
     pub fn is_read_only(&self) -> bool {
@@ -260,7 +325,10 @@ impl Postgres {
     /// Whether the connected role could change any A2 table (a read-only
     /// attach with such a role is protected by the session setting alone).
     pub async fn role_can_write(&self) -> Result<bool, StoreError> {
-        server::role_can_write(&self.reader).await
+        let mut conn = self.reader.conn().await?;
+        let can = server::role_can_write(&mut conn).await?;
+        conn.done().await?;
+        Ok(can)
     }
 
     /// The server, database and role this store is attached to, and its TLS.
@@ -273,7 +341,10 @@ impl Postgres {
         if !self.server.replica {
             return Ok(None);
         }
-        server::replica_delay_ms(&self.reader).await
+        let mut conn = self.reader.conn().await?;
+        let delay = server::replica_delay_ms(&mut conn).await?;
+        conn.done().await?;
+        Ok(delay)
     }
 
     /// Let `role` read the A2 tables and nothing more, now and after later
@@ -284,7 +355,9 @@ impl Postgres {
         if !valid_schema(role) {
             return Err(StoreError::invalid(format!("role name {role:?} must be lowercase letters, digits and _")));
         }
-        grants::reader_role_grant(&self.pool, role).await
+        let mut conn = self.pool.conn().await?;
+        grants::reader_role_grant(&mut conn, role).await?;
+        conn.done().await
     }
 
     /// Index event payloads (GIN, `jsonb_path_ops`) so a payload search is
@@ -293,28 +366,39 @@ impl Postgres {
     /// `true` when it was made now, `false` when it existed.
     pub async fn payload_index_create(&self) -> Result<bool, StoreError> {
         self.writable()?;
-        let existed: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'a2_events_payload')",
-        )
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_error)?;
+        const EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() \
+             AND indexname = 'a2_events_payload'), current_schema()::text";
+        let mut conn = self.pool.conn().await?;
+        let (existed, schema): (bool, String) =
+            sqlx::query_as(EXISTS).persistent(false).fetch_one(&mut *conn).await.map_err(db_error)?;
+        conn.done().await?;
         if existed {
             return Ok(false);
         }
-        sqlx::query(
-            "CREATE INDEX CONCURRENTLY IF NOT EXISTS a2_events_payload ON a2_events USING GIN (payload jsonb_path_ops)",
-        )
-        .execute(&self.pool)
-        .await
-        .map_err(db_error)?;
+        // Not in a transaction (CONCURRENTLY cannot be), and sent as one
+        // simple query, so it needs no session setting: the schema is named.
+        let create = format!(
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS a2_events_payload ON \"{}\".a2_events USING GIN (payload jsonb_path_ops)",
+            schema.replace('"', "\"\"")
+        );
+        route::simple(&mut *self.pool.pool.acquire().await.map_err(db_error)?, &create).await?;
         Ok(true)
     }
 
     pub async fn close(&self) {
-        self.pool.close().await;
-        self.reader.close().await;
-        self.notifier.close().await;
+        self.pool.pool.close().await;
+        self.reader.pool.close().await;
+        self.notifier.pool.close().await;
+    }
+
+    /// A connection whose statements each commit on their own: autocommit
+    /// when direct, a transaction apiece through a pooler.
+    async fn each_statement(&self) -> Result<Box<dyn Conn>, StoreError> {
+        let conn = self.pool.pool.acquire().await.map_err(db_error)?;
+        Ok(match self.pool.begin_statement() {
+            None => Box::new(conn::Link::new(conn)),
+            Some(begin) => Box::new(conn::EachStatement { conn, begin }),
+        })
     }
 
     fn writable(&self) -> Result<(), StoreError> {
@@ -336,27 +420,37 @@ impl Postgres {
 #[async_trait::async_trait]
 impl SqlBackend for Postgres {
     async fn read(&self) -> Result<Box<dyn Conn>, StoreError> {
-        Ok(Box::new(conn::Link(self.reader.acquire().await.map_err(db_error)?)))
+        Ok(match self.reader.begin_statement() {
+            None => Box::new(conn::Link::new(self.reader.pool.acquire().await.map_err(db_error)?)),
+            // Through a pooler a read keeps one transaction (so its settings
+            // hold), rolled back when the read is done.
+            Some(begin) => Box::new(conn::Link::unnamed(self.reader.pool.begin_with(begin).await.map_err(db_error)?)),
+        })
     }
 
     async fn work(&self) -> Result<Box<dyn Conn>, StoreError> {
-        Ok(Box::new(conn::Link(self.pool.acquire().await.map_err(db_error)?)))
+        self.each_statement().await
     }
 
     async fn begin(&self) -> Result<Box<dyn Transaction>, StoreError> {
         self.writable()?;
-        Ok(Box::new(conn::Link(self.pool.begin().await.map_err(db_error)?)))
+        Ok(match self.pool.begin_statement() {
+            None => Box::new(conn::Link::new(self.pool.pool.begin().await.map_err(db_error)?)),
+            Some(begin) => Box::new(conn::Link::unnamed(self.pool.pool.begin_with(begin).await.map_err(db_error)?)),
+        })
     }
 
     async fn write(&self) -> Result<Box<dyn Conn>, StoreError> {
         self.writable()?;
-        Ok(Box::new(conn::Link(self.pool.acquire().await.map_err(db_error)?)))
+        self.each_statement().await
     }
 
     async fn event_append_native(&self, params: &EventAppend) -> Result<Option<Appended>, StoreError> {
         self.writable()?;
-        // A run's append checks the clear boundary under the session's lock: the shared transaction does.
-        if params.origin_index.is_some() {
+        // A run's append checks the clear boundary under the session's lock:
+        // the shared transaction does. Through a pooler it does every append
+        // (the grouped flush's statement is kept prepared).
+        if params.origin_index.is_some() || self.pooled {
             return Ok(None);
         }
         self.appends
@@ -371,7 +465,10 @@ impl SqlBackend for Postgres {
         now: a2_store::Millis,
     ) -> Result<Option<a2_store::CompleteOutcome>, StoreError> {
         self.writable()?;
-        complete::complete_and_append(&self.pool, params, now).await
+        if self.pooled {
+            return Ok(None);
+        }
+        complete::complete_and_append(&self.pool.pool, params, now).await
     }
 
     fn announce(&self, key: &str) {
@@ -379,7 +476,7 @@ impl SqlBackend for Postgres {
     }
 
     fn changes(&self) -> Option<broadcast::Receiver<String>> {
-        (!self.server.replica).then(|| self.subscribe())
+        self.is_live().then(|| self.subscribe())
     }
 }
 
@@ -413,7 +510,7 @@ fn listen(pool: PgPool, changes: broadcast::Sender<String>) -> Listening {
 /// on, so appends do not notify themselves: they hand their session key to
 /// this task, which sends what gathered while its last NOTIFY ran as one
 /// JSON array (within the 8,000-byte payload limit).
-fn announcer(pool: PgPool) -> tokio::sync::mpsc::UnboundedSender<String> {
+fn announcer(notifier: Db) -> tokio::sync::mpsc::UnboundedSender<String> {
     let (announce, mut keys) = tokio::sync::mpsc::unbounded_channel::<String>();
     tokio::spawn(async move {
         while let Some(first) = keys.recv().await {
@@ -429,9 +526,7 @@ fn announcer(pool: PgPool) -> tokio::sync::mpsc::UnboundedSender<String> {
                 }
             }
             let payload = serde_json::to_string(&batch).unwrap_or_default();
-            if let Err(error) =
-                sqlx::query("SELECT pg_notify($1, $2)").bind(NOTIFY_CHANNEL).bind(payload).execute(&pool).await
-            {
+            if let Err(error) = notify(&notifier, &payload).await {
                 tracing::debug!(%error, "NOTIFY failed; listeners fall back to polling");
             }
         }
@@ -439,10 +534,26 @@ fn announcer(pool: PgPool) -> tokio::sync::mpsc::UnboundedSender<String> {
     announce
 }
 
+async fn notify(notifier: &Db, payload: &str) -> Result<(), StoreError> {
+    let mut conn = notifier.conn().await?;
+    let notify = sqlx::query("SELECT pg_notify($1, $2)").persistent(notifier.prepared());
+    notify.bind(NOTIFY_CHANNEL).bind(payload).execute(&mut *conn).await.map_err(db_error)?;
+    conn.done().await
+}
+
+async fn regrant_readers(pool: &Db) -> Result<(), StoreError> {
+    let mut conn = pool.conn().await?;
+    grants::regrant_readers(&mut conn).await?;
+    conn.done().await
+}
+
 /// Refuse to migrate a schema that holds tables and none of A2's: it is
 /// someone else's database, and an attach must leave it as it found it.
-async fn refuse_other_databases(pool: &PgPool, server: &DatabaseServer) -> Result<(), StoreError> {
-    if server::contents(pool).await? == server::Contents::Other {
+async fn refuse_other_databases(pool: &Db, server: &DatabaseServer) -> Result<(), StoreError> {
+    let mut conn = pool.conn().await?;
+    let contents = server::contents(&mut conn).await?;
+    conn.done().await?;
+    if contents == server::Contents::Other {
         return Err(StoreError::NotAStore {
             message: format!(
                 "database '{}' on {} has tables and none of A2's: it was left untouched; `a2 init` creates an A2 store in it",
@@ -462,15 +573,19 @@ fn newer_schema(version: i64) -> StoreError {
     }
 }
 
-async fn check_schema(reader: &PgPool) -> Result<(), StoreError> {
-    let table: Option<String> =
-        sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text").fetch_one(reader).await.map_err(db_error)?;
+async fn check_schema(reader: &mut sqlx::PgConnection) -> Result<(), StoreError> {
+    let table: Option<String> = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
+        .persistent(false)
+        .fetch_one(&mut *reader)
+        .await
+        .map_err(db_error)?;
     if table.is_none() {
         return Err(StoreError::Schema {
             message: "the database has no A2 schema: connect read-write once to create it".into(),
         });
     }
     let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+        .persistent(false)
         .fetch_all(reader)
         .await
         .map_err(db_error)?;
@@ -489,3 +604,4 @@ async fn check_schema(reader: &PgPool) -> Result<(), StoreError> {
     }
     Ok(())
 }
+

@@ -50,7 +50,7 @@ impl Postgres {
     /// The work pool's `plan_cache_mode`, then the generic plan of each hot
     /// statement on one of its connections: the plan the engine runs.
     pub async fn explain_hot_statements(&self) -> Result<(String, Vec<(&'static str, Vec<String>)>), StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        let mut conn = self.pool.pool.acquire().await.map_err(db_error)?;
         let mode: String = sqlx::query_scalar("SHOW plan_cache_mode").fetch_one(&mut *conn).await.map_err(db_error)?;
         let mut plans = Vec::new();
         for (n, (name, sql)) in hot_statements().into_iter().enumerate() {

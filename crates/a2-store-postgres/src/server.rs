@@ -2,7 +2,8 @@
 //! which server, as which role, over what TLS — and the checks that keep an
 //! attach from changing a database that is not an A2 store.
 
-use sqlx::postgres::{PgConnectOptions, PgPool, PgSslMode};
+use sqlx::postgres::{PgConnectOptions, PgSslMode};
+use sqlx::PgConnection;
 
 use a2_store::{DatabaseServer, StoreError, TlsState};
 
@@ -29,16 +30,26 @@ pub(crate) fn default_tls(url: &str, connect: PgConnectOptions) -> PgConnectOpti
     }
 }
 
-/// Read which server and role `reader` reaches, and how its connection is protected.
-pub(crate) async fn describe(reader: &PgPool, connect: &PgConnectOptions) -> Result<DatabaseServer, StoreError> {
+/// Read which server and role `reader` reaches, and how its connection is
+/// protected. Through a pooler the server's view of TLS is the pooler's own
+/// link, so the badge goes by what the driver demanded of ours (`prefer`,
+/// which may or may not have encrypted, reads as off).
+pub(crate) async fn describe(
+    reader: &mut PgConnection,
+    connect: &PgConnectOptions,
+    pooled: bool,
+) -> Result<DatabaseServer, StoreError> {
     let (database, version, session_user, ssl, replica): (String, String, String, Option<bool>, bool) = sqlx::query_as(
         "SELECT current_database()::text, current_setting('server_version'), session_user::text, \
          (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), pg_is_in_recovery()",
     )
+    .persistent(false)
     .fetch_one(reader)
     .await
     .map_err(db_error)?;
-    let tls = match (ssl.unwrap_or(false), connect.get_ssl_mode()) {
+    let demanded = matches!(connect.get_ssl_mode(), PgSslMode::Require | PgSslMode::VerifyCa | PgSslMode::VerifyFull);
+    let encrypted = if pooled { demanded } else { ssl.unwrap_or(false) };
+    let tls = match (encrypted, connect.get_ssl_mode()) {
         (false, _) => TlsState::Off,
         (true, PgSslMode::VerifyFull) => TlsState::Verified,
         (true, PgSslMode::VerifyCa) => TlsState::VerifiedCaOnly,
@@ -52,6 +63,7 @@ pub(crate) async fn describe(reader: &PgPool, connect: &PgConnectOptions) -> Res
         session_user,
         tls,
         replica,
+        pooled,
     })
 }
 
@@ -59,12 +71,13 @@ pub(crate) async fn describe(reader: &PgPool, connect: &PgConnectOptions) -> Res
 /// has replayed all it received (an idle primary sends nothing, and the last
 /// replayed commit's age would read as lag), else the age of that commit.
 /// `None` before it replayed anything.
-pub(crate) async fn replica_delay_ms(reader: &PgPool) -> Result<Option<i64>, StoreError> {
+pub(crate) async fn replica_delay_ms(reader: &mut PgConnection) -> Result<Option<i64>, StoreError> {
     sqlx::query_scalar(
         "SELECT CASE \
            WHEN pg_last_wal_receive_lsn() IS NOT NULL AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 \
            ELSE (EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint END",
     )
+    .persistent(false)
     .fetch_one(reader)
     .await
     .map_err(db_error)
@@ -83,13 +96,14 @@ pub(crate) enum Contents {
     Other,
 }
 
-pub(crate) async fn contents(pool: &PgPool) -> Result<Contents, StoreError> {
+pub(crate) async fn contents(conn: &mut PgConnection) -> Result<Contents, StoreError> {
     let (tables, ours, has_events): (i64, i64, bool) = sqlx::query_as(&format!(
         "SELECT COUNT(*), COUNT(*) FILTER (WHERE tablename IN ({A2_TABLES}, '_sqlx_migrations')), \
          bool_or(tablename = 'a2_events') IS TRUE \
          FROM pg_tables WHERE schemaname = current_schema()"
     ))
-    .fetch_one(pool)
+    .persistent(false)
+    .fetch_one(conn)
     .await
     .map_err(db_error)?;
     Ok(match (tables, ours, has_events) {
@@ -103,12 +117,13 @@ pub(crate) async fn contents(pool: &PgPool) -> Result<Contents, StoreError> {
 
 /// Whether the connected role could change any A2 table in any way: a
 /// read-only attach with such a role is protected by the session setting alone.
-pub(crate) async fn role_can_write(reader: &PgPool) -> Result<bool, StoreError> {
+pub(crate) async fn role_can_write(reader: &mut PgConnection) -> Result<bool, StoreError> {
     sqlx::query_scalar(&format!(
         "SELECT COALESCE(bool_or(has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')), false) \
          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
          WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relname IN ({A2_TABLES})"
     ))
+    .persistent(false)
     .fetch_one(reader)
     .await
     .map_err(db_error)

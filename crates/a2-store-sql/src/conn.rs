@@ -39,10 +39,28 @@ pub trait Transaction: Conn {
 macro_rules! sqlx_link {
     ($db:ty, $connection:ty) => {
         /// A connection or transaction of the driver, as the shared layer uses it.
-        pub(crate) struct Link<C>(pub C);
+        pub(crate) struct Link<C> {
+            pub conn: C,
+            /// Statements are prepared by name and kept on the connection;
+            /// `false` through a transaction-mode pooler, where a named
+            /// statement would meet another client's on the same server.
+            pub prepared: bool,
+        }
 
-        fn query(sql: &str, args: Vec<$crate::Arg>) -> Query<'_> {
-            args.into_iter().fold(sqlx::query(sql), bind)
+        impl<C> Link<C> {
+            pub(crate) fn new(conn: C) -> Self {
+                Self { conn, prepared: true }
+            }
+
+            /// Statements sent unnamed, parsed anew each time.
+            #[allow(dead_code)]
+            pub(crate) fn unnamed(conn: C) -> Self {
+                Self { conn, prepared: false }
+            }
+        }
+
+        fn query(sql: &str, args: Vec<$crate::Arg>, prepared: bool) -> Query<'_> {
+            args.into_iter().fold(sqlx::query(sql).persistent(prepared), bind)
         }
 
         #[async_trait::async_trait]
@@ -53,7 +71,7 @@ macro_rules! sqlx_link {
                 args: Vec<$crate::Arg>,
             ) -> Result<Vec<$crate::Row>, a2_store::StoreError> {
                 use sqlx::{Column as _, Row as _};
-                let rows = query(sql, args).fetch_all(&mut *self.0).await.map_err(db_error)?;
+                let rows = query(sql, args, self.prepared).fetch_all(&mut *self.conn).await.map_err(db_error)?;
                 let columns: std::sync::Arc<[String]> = rows
                     .first()
                     .map(|row| row.columns().iter().map(|c| c.name().to_owned()).collect())
@@ -62,14 +80,14 @@ macro_rules! sqlx_link {
             }
 
             async fn execute(&mut self, sql: &str, args: Vec<$crate::Arg>) -> Result<u64, a2_store::StoreError> {
-                Ok(query(sql, args).execute(&mut *self.0).await.map_err(db_error)?.rows_affected())
+                Ok(query(sql, args, self.prepared).execute(&mut *self.conn).await.map_err(db_error)?.rows_affected())
             }
         }
 
         #[async_trait::async_trait]
         impl $crate::Transaction for Link<sqlx::Transaction<'static, $db>> {
             async fn commit(self: Box<Self>) -> Result<(), a2_store::StoreError> {
-                self.0.commit().await.map_err(db_error)
+                self.conn.commit().await.map_err(db_error)
             }
         }
     };

@@ -165,12 +165,12 @@ impl Sqlite {
 #[async_trait::async_trait]
 impl SqlBackend for Sqlite {
     async fn read(&self) -> Result<Box<dyn Conn>, StoreError> {
-        Ok(Box::new(conn::Link(self.reader.acquire().await.map_err(db_error)?)))
+        Ok(Box::new(conn::Link::new(self.reader.acquire().await.map_err(db_error)?)))
     }
 
     async fn begin(&self) -> Result<Box<dyn Transaction>, StoreError> {
         let tx = self.writer()?.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)?;
-        Ok(Box::new(conn::Link(tx)))
+        Ok(Box::new(conn::Link::new(tx)))
     }
 }
 

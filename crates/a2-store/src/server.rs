@@ -34,4 +34,8 @@ pub struct DatabaseServer {
     pub tls: TlsState,
     /// A hot standby: it refuses every write and delivers no notifications.
     pub replica: bool,
+    /// Reached through a transaction-mode pooler (`?pgbouncer=true`): no
+    /// notifications unless a direct `listen_url` was given, so readers poll.
+    #[serde(default)]
+    pub pooled: bool,
 }

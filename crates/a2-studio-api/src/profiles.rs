@@ -72,6 +72,28 @@ pub fn split_password(url: &str) -> (String, Option<String>) {
             parsed.set_query((!kept.is_empty()).then(|| kept.join("&")).as_deref());
         }
     }
+    // A pooled URL's direct `listen_url=` is a URL of its own, which may carry one too.
+    if let Some(query) = parsed.query().map(str::to_owned) {
+        let mut cut = false;
+        let parts: Vec<String> = query
+            .split('&')
+            .map(|part| match part.split_once('=') {
+                Some(("listen_url", value)) => {
+                    let (bare, inner) = split_password(&percent_decode(&value.replace('+', " ")));
+                    if inner.is_none() {
+                        return part.to_owned();
+                    }
+                    cut = true;
+                    password = password.take().or(inner);
+                    format!("listen_url={}", url::form_urlencoded::byte_serialize(bare.as_bytes()).collect::<String>())
+                }
+                _ => part.to_owned(),
+            })
+            .collect();
+        if cut {
+            parsed.set_query(Some(&parts.join("&")));
+        }
+    }
     (parsed.to_string(), password)
 }
 
@@ -317,6 +339,11 @@ mod tests {
         assert_eq!(url, "postgres://ops@db.example.com/app?sslmode=verify-full");
         assert_eq!(password.as_deref(), Some("hunter2"));
         assert_eq!(redact("postgresql://db/app?password=x"), "postgresql://db/app");
+        let (url, password) = split_password(
+            "postgres://ops@pool:6432/app?pgbouncer=true&listen_url=postgres%3A%2F%2Fops%3Apw%40db%2Fapp",
+        );
+        assert_eq!(url, "postgres://ops@pool:6432/app?pgbouncer=true&listen_url=postgres%3A%2F%2Fops%40db%2Fapp");
+        assert_eq!(password.as_deref(), Some("pw"));
         assert_eq!(split_password("sqlite:/tmp/a.sqlite"), ("sqlite:/tmp/a.sqlite".into(), None));
         assert_eq!(split_password("sqlite:.a2/dev.sqlite"), ("sqlite:.a2/dev.sqlite".into(), None));
         assert_eq!(split_password("memory:"), ("memory:".into(), None));

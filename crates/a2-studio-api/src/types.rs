@@ -92,6 +92,9 @@ pub struct ConnectionInfo {
     pub hosts_demo: bool,
     /// Changes arrive as they happen (Postgres LISTEN/NOTIFY); else the UI polls.
     pub live: bool,
+    /// Postgres through a transaction-mode pooler (`?pgbouncer=true`), which
+    /// carries no LISTEN: polled unless the URL gave a direct `listen_url`.
+    pub pooled: bool,
     /// Postgres: the connection's TLS.
     pub tls: Option<TlsView>,
     /// Postgres: which server, database and role.

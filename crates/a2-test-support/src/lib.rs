@@ -2,7 +2,11 @@
 //! schema per test on one Postgres, a file per test for SQLite) and tests
 //! run in parallel without depending on order.
 
+mod pooler;
+
 use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use pooler::{pooled_postgres_url, pooler_in_front_of};
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 

@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 
 #[path = "a2-bench/peers.rs"]
 mod peers;
+#[path = "a2-bench/pooled.rs"]
+mod pooled;
 #[path = "a2-bench/probe.rs"]
 mod probe;
 #[path = "a2-bench/sse.rs"]
@@ -603,6 +605,9 @@ async fn run() -> Result<(), String> {
     };
     if args.iter().any(|a| a == "--peers") {
         return peers::run(&url).await;
+    }
+    if args.iter().any(|a| a == "--pooled") {
+        return pooled::run(&url).await;
     }
     if args.iter().any(|a| a == "--sse-server") {
         return sse::server(&args, &url).await;

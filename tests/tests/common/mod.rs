@@ -29,6 +29,12 @@ impl Shared {
         Self { url: postgres_url(), schema: Some(schema) }
     }
 
+    /// The same Postgres through this process's PgBouncer in transaction mode (`?pgbouncer=true`).
+    pub fn postgres_pooled(name: &str) -> Self {
+        let schema = format!("{}_{name}", a2_test_support::fresh_schema("e2e"));
+        Self { url: a2_test_support::pooled_postgres_url(), schema: Some(schema) }
+    }
+
     pub async fn open(&self) -> std::sync::Arc<dyn a2_store::Store> {
         a2_e2e::open_store(&self.url, self.schema.as_deref())
             .await

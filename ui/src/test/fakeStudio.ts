@@ -53,6 +53,7 @@ export function connectionInfo(overrides: Partial<ConnectionInfo> = {}): Connect
     server: null,
     locked_read_only: false,
     replica: false,
+    pooled: false,
     replica_delay_ms: null,
     ...overrides,
   };

@@ -120,7 +120,8 @@ impl Studio {
             role_can_write: attached.role_can_write,
             warning,
             hosts_demo,
-            live: postgres && !replica,
+            live: operator.changes().is_some(),
+            pooled: server.is_some_and(|s| s.pooled),
             tls: server.map(|s| match s.tls {
                 a2_operator::model::TlsState::Off => TlsView::Off,
                 a2_operator::model::TlsState::Encrypted => TlsView::Encrypted,

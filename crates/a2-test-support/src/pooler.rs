@@ -1,0 +1,99 @@
+//! A PgBouncer in transaction mode in front of the test Postgres, started
+//! once per test process and stopped with it, so the pooled tests never
+//! depend on a pooler the machine happens to run.
+
+use std::io::Write as _;
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::postgres_url;
+
+/// Where Debian's package puts it (not on a non-root PATH).
+const CANDIDATES: [&str; 3] = ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer", "/usr/local/bin/pgbouncer"];
+
+/// The test Postgres through this process's PgBouncer, with `pgbouncer=true`.
+/// Panics, saying what to install, where PgBouncer is missing: a pooled test
+/// that quietly ran direct would prove nothing.
+pub fn pooled_postgres_url() -> String {
+    static URL: OnceLock<Result<String, String>> = OnceLock::new();
+    match URL.get_or_init(|| pooler_in_front_of(&postgres_url())) {
+        Ok(url) => url.clone(),
+        Err(why) => panic!("{why}"),
+    }
+}
+
+/// The host, port and database of a Postgres URL, and its user.
+fn target(url: &str) -> Result<(String, u16, String, String), String> {
+    let rest = url.split_once("://").map(|(_, rest)| rest).ok_or_else(|| format!("{url}: not a URL"))?;
+    let (credentials, rest) = rest.rsplit_once('@').unwrap_or(("postgres", rest));
+    let user = credentials.split(':').next().unwrap_or("postgres").to_owned();
+    let (address, database) = rest.split_once('/').unwrap_or((rest, "postgres"));
+    let database = database.split('?').next().unwrap_or("postgres").to_owned();
+    let (host, port) = address.rsplit_once(':').unwrap_or((address, "5432"));
+    let port = port.parse().map_err(|_| format!("{url}: port {port:?}"))?;
+    Ok((host.to_owned(), port, database, user))
+}
+
+/// Start a PgBouncer in transaction mode in front of the Postgres `url`
+/// names, stopped when this process ends; its URL, with `pgbouncer=true`.
+pub fn pooler_in_front_of(url: &str) -> Result<String, String> {
+    let binary = CANDIDATES
+        .iter()
+        .map(Path::new)
+        .find(|p| p.exists())
+        .ok_or("pgbouncer is not installed: apt-get install pgbouncer (cargo xtask test installs it)")?;
+    let (host, port, database, user) = target(url)?;
+    let listen = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
+    let dir = std::env::temp_dir().join(format!("a2-pgbouncer-{}-{listen}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let as_root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    if as_root {
+        // PgBouncer will not run as root: it runs as `postgres`, which must write its log here.
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).map_err(|e| e.to_string())?;
+    }
+    let users = dir.join("users.txt");
+    std::fs::write(&users, format!("\"{user}\" \"\"\n")).map_err(|e| e.to_string())?;
+    let config = dir.join("pgbouncer.ini");
+    let mut file = std::fs::File::create(&config).map_err(|e| e.to_string())?;
+    write!(
+        file,
+        "[databases]\n* = host={host} port={port}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {listen}\n\
+         unix_socket_dir =\nauth_type = trust\nauth_file = {users}\npool_mode = transaction\n\
+         max_client_conn = 2000\ndefault_pool_size = 20\nlogfile = {log}\npidfile = {pid}\n",
+        users = users.display(),
+        log = dir.join("pgbouncer.log").display(),
+        pid = dir.join("pgbouncer.pid").display(),
+    )
+    .map_err(|e| e.to_string())?;
+    // A shell minds it: when this test process is gone, PgBouncer is stopped.
+    let user_flag = if as_root { "-u postgres" } else { "" };
+    let minder = format!(
+        "{binary} {user_flag} \"$1\" & child=$!; \
+         while kill -0 \"$2\" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.5; done; \
+         kill $child 2>/dev/null; wait",
+        binary = binary.display()
+    );
+    Command::new("sh")
+        .args(["-c", &minder, "sh"])
+        .arg(&config)
+        .arg(std::process::id().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", binary.display()))?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while TcpStream::connect(("127.0.0.1", listen)).is_err() {
+        if Instant::now() > deadline {
+            let log = std::fs::read_to_string(dir.join("pgbouncer.log")).unwrap_or_default();
+            return Err(format!("PgBouncer did not listen on {listen} within 15 s: {log}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(format!("postgres://{user}@127.0.0.1:{listen}/{database}?pgbouncer=true"))
+}
+
