@@ -142,7 +142,8 @@ impl Out {
             (true, Some(ms)) => format!(" · replica, {} s behind", ms / 1000),
             (true, None) => " · replica, nothing replayed yet".to_owned(),
         };
-        println!("store {} · {mode}{tls}{replica}", info.url);
+        let pooled = if info.pooled { " · through a pooler (no LISTEN)" } else { "" };
+        println!("store {} · {mode}{tls}{replica}{pooled}", info.url);
     }
 
     pub fn session(&self, s: &SessionSummary) {

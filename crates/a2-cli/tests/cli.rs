@@ -1,5 +1,5 @@
-//! The `a2` binary end to end on a SQLite store: JSON field names, exit
-//! codes, read-only refusals and bad input.
+//! The `a2` binary end to end on a SQLite store, on Postgres and on Postgres
+//! through PgBouncer: JSON field names, exit codes, read-only refusals and bad input.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -24,6 +24,9 @@ async fn store_url(kind: &str) -> (String, Arc<dyn Store>) {
             .unwrap_or_else(|e| panic!("{e}"));
         return (format!("sqlite:{}", path.display()), Arc::new(store));
     }
+    if kind == "postgres_pooled" {
+        return pooled_store_url().await;
+    }
     let base = a2_test_support::postgres_url();
     let schema = a2_test_support::fresh_schema("cli");
     let admin = sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("{e}"));
@@ -34,6 +37,34 @@ async fn store_url(kind: &str) -> (String, Arc<dyn Store>) {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     (url, Arc::new(store))
+}
+
+/// A database of its own (a pooler passes no `options`, so no schema by
+/// URL), seeded directly, reached by `a2` through this process's PgBouncer.
+async fn pooled_store_url() -> (String, Arc<dyn Store>) {
+    let base = a2_test_support::postgres_url();
+    let database = a2_test_support::fresh_schema("clipool");
+    let admin = sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query(&format!("CREATE DATABASE {database}")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
+    admin.close().await;
+    let at = |url: &str| url.rsplit_once('/').map(|(server, _)| format!("{server}/{database}")).unwrap_or_default();
+    let pooled = a2_test_support::pooled_postgres_url();
+    let (pooled, flags) = pooled.split_once('?').unwrap_or((&pooled, ""));
+    let direct = a2_store_postgres::Postgres::connect(&at(&base), Default::default(), Arc::new(SystemClock))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    (format!("{}?{flags}", at(pooled)), Arc::new(direct))
+}
+
+/// Drop a database [`pooled_store_url`] made, closing what still holds it.
+async fn drop_database(url: &str) {
+    let Some(database) = url.split('?').next().and_then(|u| u.rsplit_once('/')).map(|(_, d)| d.to_owned()) else {
+        return;
+    };
+    if let Ok(admin) = sqlx::PgPool::connect(&a2_test_support::postgres_url()).await {
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)")).execute(&admin).await;
+        admin.close().await;
+    }
 }
 
 /// Two sessions of `shop`; `charger` dead at index 1 of o-1.
@@ -111,14 +142,14 @@ fn json_of(stdout: &str) -> Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
-async fn reads_actions_and_exit_codes(kind: &str) {
+async fn reads_actions_and_exit_codes(kind: &str) -> String {
     let (url, store) = store_url(kind).await;
     seed(&*store).await;
     let path = url.as_str();
     let shop = ["--contract", "shop"];
     let (code, out, _) = a2(path, &["--json", "contracts"]);
     assert_eq!((code, json_of(&out)), (0, json!(["shop"])));
-    if kind == "postgres" {
+    if kind.starts_with("postgres") {
         // Without --read-write a Postgres store is read-only, on this machine too.
         let clear = ["--store", path, "clear", "--contract", "shop", "--session", "o-0"];
         let (code, _, err) = a2_output(Command::new(env!("CARGO_BIN_EXE_a2")).args(clear));
@@ -345,6 +376,7 @@ async fn reads_actions_and_exit_codes(kind: &str) {
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(output.status.code(), Some(2), "an unknown URL scheme");
+    url
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -355,6 +387,26 @@ async fn sqlite_reads_actions_and_exit_codes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_reads_actions_and_exit_codes() {
     reads_actions_and_exit_codes("postgres").await;
+}
+
+/// Every read and action of the CLI through PgBouncer in transaction mode
+/// (`?pgbouncer=true`); and without the flag, the pooler's refusal (of a
+/// startup setting, or of a named statement) says what to add.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_pooled_reads_actions_and_exit_codes() {
+    let url = reads_actions_and_exit_codes("postgres_pooled").await;
+    let (code, out, err) = a2(&url, &["--read-only", "consumers"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("read-only") && out.contains("through a pooler"), "the header says so: {out}");
+    let unflagged = url.replace("?pgbouncer=true", "");
+    // PgBouncer refuses sqlx's startup settings at once; where a pooler
+    // ignores them, named statements stay on its server connections between
+    // runs, so a later run's meet an earlier one's.
+    let runs: Vec<(i32, String, String)> = (0..3).map(|_| a2(&unflagged, &["consumers"])).collect();
+    let refused = runs.iter().find(|(code, _, _)| *code != 0);
+    let (_, _, err) = refused.unwrap_or_else(|| panic!("three unflagged runs through a pooler all passed: {runs:?}"));
+    assert!(err.contains("pgbouncer=true"), "the refusal says what to add: {err}");
+    drop_database(&url).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,7 @@ use sqlx::types::Json;
 use sqlx::Row;
 
 use crate::db_error;
+use crate::route::Db;
 
 type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
@@ -22,7 +23,7 @@ pub(crate) enum StatementAppendError {
 /// transactional path, which tells an idempotent re-append from a partial
 /// duplicate, takes over.
 pub(crate) async fn append_as_statement(
-    pool: &sqlx::PgPool,
+    pool: &Db,
     params: &EventAppend,
     now: Millis,
 ) -> Result<Appended, StatementAppendError> {
@@ -140,8 +141,8 @@ pub(crate) const APPEND_BATCH: &str = concat!("WITH ", append_ctes!("true"), " S
 /// Sessions are locked in key order, so two such statements cannot deadlock
 /// on each other. Any failure fails the whole statement; the caller then
 /// appends each on its own, so one bad append never fails its neighbours.
-pub(crate) async fn append_batch_as_statement<'c>(
-    executor: impl sqlx::PgExecutor<'c>,
+pub(crate) async fn append_batch_as_statement(
+    pool: &Db,
     batch: &[&EventAppend],
     now: Millis,
 ) -> Result<Vec<Appended>, sqlx::Error> {
@@ -149,7 +150,10 @@ pub(crate) async fn append_batch_as_statement<'c>(
     for params in batch {
         columns.push(params);
     }
-    let rows = bind_columns(sqlx::query(APPEND_BATCH), &columns, now).fetch_all(executor).await?;
+    let mut conn = pool.acquire().await?;
+    let statement = sqlx::query(APPEND_BATCH).persistent(pool.prepared());
+    let rows = bind_columns(statement, &columns, now).fetch_all(&mut *conn).await?;
+    conn.commit().await?;
     let mut bases = std::collections::HashMap::with_capacity(rows.len());
     for row in rows {
         bases.insert(row.try_get::<String, _>("session")?, to_u64(row.try_get::<i64, _>("base")?));
@@ -214,7 +218,7 @@ pub(crate) fn appended_at(params: &EventAppend, base: u64, now: Millis) -> Appen
 /// session, for the shared path, which tells an idempotent re-append from a
 /// partial duplicate.
 pub(crate) async fn flush(
-    pool: &sqlx::PgPool,
+    pool: &Db,
     batch: Vec<EventAppend>,
     now: Millis,
 ) -> Vec<Result<Option<Appended>, StoreError>> {

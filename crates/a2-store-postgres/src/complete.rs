@@ -12,6 +12,7 @@ use sqlx::Row;
 
 use crate::append::{append_ctes, appended_at, bind_columns, Columns};
 use crate::db_error;
+use crate::route::Db;
 
 /// The head settled if it is still this attempt's (a cursor moves on, a
 /// per-event head goes), with its attempt recorded as completed and the ids
@@ -41,7 +42,7 @@ pub(crate) const SETTLE_AND_APPEND: &str = concat!(
 
 /// `Ok(None)`: nothing was written; the shared path decides.
 pub(crate) async fn complete_and_append(
-    pool: &sqlx::PgPool,
+    pool: &Db,
     params: &HeadComplete,
     now: Millis,
 ) -> Result<Option<CompleteOutcome>, StoreError> {
@@ -56,14 +57,15 @@ pub(crate) async fn complete_and_append(
     };
     let mut columns = Columns::default();
     columns.push(&append);
-    let settled = bind_columns(sqlx::query(SETTLE_AND_APPEND), &columns, now)
+    let mut conn = pool.conn().await?;
+    let settled = bind_columns(sqlx::query(SETTLE_AND_APPEND).persistent(pool.prepared()), &columns, now)
         .bind(params.session.as_str())
         .bind(&params.head.consumer)
         .bind(lane_column(params.head.lane.as_deref()))
         .bind(to_i64(params.head.index))
         .bind(attempt)
         .bind(Json(&ids))
-        .fetch_one(pool)
+        .fetch_one(&mut *conn)
         .await;
     let row = match settled {
         Ok(row) => row,
@@ -74,6 +76,7 @@ pub(crate) async fn complete_and_append(
         }
         Err(error) => return Err(db_error(error)),
     };
+    conn.done().await?;
     if row.try_get::<i64, _>("settled").map_err(db_error)? == 0 {
         return Ok(None);
     }

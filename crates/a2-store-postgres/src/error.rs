@@ -26,8 +26,16 @@ pub fn db_error(error: sqlx::Error) -> StoreError {
                 "3D000" => {
                     StoreError::Unavailable { message: format!("no such database: {message}"), retryable: false }
                 }
-                // A named statement met another client's on the same server
+                // A pooler refused a connection setting the server takes; or a
+                // named statement met another client's on the same server
                 // connection, or was looked for on another: a transaction-mode pooler.
+                "08P01" if message.contains("unsupported startup parameter") => StoreError::Unavailable {
+                    message: format!(
+                        "{message} ({code}): a connection pooler (PgBouncer, Supavisor) refused a setting \
+                         only a direct connection takes; add pgbouncer=true to the URL"
+                    ),
+                    retryable: false,
+                },
                 "42P05" | "26000" if message.contains("sqlx_s_") => StoreError::Unavailable {
                     message: format!(
                         "{message} ({code}): this looks like a transaction-mode pooler (PgBouncer, \

@@ -185,52 +185,52 @@ impl Postgres {
         let route = url_route(url)?;
         let connect = connect_options(url, &options)?;
         let timeout = ("statement_timeout", options.statement_timeout.as_millis().to_string());
-        let mut work_settings: Vec<(&str, String)> = plans::WORK_PLANS.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+        let mut work_settings: Vec<(&str, String)> =
+            plans::WORK_PLANS.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
         if let Some(wait) = options.lock_timeout {
             work_settings.push(("lock_timeout", wait.as_millis().to_string()));
         }
-        // The reader connects first, within the connect timeout: a bad host,
-        // role or database fails fast and typed.
-        let reader = PgPoolOptions::new()
-            .max_connections(options.read_connections.max(1))
-            .acquire_timeout(options.connect_timeout);
-        let reader = if route.pooled {
-            reader.connect_with(connect.clone()).await
-        } else {
-            reader.connect_with(connect.clone().options([timeout.clone()])).await
-        };
-        let reader = reader.map_err(db_error)?;
-        // The engine's pool waits for a connection as long as a lease lasts:
-        // more running heads than connections queue here, they do not fail.
-        // Generic plans on the engine's pool only (`plans.rs`): its statements are the same every time.
-        let pool = PgPoolOptions::new().max_connections(options.max_connections.max(1)).acquire_timeout(Duration::from_secs(60));
-        let pool = if route.pooled {
-            pool.connect_lazy_with(connect.clone())
-        } else {
-            pool.connect_lazy_with(connect.clone().options(work_settings.iter().map(|(k, v)| (*k, v.as_str()))))
-        };
         // NOTIFY on a connection of its own that does not wait for the disk: a
         // notifying commit holds the cluster's notify lock, and one lost in a
         // crash only delays a poll.
         let unsynced = ("synchronous_commit", "off".to_owned());
-        let notifier = PgPoolOptions::new().max_connections(1).acquire_timeout(options.connect_timeout);
-        let notifier = if route.pooled {
-            notifier.connect_lazy_with(connect.clone())
-        } else {
-            notifier.connect_lazy_with(connect.clone().options([unsynced.clone()]))
+        // Each pool's own settings: given at connect when direct; through a
+        // pooler, each of its transactions begins with them (and the store's).
+        let session = session_settings(&options)?;
+        let read_only = options.access == Access::ReadOnly;
+        let settle = |own: &[(&'static str, String)], read_only: bool| {
+            if route.pooled {
+                let all = [session.clone(), own.to_vec()].concat();
+                (connect.clone(), Some(route::begin_statement(read_only, &all)))
+            } else {
+                (connect.clone().options(own.iter().map(|(k, v)| (*k, v.as_str()))), None)
+            }
         };
-        let (reader, pool, notifier) = if route.pooled {
-            let session = session_settings(&options)?;
-            let read_only = options.access == Access::ReadOnly;
-            let with = |extra: &[(&'static str, String)]| [session.clone(), extra.to_vec()].concat();
-            (
-                Db::pooled(reader, route::begin_statement(read_only, &with(&[timeout]))),
-                Db::pooled(pool, route::begin_statement(read_only, &with(&work_settings))),
-                Db::pooled(notifier, route::begin_statement(false, &[unsynced])),
-            )
-        } else {
-            (Db::direct(reader), Db::direct(pool), Db::direct(notifier))
-        };
+        let (reader_connect, reader_begin) = settle(&[timeout], read_only);
+        // Generic plans on the engine's pool only (`plans.rs`): its statements are the same every time.
+        let (work_connect, work_begin) = settle(&work_settings, read_only);
+        let (notify_connect, notify_begin) = settle(&[unsynced], false);
+        // The reader connects first, within the connect timeout: a bad host,
+        // role or database fails fast and typed.
+        let reader = PgPoolOptions::new()
+            .max_connections(options.read_connections.max(1))
+            .acquire_timeout(options.connect_timeout)
+            .connect_with(reader_connect)
+            .await
+            .map_err(db_error)?;
+        let reader = Db::new(reader, reader_begin);
+        // The engine's pool waits for a connection as long as a lease lasts:
+        // more running heads than connections queue here, they do not fail.
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .acquire_timeout(Duration::from_secs(60))
+            .connect_lazy_with(work_connect);
+        let pool = Db::new(pool, work_begin);
+        let notifier = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(options.connect_timeout)
+            .connect_lazy_with(notify_connect);
+        let notifier = Db::new(notifier, notify_begin);
         let mut conn = reader.conn().await?;
         let server = server::describe(&mut conn, &connect, route.pooled).await?;
         conn.done().await?;
@@ -260,7 +260,7 @@ impl Postgres {
         let (changes, _) = broadcast::channel(1024);
         let announce = announcer(notifier.clone());
         let appends = {
-            let (pool, clock) = (pool.pool.clone(), clock.clone());
+            let (pool, clock) = (pool.clone(), clock.clone());
             // Two flushes at once: one's commit waits on the disk while the next one's statement runs.
             Batcher::start(a2_store_sql::MAX_BATCH, APPEND_FLUSHES, move |batch| {
                 let (pool, clock) = (pool.clone(), clock.clone());
@@ -447,10 +447,8 @@ impl SqlBackend for Postgres {
 
     async fn event_append_native(&self, params: &EventAppend) -> Result<Option<Appended>, StoreError> {
         self.writable()?;
-        // A run's append checks the clear boundary under the session's lock:
-        // the shared transaction does. Through a pooler it does every append
-        // (the grouped flush's statement is kept prepared).
-        if params.origin_index.is_some() || self.pooled {
+        // A run's append checks the clear boundary under the session's lock: the shared transaction does.
+        if params.origin_index.is_some() {
             return Ok(None);
         }
         self.appends
@@ -465,10 +463,7 @@ impl SqlBackend for Postgres {
         now: a2_store::Millis,
     ) -> Result<Option<a2_store::CompleteOutcome>, StoreError> {
         self.writable()?;
-        if self.pooled {
-            return Ok(None);
-        }
-        complete::complete_and_append(&self.pool.pool, params, now).await
+        complete::complete_and_append(&self.pool, params, now).await
     }
 
     fn announce(&self, key: &str) {

@@ -81,12 +81,9 @@ pub(crate) struct Db {
 }
 
 impl Db {
-    pub fn direct(pool: PgPool) -> Self {
-        Self { pool, begin: None }
-    }
-
-    pub fn pooled(pool: PgPool, begin: String) -> Self {
-        Self { pool, begin: Some(Cow::Owned(begin)) }
+    /// `begin`: `None` when direct; through a pooler, the `BEGIN` its transactions open with.
+    pub fn new(pool: PgPool, begin: Option<String>) -> Self {
+        Self { pool, begin: begin.map(Cow::Owned) }
     }
 
     /// Whether statements may be prepared by name and kept (only when direct).
@@ -104,9 +101,14 @@ impl Db {
     /// [`DbConn::done`] commits (dropped, it rolls back). Statements on it
     /// must be unprepared ([`Db::prepared`]) where they run pooled.
     pub async fn conn(&self) -> Result<DbConn, StoreError> {
+        self.acquire().await.map_err(db_error)
+    }
+
+    /// [`Db::conn`] with the driver's error, for callers that read its SQLSTATE.
+    pub async fn acquire(&self) -> Result<DbConn, sqlx::Error> {
         Ok(match &self.begin {
-            None => DbConn::Direct(self.pool.acquire().await.map_err(db_error)?),
-            Some(begin) => DbConn::Pooled(self.pool.begin_with(begin.clone()).await.map_err(db_error)?),
+            None => DbConn::Direct(self.pool.acquire().await?),
+            Some(begin) => DbConn::Pooled(self.pool.begin_with(begin.clone()).await?),
         })
     }
 }
@@ -127,9 +129,14 @@ pub(crate) enum DbConn {
 impl DbConn {
     /// Commit what a pooled connection's transaction did.
     pub async fn done(self) -> Result<(), StoreError> {
+        self.commit().await.map_err(db_error)
+    }
+
+    /// [`DbConn::done`] with the driver's error.
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
         match self {
             Self::Direct(_) => Ok(()),
-            Self::Pooled(tx) => tx.commit().await.map_err(db_error),
+            Self::Pooled(tx) => tx.commit().await,
         }
     }
 }

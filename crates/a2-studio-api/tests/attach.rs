@@ -260,3 +260,39 @@ async fn web_mode_under_a_read_only_ceiling_opens_its_own_store_read_only_and_no
     assert_eq!(status, 421, "assets too answer to this machine's names only");
     served.stop().await;
 }
+
+/// The Studio through PgBouncer in transaction mode (`?pgbouncer=true`): a
+/// read-only attach that reads, refuses writes, and says it polls (a pooler
+/// carries no LISTEN). A database of its own: a pooler passes no `options`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_studio_attaches_through_a_pooler_read_only_and_polls() {
+    let base = a2_test_support::postgres_url();
+    let database = a2_test_support::fresh_schema("attachpool");
+    let admin = sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query(&format!("CREATE DATABASE {database}")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
+    let at = |url: &str| url.rsplit_once('/').map(|(server, _)| format!("{server}/{database}")).unwrap_or_default();
+    let pooled = a2_test_support::pooled_postgres_url();
+    let (pooler, flags) = pooled.split_once('?').unwrap_or((&pooled, ""));
+    let url = format!("{}?{flags}", at(pooler));
+
+    let writer = Studio::new(&scratch());
+    let written = writer.connection_open(open(&url, Some(false))).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(written.pooled && !written.live && !written.read_only, "{written:?}");
+    let seed = DemoSeed { sessions: 3, seed: 7, fail_rate: 0.0, bulk: true, long_session: 0, long_history: 0 };
+    writer.demo_seed(seed.clone()).await.unwrap_or_else(|e| panic!("seeding through the pooler: {e}"));
+    writer.stop_background().await;
+
+    let studio = Studio::new(&scratch());
+    let info = studio.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(info.read_only && info.pooled && !info.live, "read-only, pooled, polled: {info:?}");
+    assert_eq!(studio.contract_list(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")), vec!["shop".to_owned()]);
+    let totals = studio
+        .consumer_overview(TotalsQuery { contract: None, max_age_ms: 0, live: true })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!totals.totals.is_empty(), "the overview reads through the pooler");
+    let refused = studio.demo_seed(seed).await.expect_err("a read-only attach refuses writes");
+    assert_eq!(refused.code, ErrorCode::ReadOnly, "{refused:?}");
+    studio.connection_close(NoArgs {}).await.ok();
+    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)")).execute(&admin).await;
+}

@@ -34,8 +34,8 @@ pub async fn run(url: &str) -> Result<(), String> {
     let mut rows: Vec<[f64; 7]> = Vec::new();
     for round in 1..=ROUNDS {
         let schema = format!("a2_pooled_{}_{round}", std::process::id());
-        let raw = raw_inserts(url, &schema).await;
         let direct = figures(url, url, &schema).await;
+        let raw = raw_inserts(url, &schema).await;
         drop_schema(url, &schema).await;
         let pooled_schema = format!("{schema}_p");
         let pooled = figures(&pooled_url, url, &pooled_schema).await;
