@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use a2_studio_api::{profiles, web, ConnectionOpen, Limits, Studio};
+use a2_studio_api::{profiles, sqlite_url, web, ConnectionOpen, Limits, Studio};
 use clap::Parser;
 
 #[derive(Parser)]
@@ -89,7 +89,7 @@ fn main() -> ExitCode {
     let started_with = args
         .store
         .clone()
-        .or_else(|| args.dev_store.as_ref().or(args.file.as_ref()).map(|p| format!("sqlite:{}", p.display())));
+        .or_else(|| args.dev_store.as_ref().or(args.file.as_ref()).map(|p| sqlite_url(p)));
     let limits = Limits { read_only: args.read_only, web: args.serve, started_with, ..Limits::default() };
     let studio = Arc::new(Studio::with_limits(&config_dir, limits));
     if let Err(error) = tauri::async_runtime::block_on(open_at_start(&studio, &args)) {
@@ -113,7 +113,7 @@ async fn open_at_start(studio: &Studio, args: &Args) -> Result<(), a2_studio_api
         studio.open_dev_store(path).await?;
     } else if let Some(file) = &args.file {
         let request = ConnectionOpen {
-            url: Some(format!("sqlite:{}", file.display())),
+            url: Some(sqlite_url(file)),
             profile: None,
             password: None,
             read_only: None,

@@ -8,8 +8,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Parser)]
 #[command(name = "a2", version = a2_studio_api::VERSION, about = "Read and fix any A2 store")]
 pub(crate) struct Cli {
-    /// The store: sqlite:PATH, postgres://… or memory:.
-    #[arg(long, global = true, env = "A2_STORE", default_value = "sqlite:.a2/dev.sqlite")]
+    /// The store: sqlite:PATH, postgres://… or memory:. (`--help` never
+    /// prints `A2_STORE`'s value: it may carry a password.)
+    #[arg(long, global = true, env = "A2_STORE", hide_env_values = true, default_value = "sqlite:.a2/dev.sqlite")]
     pub(crate) store: String,
     /// Attach read-only (the default for every Postgres). With `serve`, a
     /// ceiling: no connection the web page opens can be read-write.

@@ -137,7 +137,10 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
     let studio = Studio::with_limits(&a2_studio_api::profiles::default_dir()?, export_limits(&cli));
     // This binary carries the demo contract's code; it runs only when asked to.
     studio.set_host_demo(matches!(cli.command, Command::Consume { mode: ConsumeKind::Run, .. }));
-    // `init` exists to write: it asks read-write itself.
+    // `init` exists to write: it asks read-write itself, and `--read-only` refuses it before anything opens.
+    if matches!(cli.command, Command::Init) && cli.read_only {
+        return Err(ApiError::new(a2_studio_api::ErrorCode::ReadOnly, "`init` creates the A2 schema: it cannot run --read-only"));
+    }
     let read_only = if matches!(cli.command, Command::Init) { Some(false) } else { read_only_of(&cli) };
     let info = if matches!(cli.command, Command::Init) {
         studio.connection_init(open_request(&cli, read_only)).await?

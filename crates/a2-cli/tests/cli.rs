@@ -468,3 +468,24 @@ async fn demo_can_add_a_long_session() {
     let (_, out, _) = a2(&url, &["--json", "session", "--contract", "shop", "--session", "long-00000"]);
     assert_eq!(json_of(&out)["head"], json!(2500));
 }
+
+/// `--help` never prints `A2_STORE`'s value (it may carry a password), and
+/// `--read-only init` is refused before anything is opened or written.
+#[test]
+fn help_hides_the_store_and_read_only_init_writes_nothing() {
+    let help = Command::new(env!("CARGO_BIN_EXE_a2"))
+        .arg("--help")
+        .env("A2_STORE", "postgres://ops:s3cret@db.example.com/app")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let shown = String::from_utf8_lossy(&help.stdout);
+    assert!(shown.contains("A2_STORE"), "the variable is named: {shown}");
+    assert!(!shown.contains("s3cret") && !shown.contains("db.example.com"), "its value is not: {shown}");
+
+    let path = store_path("read-only-init");
+    let url = format!("sqlite:{}", path.display());
+    let (code, _, err) = a2(&url, &["--read-only", "init"]);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("READ_ONLY"), "{err}");
+    assert!(!path.exists(), "nothing was created at {}", path.display());
+}

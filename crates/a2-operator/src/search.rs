@@ -18,6 +18,9 @@ pub struct SearchQuery {
     pub scan: u32,
 }
 
+/// The most keys a payload path may have (`$.a.b.c` has three).
+pub const MAX_PATH_KEYS: usize = 32;
+
 /// A payload path condition, `$.customer = "c-7"` or `$.ship.to = "NL"`, as the
 /// containment pattern it means (`{"ship": {"to": "NL"}}`). The value is JSON;
 /// a bare word is taken as a string.
@@ -31,6 +34,14 @@ pub fn path_pattern(text: &str) -> Result<Value> {
     let keys: Vec<&str> = path.trim().strip_prefix('$').ok_or_else(usage)?.split('.').skip(1).map(str::trim).collect();
     if keys.is_empty() || keys.iter().any(|k| k.is_empty()) || !path.trim().starts_with("$.") {
         return Err(usage());
+    }
+    // Each key nests the pattern once more, and matching and dropping it
+    // recurse: a path of thousands of keys would overflow the stack.
+    if keys.len() > MAX_PATH_KEYS {
+        return Err(OperatorError::invalid(format!(
+            "a payload path has at most {MAX_PATH_KEYS} keys; this one has {}",
+            keys.len()
+        )));
     }
     let value = value.trim();
     let mut pattern = serde_json::from_str(value).unwrap_or_else(|_| json!(value));
@@ -108,6 +119,16 @@ mod tests {
         }
         for bad in ["customer = 1", "$. = 1", "$.a..b = 1", "$.a"] {
             assert!(path_pattern(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_payload_path_is_bounded_in_depth() {
+        let path = |keys: usize| format!("${} = 1", ".k".repeat(keys));
+        assert!(path_pattern(&path(MAX_PATH_KEYS)).is_ok());
+        for keys in [MAX_PATH_KEYS + 1, 100_000] {
+            let error = path_pattern(&path(keys)).expect_err("too deep");
+            assert!(error.to_string().contains(&format!("at most {MAX_PATH_KEYS} keys")), "{error}");
         }
     }
 }

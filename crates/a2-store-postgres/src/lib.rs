@@ -366,22 +366,31 @@ impl Postgres {
     /// `true` when it was made now, `false` when it existed.
     pub async fn payload_index_create(&self) -> Result<bool, StoreError> {
         self.writable()?;
-        const EXISTS: &str = "SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() \
-             AND indexname = 'a2_events_payload'), current_schema()::text";
+        // An index whose concurrent build failed stays behind INVALID: it is
+        // written by every append and answers nothing, so it is rebuilt, not
+        // taken for one that exists.
+        const FOUND: &str = "SELECT current_schema()::text, (SELECT i.indisvalid FROM pg_index i \
+             JOIN pg_class c ON c.oid = i.indexrelid \
+             WHERE c.relname = 'a2_events_payload' AND c.relnamespace = current_schema()::regnamespace)";
         let mut conn = self.pool.conn().await?;
-        let (existed, schema): (bool, String) =
-            sqlx::query_as(EXISTS).persistent(false).fetch_one(&mut *conn).await.map_err(db_error)?;
+        let (schema, valid): (String, Option<bool>) =
+            sqlx::query_as(FOUND).persistent(false).fetch_one(&mut *conn).await.map_err(db_error)?;
         conn.done().await?;
-        if existed {
+        if valid == Some(true) {
             return Ok(false);
         }
         // Not in a transaction (CONCURRENTLY cannot be), and sent as one
-        // simple query, so it needs no session setting: the schema is named.
+        // simple query each, so they need no session setting: the schema is named.
+        let schema = format!("\"{}\"", schema.replace('"', "\"\""));
+        let mut conn = self.pool.pool.acquire().await.map_err(db_error)?;
+        if valid == Some(false) {
+            tracing::warn!("the payload index was left invalid by a build that failed: rebuilding it");
+            route::simple(&mut conn, &format!("DROP INDEX CONCURRENTLY IF EXISTS {schema}.a2_events_payload")).await?;
+        }
         let create = format!(
-            "CREATE INDEX CONCURRENTLY IF NOT EXISTS a2_events_payload ON \"{}\".a2_events USING GIN (payload jsonb_path_ops)",
-            schema.replace('"', "\"\"")
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS a2_events_payload ON {schema}.a2_events USING GIN (payload jsonb_path_ops)"
         );
-        route::simple(&mut *self.pool.pool.acquire().await.map_err(db_error)?, &create).await?;
+        route::simple(&mut conn, &create).await?;
         Ok(true)
     }
 

@@ -381,3 +381,29 @@ async fn consumer_totals_in_chunks_match_the_whole() {
     let chunked = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).totals_chunk(2);
     a2_conformance::consumer_totals_in_chunks_match_the_whole(Arc::new(whole), Arc::new(chunked)).await;
 }
+
+/// A payload index a failed concurrent build left INVALID (written by every
+/// append, used by no search) is rebuilt, not reported as already there.
+#[tokio::test]
+async fn an_invalid_payload_index_is_rebuilt() {
+    let schema = fresh_schema();
+    let store = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(store.payload_index_create().await.unwrap_or_else(|e| panic!("{e}")), "made now");
+    assert!(!store.payload_index_create().await.unwrap_or_else(|e| panic!("{e}")), "there already");
+    let admin = admin().await;
+    let index = format!("'{schema}.a2_events_payload'::regclass");
+    let valid = |admin: sqlx::PgPool, index: String| async move {
+        let sql = format!("SELECT indisvalid FROM pg_index WHERE indexrelid = {index}");
+        sqlx::query_scalar::<_, bool>(&sql).fetch_one(&admin).await.unwrap_or_else(|e| panic!("{e}"))
+    };
+    // What a build that failed half-way leaves behind.
+    sqlx::query(&format!("UPDATE pg_index SET indisvalid = false WHERE indexrelid = {index}"))
+        .execute(&admin)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!valid(admin.clone(), index.clone()).await);
+    assert!(store.payload_index_create().await.unwrap_or_else(|e| panic!("{e}")), "an invalid index is made again");
+    assert!(valid(admin.clone(), index).await, "and is valid now");
+    store.close().await;
+    a2_test_support::drop_schema(&schema).await;
+}

@@ -19,6 +19,7 @@ use async_trait::async_trait;
 
 mod environment;
 
+pub use a2_store_sqlite::path_url as sqlite_url;
 pub use environment::{dev_store_path, resolve_store, server_builder_from_env, Environment};
 
 /// An opened store, by backend, for what only one backend does.

@@ -184,7 +184,7 @@ fn open_error(path: &Path, error: sqlx::Error) -> StoreError {
 }
 
 /// The file a `sqlite:` URL names.
-pub fn url_path(url: &str) -> Result<&str, StoreError> {
+pub fn url_path(url: &str) -> Result<String, StoreError> {
     let rest = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))
@@ -193,7 +193,45 @@ pub fn url_path(url: &str) -> Result<&str, StoreError> {
     if path.is_empty() {
         return Err(StoreError::invalid(format!("{url:?} names no file")));
     }
-    Ok(path)
+    Ok(unescape_path(path))
+}
+
+/// The `sqlite:` URL of the file at `path`: its `%`, `?` and `#` written as
+/// `%25`, `%3F` and `%23`, so no part of a file's name is read as the URL's
+/// query (a path with `?` would otherwise open another file).
+pub fn path_url(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let mut url = String::with_capacity(text.len() + 7);
+    url.push_str("sqlite:");
+    for c in text.chars() {
+        match c {
+            '%' => url.push_str("%25"),
+            '?' => url.push_str("%3F"),
+            '#' => url.push_str("%23"),
+            c => url.push(c),
+        }
+    }
+    url
+}
+
+/// Undo [`path_url`]'s three escapes (any other `%` stays as written).
+fn unescape_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let escape = rest.get(at..at + 3).map(str::to_ascii_uppercase);
+        let (text, skip) = match escape.as_deref() {
+            Some("%25") => ("%", 3),
+            Some("%3F") => ("?", 3),
+            Some("%23") => ("#", 3),
+            _ => ("%", 1),
+        };
+        out.push_str(text);
+        rest = &rest[at + skip..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Refuse a file that holds tables and none of A2's, or is no SQLite

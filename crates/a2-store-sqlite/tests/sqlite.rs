@@ -147,6 +147,26 @@ async fn urls_name_the_file_and_the_mode() {
     }
 }
 
+/// A file whose name holds `?`, `#` or `%` is opened by its URL as itself,
+/// never as a shorter path with a query (`a?mode=ro.sqlite` is not `a`).
+#[tokio::test]
+async fn a_path_with_a_question_mark_opens_that_file() {
+    let dir = fresh_path().with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    for name in ["a?mode=ro.sqlite", "b#1.sqlite", "c%3F.sqlite"] {
+        let path = dir.join(name);
+        let url = a2_store_sqlite::path_url(&path);
+        let store = Sqlite::open_url(&url, Access::ReadWrite, Arc::new(SystemClock)).await;
+        let store = store.unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert_eq!(store.path(), path.as_path(), "{url}");
+        assert!(!store.is_read_only(), "{url}: a ? in the name is not a query");
+        store.close().await;
+        assert!(path.exists(), "{url} made {}", path.display());
+    }
+    let stray: Vec<_> = std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.file_name()).collect();
+    assert!(stray.iter().all(|n| n.to_string_lossy().contains('.')), "no file cut short at the ?: {stray:?}");
+}
+
 /// Totals read a chunk of sessions a statement sum to what one statement reads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_totals_in_chunks_match_the_whole() {

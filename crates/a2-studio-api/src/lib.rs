@@ -24,6 +24,7 @@ pub use a2_operator::{
     ConsumeMode, Consumed, ContractPresence, HeadView, JobProgress, PresenceCellView, ProcessView, Redriven, StoreKind,
     TimerCursor, TimerDelivered, TimerQuery, TimerRef, TimerView,
 };
+pub use a2_store_registry::sqlite_url;
 pub use commands::{Limits, Studio};
 
 /// `0.1.0 (commit 1a2b3c4d5e6f)`: what `--version` prints in every shell.

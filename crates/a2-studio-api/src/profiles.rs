@@ -66,7 +66,8 @@ pub fn split_password(url: &str) -> (String, Option<String>) {
     // The other parameters stay exactly as written (their encoding too): only `password=` goes.
     if let Some(query) = parsed.query().map(str::to_owned) {
         let (secret, kept): (Vec<&str>, Vec<&str>) =
-            query.split('&').partition(|part| part.split('=').next() == Some("password"));
+            // The driver decodes a key before it reads it: `pass%77ord=` is a password too.
+            query.split('&').partition(|part| part.split('=').next().map(percent_decode).as_deref() == Some("password"));
         if let Some(value) = secret.first().and_then(|part| part.split_once('=')).map(|(_, v)| v) {
             password = password.or_else(|| Some(percent_decode(&value.replace('+', " "))));
             parsed.set_query((!kept.is_empty()).then(|| kept.join("&")).as_deref());
@@ -339,6 +340,8 @@ mod tests {
         assert_eq!(url, "postgres://ops@db.example.com/app?sslmode=verify-full");
         assert_eq!(password.as_deref(), Some("hunter2"));
         assert_eq!(redact("postgresql://db/app?password=x"), "postgresql://db/app");
+        let (url, password) = split_password("postgres://ops@db.example.com/app?pass%77ord=hunter2&sslmode=require");
+        assert_eq!((url.as_str(), password.as_deref()), ("postgres://ops@db.example.com/app?sslmode=require", Some("hunter2")));
         let (url, password) = split_password(
             "postgres://ops@pool:6432/app?pgbouncer=true&listen_url=postgres%3A%2F%2Fops%3Apw%40db%2Fapp",
         );

@@ -45,6 +45,13 @@ impl Studio {
     /// store if new): the dev store unless `to` names another. The web mode
     /// writes only a plain file name under its export directory.
     pub async fn session_copy(&self, request: CopyRequest) -> Result<ImportOutcome, ApiError> {
+        // A copy writes a store, even if only a local file: not under a read-only ceiling.
+        if self.limits.read_only {
+            return Err(ApiError::new(
+                ErrorCode::ReadOnly,
+                "this process was started read-only: a copy writes a SQLite file, so it is refused (export instead)",
+            ));
+        }
         let source = self.operator()?;
         let path = self.copy_path(request.to.as_deref())?;
         let from = a2_operator::SessionRef::new(request.contract, request.session);
@@ -53,7 +60,8 @@ impl Studio {
             std::fs::create_dir_all(dir)
                 .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let url = format!("sqlite:{}", path.display());
+        private_file(&path)?;
+        let url = a2_store_registry::sqlite_url(&path);
         let mut connect = Connect::new(url.clone());
         connect.mode = Some(Mode::ReadWrite);
         let target = Operator::connect(&connect, &Registry).await?;
@@ -84,5 +92,26 @@ impl Studio {
     /// Whether `url` names a file this process copied a session into.
     pub(crate) fn is_copy(&self, url: &str) -> Result<bool, ApiError> {
         Ok(self.copies.lock().map_err(lock_error)?.contains(url))
+    }
+}
+
+/// A copy holds production data: a new file is made this user's alone
+/// (0600) before SQLite opens it, and a symbolic link is never followed
+/// (it could point the copy anywhere).
+fn private_file(path: &std::path::Path) -> Result<(), ApiError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(ApiError::invalid(format!(
+            "{} is a symbolic link: a copy is written only to a plain file",
+            path.display()
+        ))),
+        Ok(_) => Ok(()),
+        Err(_) => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map(drop)
+            .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", path.display()))),
     }
 }

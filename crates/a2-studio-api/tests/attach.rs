@@ -296,3 +296,38 @@ async fn the_studio_attaches_through_a_pooler_read_only_and_polls() {
     studio.connection_close(NoArgs {}).await.ok();
     let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)")).execute(&admin).await;
 }
+
+/// A copy of a session is this user's alone (0600), never follows a
+/// symbolic link, and is refused under a read-only ceiling (it writes a store).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_are_private_and_refused_under_a_read_only_ceiling() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = scratch();
+    let url = seeded_sqlite(&dir).await;
+    let copy = |to: &std::path::Path| CopyRequest {
+        contract: "shop".into(),
+        session: "order-00002".into(),
+        as_session: None,
+        to: Some(to.display().to_string()),
+    };
+    let studio = Studio::new(&dir);
+    studio.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
+    let target = dir.join("copies").join("copy.sqlite");
+    studio.session_copy(copy(&target)).await.unwrap_or_else(|e| panic!("{e}"));
+    let mode = std::fs::metadata(&target).map(|m| m.permissions().mode()).unwrap_or(0);
+    assert_eq!(mode & 0o777, 0o600, "a copy of production data is this user's alone");
+
+    let elsewhere = dir.join("elsewhere.sqlite");
+    let link = dir.join("copies").join("link.sqlite");
+    std::os::unix::fs::symlink(&elsewhere, &link).unwrap_or_else(|e| panic!("{e}"));
+    let refused = studio.session_copy(copy(&link)).await.expect_err("a symbolic link is not followed");
+    assert_eq!(refused.code, ErrorCode::InvalidInput, "{refused:?}");
+    assert!(!elsewhere.exists(), "nothing was written where the link points");
+
+    let ceiling = Studio::with_limits(&dir, Limits { read_only: true, ..Limits::default() });
+    ceiling.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
+    let fresh = dir.join("copies").join("ceiling.sqlite");
+    let refused = ceiling.session_copy(copy(&fresh)).await.expect_err("a read-only process writes no copy");
+    assert_eq!(refused.code, ErrorCode::ReadOnly, "{refused:?}");
+    assert!(!fresh.exists());
+}

@@ -117,7 +117,7 @@ impl Studio {
     /// new (under a read-only ceiling it must exist, and opens read-only).
     pub async fn open_dev_store(&self, path: &Path) -> Result<ConnectionInfo, ApiError> {
         let new = !path.exists();
-        let url = format!("sqlite:{}", path.display());
+        let url = a2_store_registry::sqlite_url(path);
         if new && !self.limits.read_only {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir)
