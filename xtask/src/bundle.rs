@@ -31,7 +31,7 @@ pub fn bundle(debug: bool, build: bool) -> Result<Vec<PathBuf>, String> {
         run(cargo_build)?;
     }
     let root = workspace();
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let target = crate::setup::target_dir()?;
     let out = target.join(if debug { "debug" } else { "release" });
     let icons = icons(&root.join("src-tauri/icons/icon-source.png"), &out.join("bundle-icons"))?;
     let license = root.join("LICENSE");

@@ -84,8 +84,7 @@ fn test(extra: &[String], screenshots: bool) -> Result<(), String> {
     }
     // The soak's figures (dead letters the kills caused, lost, doubled) are
     // printed on every run, not only when the soak fails.
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| setup::workspace().join("target"), std::path::PathBuf::from);
+    let target = setup::target_dir()?;
     let soak_figures = target.join("tmp").join("a2-soak-figures.txt");
     let _ = std::fs::remove_file(&soak_figures);
     let result = run(command);
@@ -145,9 +144,11 @@ fn studio_bench() -> Result<(), String> {
     build.args(["build", "--release", "--quiet", "-p", "a2-cli"]);
     run(build)?;
     let root = setup::workspace();
-    let a2 = root.join("target/release/a2");
+    // The binary this build made, wherever cargo put it (not a stale one under ./target).
+    let target = setup::target_dir()?;
+    let a2 = target.join("release/a2");
     // Named for what it holds: a store seeded before the history session existed is seeded anew.
-    let dir = root.join("target/a2-bench-studio-2");
+    let dir = target.join("a2-bench-studio-2");
     let store = format!("sqlite:{}", dir.join("long.sqlite").display());
     if !dir.join("long.sqlite").exists() {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;

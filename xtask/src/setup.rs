@@ -40,6 +40,26 @@ pub fn workspace() -> PathBuf {
     root.canonicalize().unwrap_or(root)
 }
 
+/// Where cargo puts what it builds, as cargo itself says (`CARGO_TARGET_DIR`,
+/// `build.target-dir` in a config, or `target/`), so a binary run after a
+/// build is the one that build made.
+pub fn target_dir() -> Result<PathBuf, String> {
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(workspace())
+        .output()
+        .map_err(|e| format!("running cargo metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!("cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr)));
+    }
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata printed no JSON: {e}"))?;
+    metadata["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .ok_or_else(|| "cargo metadata named no target_directory".to_owned())
+}
+
 fn apt_line() -> String {
     format!(
         "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {}",

@@ -65,6 +65,13 @@ async fn serve(cli: &Cli, port: u16, demo_traffic: bool, export_dir: PathBuf) ->
         println!("A2 Studio is serving {} on {url}", a2_studio_api::profiles::redact(&cli.store));
         println!("Open that URL in a browser on this machine; Ctrl-C stops it.");
     }
+    // Said on stderr, so a script reading the URL from stdout still gets it.
+    if web::Assets::get(&web::EmbeddedUi, "index.html").is_none() {
+        eprintln!(
+            "a2: this binary carries no Studio UI (it was built before ui/dist existed): the page will say so. \
+             Build ui/ first (`cargo xtask studio` does), then this binary."
+        );
+    }
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
