@@ -306,7 +306,18 @@ impl Operator {
     /// Seed the demo contract into this store; returns the events appended.
     pub async fn demo_seed(&self, options: DemoOptions) -> Result<u64, OperatorError> {
         self.writable("demo.seed")?;
-        seed(self.attached.store.clone(), options).await
+        let parameters = serde_json::json!({
+            "sessions": options.sessions, "seed": options.seed, "fail_rate": options.fail_rate, "bulk": options.bulk,
+        });
+        let seeded = seed(self.attached.store.clone(), options).await;
+        // Seeding writes sessions and runs consumers: on record like every other write, failed or not.
+        let mut entry = self.wide_entry("demo.seed", Some(CONTRACT), parameters);
+        entry.outcome = match &seeded {
+            Ok(events) => serde_json::json!({ "events": events }),
+            Err(error) => serde_json::json!({ "error": error.to_string() }),
+        };
+        self.store().audit_append(entry).await?;
+        seeded
     }
 
     /// One demo session of `events` shipped orders (the Studio's scrolling test at scale).

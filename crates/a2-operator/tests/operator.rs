@@ -137,6 +137,7 @@ macro_rules! on_every_store {
 }
 
 on_every_store!(
+    demo_seed_is_audited,
     failed_consume_is_audited,
     import_checks_events_against_the_contract,
     read_only_overview_reads_kept_totals
@@ -322,6 +323,21 @@ async fn postgres_reads_and_actions() {
 /// A consume in run mode that fails halfway (here its consumer is paused
 /// after the second event) has moved the cursor: the audit log holds its
 /// start and its end, with the error and how far it got.
+/// Seeding the demo writes sessions and runs consumers: it is on record
+/// like every other write, with what it wrote.
+async fn demo_seed_is_audited(kind: StoreKind) {
+    let store = store_of(kind).await;
+    let op = operator(store, kind, Mode::ReadWrite);
+    let options = a2_operator::demo::DemoOptions { sessions: 2, fail_rate: 0.0, bulk: true, ..Default::default() };
+    let events = op.demo_seed(options).await.unwrap_or_else(|e| panic!("{e}"));
+    let audit = op.audit_list(AuditList { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let seeded = audit.iter().map(|r| &r.entry).find(|e| e.action == "demo.seed");
+    let seeded = seeded.unwrap_or_else(|| panic!("no demo.seed entry: {audit:?}"));
+    assert_eq!(seeded.contract.as_deref(), Some("shop"));
+    assert_eq!(seeded.parameters["sessions"], json!(2));
+    assert_eq!(seeded.outcome, json!({ "events": events }));
+}
+
 async fn failed_consume_is_audited(kind: StoreKind) {
     use a2_engine::{AppendInput, BoxError, Consumer, Contract, Server};
 
