@@ -167,8 +167,9 @@ fn session_settings(options: &PgOptions) -> Result<Vec<(&'static str, String)>, 
 
 /// The host a Postgres URL names, or `None` for a Unix socket.
 pub fn url_host(url: &str) -> Result<Option<String>, StoreError> {
-    let options =
-        PgConnectOptions::from_str(url).map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?;
+    // Without A2's own parameters: the driver logs the ones it does not know, values and all.
+    let options = PgConnectOptions::from_str(&url_route(url)?.url)
+        .map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?;
     let host = options.get_host();
     Ok((!host.starts_with('/')).then(|| host.to_owned()))
 }
@@ -209,7 +210,7 @@ impl Postgres {
         let (reader_connect, reader_begin) = settle(&[timeout], read_only);
         // Generic plans on the engine's pool only (`plans.rs`): its statements are the same every time.
         let (work_connect, work_begin) = settle(&work_settings, read_only);
-        let (notify_connect, notify_begin) = settle(&[unsynced], false);
+        let (notify_connect, notify_begin) = settle(&[unsynced], read_only);
         // The reader connects first, within the connect timeout: a bad host,
         // role or database fails fast and typed.
         let reader = PgPoolOptions::new()
@@ -369,15 +370,19 @@ impl Postgres {
         // An index whose concurrent build failed stays behind INVALID: it is
         // written by every append and answers nothing, so it is rebuilt, not
         // taken for one that exists.
-        const FOUND: &str = "SELECT current_schema()::text, (SELECT i.indisvalid FROM pg_index i \
-             JOIN pg_class c ON c.oid = i.indexrelid \
-             WHERE c.relname = 'a2_events_payload' AND c.relnamespace = current_schema()::regnamespace)";
+        const FOUND: &str = "SELECT current_schema()::text, i.indisvalid, \
+             EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = c.oid) \
+             FROM (SELECT 1) one LEFT JOIN pg_class c ON c.relname = 'a2_events_payload' \
+             AND c.relnamespace = current_schema()::regnamespace LEFT JOIN pg_index i ON i.indexrelid = c.oid";
         let mut conn = self.pool.conn().await?;
-        let (schema, valid): (String, Option<bool>) =
+        let (schema, valid, building): (String, Option<bool>, bool) =
             sqlx::query_as(FOUND).persistent(false).fetch_one(&mut *conn).await.map_err(db_error)?;
         conn.done().await?;
         if valid == Some(true) {
             return Ok(false);
+        }
+        if building {
+            return Err(StoreError::invalid("the payload index is being built now (by another call): let it finish"));
         }
         // Not in a transaction (CONCURRENTLY cannot be), and sent as one
         // simple query each, so they need no session setting: the schema is named.

@@ -73,7 +73,16 @@ async fn in_one_transaction(conn: &mut PgConnection, migrator: &Migrator) -> Res
             Some(_) => {}
         }
     }
-    for migration in migrator.iter().filter(|m| !applied.iter().any(|(v, ..)| *v == m.version)) {
+    let pending = migrator.iter().filter(|m| !m.migration_type.is_down_migration());
+    for migration in pending.filter(|m| !applied.iter().any(|(v, ..)| *v == m.version)) {
+        if migration.no_tx {
+            return Err(StoreError::Schema {
+                message: format!(
+                    "migration {} must run outside a transaction: open this store once through a direct URL",
+                    migration.version
+                ),
+            });
+        }
         let started = Instant::now();
         simple(conn, &migration.sql).await?;
         let took = i64::try_from(started.elapsed().as_nanos()).unwrap_or(i64::MAX);

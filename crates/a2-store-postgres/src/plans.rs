@@ -50,6 +50,10 @@ impl Postgres {
     /// The work pool's `plan_cache_mode`, then the generic plan of each hot
     /// statement on one of its connections: the plan the engine runs.
     pub async fn explain_hot_statements(&self) -> Result<(String, Vec<(&'static str, Vec<String>)>), StoreError> {
+        if self.is_pooled() {
+            // PREPARE/EXECUTE are session state, which a pooler does not keep.
+            return Err(StoreError::invalid("explaining the hot statements needs a direct connection, not a pooler"));
+        }
         let mut conn = self.pool.pool.acquire().await.map_err(db_error)?;
         let mode: String = sqlx::query_scalar("SHOW plan_cache_mode").fetch_one(&mut *conn).await.map_err(db_error)?;
         let mut plans = Vec::new();

@@ -201,8 +201,9 @@ pub fn url_path(url: &str) -> Result<String, StoreError> {
 /// query (a path with `?` would otherwise open another file).
 pub fn path_url(path: &Path) -> String {
     let text = path.to_string_lossy();
-    let mut url = String::with_capacity(text.len() + 7);
-    url.push_str("sqlite:");
+    let mut url = String::with_capacity(text.len() + 9);
+    // `sqlite://` is stripped whole: a path that starts `//` keeps its slashes behind it.
+    url.push_str(if text.starts_with("//") { "sqlite://" } else { "sqlite:" });
     for c in text.chars() {
         match c {
             '%' => url.push_str("%25"),

@@ -163,6 +163,12 @@ async fn a_path_with_a_question_mark_opens_that_file() {
         store.close().await;
         assert!(path.exists(), "{url} made {}", path.display());
     }
+    let doubled = format!("/{}", dir.join("d.sqlite").display());
+    let url = a2_store_sqlite::path_url(std::path::Path::new(&doubled));
+    let store = Sqlite::open_url(&url, Access::ReadWrite, Arc::new(SystemClock)).await;
+    let store = store.unwrap_or_else(|e| panic!("{url}: {e}"));
+    assert_eq!(store.path(), std::path::Path::new(&doubled), "a path that starts // stays absolute");
+    store.close().await;
     let stray: Vec<_> = std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.file_name()).collect();
     assert!(stray.iter().all(|n| n.to_string_lossy().contains('.')), "no file cut short at the ?: {stray:?}");
 }

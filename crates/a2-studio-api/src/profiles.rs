@@ -78,8 +78,8 @@ pub fn split_password(url: &str) -> (String, Option<String>) {
         let mut cut = false;
         let parts: Vec<String> = query
             .split('&')
-            .map(|part| match part.split_once('=') {
-                Some(("listen_url", value)) => {
+            .map(|part| match part.split_once('=').map(|(key, value)| (percent_decode(key), value)) {
+                Some((key, value)) if key == "listen_url" => {
                     let (bare, inner) = split_password(&percent_decode(&value.replace('+', " ")));
                     if inner.is_none() {
                         return part.to_owned();
@@ -165,6 +165,9 @@ fn target(url: &str) -> Vec<(String, String)> {
             part.1 = value.into_owned();
         } else if key == "hostaddr" {
             parts.push(("hostaddr".into(), value.into_owned()));
+        } else if key == "listen_url" {
+            // A pooled URL's direct one is sent the same password: it is a target too.
+            parts.extend(target(&value).into_iter().map(|(k, v)| (format!("listen_{k}"), v)));
         }
     }
     parts
@@ -340,6 +343,9 @@ mod tests {
         assert_eq!(url, "postgres://ops@db.example.com/app?sslmode=verify-full");
         assert_eq!(password.as_deref(), Some("hunter2"));
         assert_eq!(redact("postgresql://db/app?password=x"), "postgresql://db/app");
+        let (url, password) =
+            split_password("postgres://ops@pool/app?pgbouncer=true&listen%5Furl=postgres%3A%2F%2Fops%3Apw%40db%2Fapp");
+        assert!(!url.contains("pw") && password.as_deref() == Some("pw"), "an encoded key is the same key: {url}");
         let (url, password) = split_password("postgres://ops@db.example.com/app?pass%77ord=hunter2&sslmode=require");
         assert_eq!((url.as_str(), password.as_deref()), ("postgres://ops@db.example.com/app?sslmode=require", Some("hunter2")));
         let (url, password) = split_password(

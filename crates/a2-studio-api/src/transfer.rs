@@ -99,6 +99,7 @@ impl Studio {
 /// (0600) before SQLite opens it, and a symbolic link is never followed
 /// (it could point the copy anywhere).
 fn private_file(path: &std::path::Path) -> Result<(), ApiError> {
+    #[cfg(unix)]
     use std::os::unix::fs::OpenOptionsExt as _;
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => Err(ApiError::invalid(format!(
@@ -106,12 +107,12 @@ fn private_file(path: &std::path::Path) -> Result<(), ApiError> {
             path.display()
         ))),
         Ok(_) => Ok(()),
-        Err(_) => std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map(drop)
-            .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", path.display()))),
+        Err(_) => {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            options.mode(0o600);
+            options.open(path).map(drop).map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", path.display())))
+        }
     }
 }

@@ -47,14 +47,13 @@ pub fn pooler_in_front_of(url: &str) -> Result<String, String> {
         .ok_or("pgbouncer is not installed: apt-get install pgbouncer (cargo xtask test installs it)")?;
     let (host, port, database, user) = target(url)?;
     let listen = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
+    // A directory of this process's own, made anew (not one someone left or linked in the temp dir).
     let dir = std::env::temp_dir().join(format!("a2-pgbouncer-{}-{listen}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let as_root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
-    if as_root {
-        // PgBouncer will not run as root: it runs as `postgres`, which must write its log here.
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).map_err(|e| e.to_string())?;
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new().mode(0o700).create(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
+    let as_root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
     let users = dir.join("users.txt");
     std::fs::write(&users, format!("\"{user}\" \"\"\n")).map_err(|e| e.to_string())?;
     let config = dir.join("pgbouncer.ini");
@@ -69,6 +68,13 @@ pub fn pooler_in_front_of(url: &str) -> Result<String, String> {
         pid = dir.join("pgbouncer.pid").display(),
     )
     .map_err(|e| e.to_string())?;
+    if as_root {
+        // PgBouncer will not run as root: it runs as `postgres`, which reads its config and writes its log here.
+        let owned = Command::new("chown").args(["-R", "postgres"]).arg(&dir).status();
+        if !owned.is_ok_and(|s| s.success()) {
+            return Err(format!("could not hand {} to the postgres user for PgBouncer", dir.display()));
+        }
+    }
     // A shell minds it: when this test process is gone, PgBouncer is stopped.
     let user_flag = if as_root { "-u postgres" } else { "" };
     let minder = format!(
