@@ -75,18 +75,19 @@ pub fn pooler_in_front_of(url: &str) -> Result<String, String> {
             return Err(format!("could not hand {} to the postgres user for PgBouncer", dir.display()));
         }
     }
-    // A shell minds it: when this test process is gone, PgBouncer is stopped.
+    // A shell minds it: when this test process is gone, PgBouncer is stopped and its directory removed.
     let user_flag = if as_root { "-u postgres" } else { "" };
     let minder = format!(
         "{binary} {user_flag} \"$1\" & child=$!; \
          while kill -0 \"$2\" 2>/dev/null && kill -0 $child 2>/dev/null; do sleep 0.5; done; \
-         kill $child 2>/dev/null; wait",
+         kill $child 2>/dev/null; wait; rm -rf \"$3\"",
         binary = binary.display()
     );
     Command::new("sh")
         .args(["-c", &minder, "sh"])
         .arg(&config)
         .arg(std::process::id().to_string())
+        .arg(&dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
