@@ -1,0 +1,49 @@
+/** @vitest-environment jsdom */
+// The header says how the views refresh: live (notifications), or polling,
+// and through a pooler, that the pooler is why.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { cleanup, render, screen } from "@testing-library/react";
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import type { ConnectionInfo } from "./bindings";
+import { App } from "./App";
+import { setBackend } from "./commands";
+import { FakeStudio, connectionInfo } from "./test/fakeStudio";
+
+function renderWith(info: ConnectionInfo) {
+  const studio = new FakeStudio()
+    .on("connection_get", () => info)
+    .on("contract_list", () => [])
+    .on("consumer_overview", () => ({ computed_at: 0, totals: [] }))
+    .on("consumer_pause_list", () => [])
+    .on("attempt_rates", () => [])
+    .on("profile_list", () => ({ profiles: [], recent: [] }));
+  setBackend(studio);
+  render(
+    <QueryClientProvider client={new QueryClient({ defaultOptions: { queries: { retry: false } } })}>
+      <App transport="tauri" />
+    </QueryClientProvider>,
+  );
+}
+
+beforeEach(() => {
+  window.location.hash = "#/overview";
+});
+
+afterEach(() => {
+  cleanup();
+  setBackend(null);
+});
+
+describe("the header's refresh state", () => {
+  it("says live when notifications arrive", async () => {
+    renderWith(connectionInfo({ kind: "postgres", live: true }));
+    expect((await screen.findByTestId("live-state")).textContent).toBe("live");
+  });
+
+  it("says a pooler is why it polls", async () => {
+    renderWith(connectionInfo({ kind: "postgres", read_only: true, live: false, pooled: true }));
+    const state = await screen.findByTestId("live-state");
+    expect(state.textContent).toBe("polling (pooler)");
+    expect(state.getAttribute("title")).toMatch(/pooler.*LISTEN.*listen_url/);
+  });
+});
