@@ -45,15 +45,20 @@ impl Studio {
     /// store if new): the dev store unless `to` names another. The web mode
     /// writes only a plain file name under its export directory.
     pub async fn session_copy(&self, request: CopyRequest) -> Result<ImportOutcome, ApiError> {
-        // A copy writes a store, even if only a local file: not under a read-only ceiling.
-        if self.limits.read_only {
-            return Err(ApiError::new(
-                ErrorCode::ReadOnly,
-                "this process was started read-only: a copy writes a SQLite file, so it is refused (export instead)",
-            ));
-        }
         let source = self.operator()?;
         let path = self.copy_path(request.to.as_deref())?;
+        // Under a read-only ceiling a copy writes no store that exists (the
+        // dev store included): only a new file under the export directory.
+        if self.limits.read_only && std::fs::symlink_metadata(&path).is_ok() {
+            return Err(ApiError::new(
+                ErrorCode::ReadOnly,
+                format!(
+                    "this process was started read-only: a copy goes only to a new file under {}, and {} exists",
+                    self.limits.export_dir.display(),
+                    path.display()
+                ),
+            ));
+        }
         let from = a2_operator::SessionRef::new(request.contract, request.session);
         let copy = source.session_export(&from).await?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -83,7 +88,7 @@ impl Studio {
 
     fn copy_path(&self, to: Option<&str>) -> Result<PathBuf, ApiError> {
         let to = to.map(str::trim).filter(|t| !t.is_empty());
-        if self.limits.web {
+        if self.limits.web || self.limits.read_only {
             return self.export_file(to.unwrap_or("copies.sqlite"));
         }
         Ok(to.map_or_else(a2_store_registry::dev_store_path, PathBuf::from))

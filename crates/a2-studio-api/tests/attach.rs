@@ -298,9 +298,10 @@ async fn the_studio_attaches_through_a_pooler_read_only_and_polls() {
 }
 
 /// A copy of a session is this user's alone (0600), never follows a
-/// symbolic link, and is refused under a read-only ceiling (it writes a store).
+/// symbolic link, and under a read-only ceiling writes only a new file
+/// under the export directory, never a store that exists.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn copies_are_private_and_refused_under_a_read_only_ceiling() {
+async fn copies_are_private_and_only_new_files_under_a_read_only_ceiling() {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = scratch();
     let url = seeded_sqlite(&dir).await;
@@ -324,10 +325,14 @@ async fn copies_are_private_and_refused_under_a_read_only_ceiling() {
     assert_eq!(refused.code, ErrorCode::InvalidInput, "{refused:?}");
     assert!(!elsewhere.exists(), "nothing was written where the link points");
 
-    let ceiling = Studio::with_limits(&dir, Limits { read_only: true, ..Limits::default() });
+    let exports = dir.join("exports");
+    let ceiling = Studio::with_limits(&dir, Limits { read_only: true, export_dir: exports.clone(), ..Limits::default() });
     ceiling.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
-    let fresh = dir.join("copies").join("ceiling.sqlite");
-    let refused = ceiling.session_copy(copy(&fresh)).await.expect_err("a read-only process writes no copy");
-    assert_eq!(refused.code, ErrorCode::ReadOnly, "{refused:?}");
-    assert!(!fresh.exists());
+    let refused = ceiling.session_copy(copy(&target)).await.expect_err("not to a path of its choosing");
+    assert_eq!(refused.code, ErrorCode::InvalidInput, "{refused:?}");
+    let fresh = std::path::Path::new("ceiling.sqlite");
+    ceiling.session_copy(copy(fresh)).await.unwrap_or_else(|e| panic!("a new file under the export dir: {e}"));
+    assert!(exports.join(fresh).exists());
+    let again = ceiling.session_copy(copy(fresh)).await.expect_err("a store that exists is not written");
+    assert_eq!(again.code, ErrorCode::ReadOnly, "{again:?}");
 }
