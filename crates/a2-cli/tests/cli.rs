@@ -42,29 +42,11 @@ async fn store_url(kind: &str) -> (String, Arc<dyn Store>) {
 /// A database of its own (a pooler passes no `options`, so no schema by
 /// URL), seeded directly, reached by `a2` through this process's PgBouncer.
 async fn pooled_store_url() -> (String, Arc<dyn Store>) {
-    let base = a2_test_support::postgres_url();
-    let database = a2_test_support::fresh_schema("clipool");
-    let admin = sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("{e}"));
-    sqlx::query(&format!("CREATE DATABASE {database}")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
-    admin.close().await;
-    let at = |url: &str| url.rsplit_once('/').map(|(server, _)| format!("{server}/{database}")).unwrap_or_default();
-    let pooled = a2_test_support::pooled_postgres_url();
-    let (pooled, flags) = pooled.split_once('?').unwrap_or((&pooled, ""));
-    let direct = a2_store_postgres::Postgres::connect(&at(&base), Default::default(), Arc::new(SystemClock))
+    let (direct, pooled) = a2_test_support::fresh_pooled_database("clipool").await;
+    let store = a2_store_postgres::Postgres::connect(&direct, Default::default(), Arc::new(SystemClock))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    (format!("{}?{flags}", at(pooled)), Arc::new(direct))
-}
-
-/// Drop a database [`pooled_store_url`] made, closing what still holds it.
-async fn drop_database(url: &str) {
-    let Some(database) = url.split('?').next().and_then(|u| u.rsplit_once('/')).map(|(_, d)| d.to_owned()) else {
-        return;
-    };
-    if let Ok(admin) = sqlx::PgPool::connect(&a2_test_support::postgres_url()).await {
-        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)")).execute(&admin).await;
-        admin.close().await;
-    }
+    (pooled, Arc::new(store))
 }
 
 /// Two sessions of `shop`; `charger` dead at index 1 of o-1.
@@ -406,7 +388,7 @@ async fn postgres_pooled_reads_actions_and_exit_codes() {
     let refused = runs.iter().find(|(code, _, _)| *code != 0);
     let (_, _, err) = refused.unwrap_or_else(|| panic!("three unflagged runs through a pooler all passed: {runs:?}"));
     assert!(err.contains("pgbouncer=true"), "the refusal says what to add: {err}");
-    drop_database(&url).await;
+    a2_test_support::drop_database(&url).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

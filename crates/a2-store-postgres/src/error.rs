@@ -29,20 +29,17 @@ pub fn db_error(error: sqlx::Error) -> StoreError {
                 // A pooler refused a connection setting the server takes; or a
                 // named statement met another client's on the same server
                 // connection, or was looked for on another: a transaction-mode pooler.
-                "08P01" if message.contains("unsupported startup parameter") => StoreError::Unavailable {
-                    message: format!(
-                        "{message} ({code}): a connection pooler (PgBouncer, Supavisor) refused a setting \
-                         only a direct connection takes; add pgbouncer=true to the URL"
-                    ),
-                    retryable: false,
-                },
-                "42P05" | "26000" if message.contains("sqlx_s_") => StoreError::Unavailable {
-                    message: format!(
-                        "{message} ({code}): this looks like a transaction-mode pooler (PgBouncer, \
-                         Supavisor, RDS Proxy) between A2 and Postgres; add pgbouncer=true to the URL"
-                    ),
-                    retryable: false,
-                },
+                "08P01" | "42P05" | "26000"
+                    if message.contains("unsupported startup parameter") || message.contains("sqlx_s_") =>
+                {
+                    StoreError::Unavailable {
+                        message: format!(
+                            "{message} ({code}): this looks like a transaction-mode pooler (PgBouncer, \
+                             Supavisor, RDS Proxy) between A2 and Postgres; add pgbouncer=true to the URL"
+                        ),
+                        retryable: false,
+                    }
+                }
                 "42P01" | "42703" => {
                     StoreError::Schema { message: format!("{message}: the A2 schema is missing or different") }
                 }

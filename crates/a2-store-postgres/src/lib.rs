@@ -93,8 +93,6 @@ pub struct Postgres {
     pool: Db,
     reader: Db,
     access: Access,
-    /// Through a transaction-mode pooler (`?pgbouncer=true`): see `route.rs`.
-    pooled: bool,
     changes: broadcast::Sender<String>,
     /// The NOTIFY connection (not waiting for the disk).
     notifier: Db,
@@ -126,6 +124,11 @@ impl Drop for Listening {
 /// each transaction carries them (`route.rs`), and no statement is kept.
 /// Public so tests can open exactly the connection a store uses.
 pub fn connect_options(url: &str, options: &PgOptions) -> Result<PgConnectOptions, StoreError> {
+    route_options(&url_route(url)?, options)
+}
+
+/// [`connect_options`] for a URL whose route was read already.
+fn route_options(route: &UrlRoute, options: &PgOptions) -> Result<PgConnectOptions, StoreError> {
     // sqlx's verify-ca path asks rustls for the process's default crypto
     // provider; where a second provider is compiled in (aws-lc-rs, through
     // another crate) neither is the default and that path panics. Ours is
@@ -134,7 +137,6 @@ pub fn connect_options(url: &str, options: &PgOptions) -> Result<PgConnectOption
     PROVIDER.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
-    let route = url_route(url)?;
     let mut connect = PgConnectOptions::from_str(&route.url)
         .map_err(|e| StoreError::invalid(format!("not a usable Postgres URL: {e}")))?
         .application_name(&options.application_name);
@@ -142,11 +144,10 @@ pub fn connect_options(url: &str, options: &PgOptions) -> Result<PgConnectOption
         connect = connect.password(password);
     }
     let connect = server::default_tls(&route.url, connect);
-    let settings = session_settings(options)?;
+    let mut settings = session_settings(options)?;
     if route.pooled {
         return Ok(connect.statement_cache_capacity(0).extra_float_digits(None));
     }
-    let mut settings: Vec<(&str, String)> = settings;
     if options.access == Access::ReadOnly {
         settings.push(("default_transaction_read_only", "on".into()));
     }
@@ -184,7 +185,7 @@ fn valid_schema(name: &str) -> bool {
 impl Postgres {
     pub async fn connect(url: &str, options: PgOptions, clock: Arc<dyn Clock>) -> Result<PgStore, StoreError> {
         let route = url_route(url)?;
-        let connect = connect_options(url, &options)?;
+        let connect = route_options(&route, &options)?;
         let timeout = ("statement_timeout", options.statement_timeout.as_millis().to_string());
         let mut work_settings: Vec<(&str, String)> =
             plans::WORK_PLANS.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
@@ -287,7 +288,6 @@ impl Postgres {
             reader,
             notifier,
             access: options.access,
-            pooled: route.pooled,
             changes,
             announce,
             server,
@@ -301,7 +301,7 @@ impl Postgres {
 
     /// Whether statements go through a transaction-mode pooler (`?pgbouncer=true`).
     pub fn is_pooled(&self) -> bool {
-        self.pooled
+        !self.pool.prepared()
     }
 
     /// Whether changes from other processes arrive as notifications (else readers poll).

@@ -266,14 +266,7 @@ async fn web_mode_under_a_read_only_ceiling_opens_its_own_store_read_only_and_no
 /// carries no LISTEN). A database of its own: a pooler passes no `options`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_studio_attaches_through_a_pooler_read_only_and_polls() {
-    let base = a2_test_support::postgres_url();
-    let database = a2_test_support::fresh_schema("attachpool");
-    let admin = sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("{e}"));
-    sqlx::query(&format!("CREATE DATABASE {database}")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
-    let at = |url: &str| url.rsplit_once('/').map(|(server, _)| format!("{server}/{database}")).unwrap_or_default();
-    let pooled = a2_test_support::pooled_postgres_url();
-    let (pooler, flags) = pooled.split_once('?').unwrap_or((&pooled, ""));
-    let url = format!("{}?{flags}", at(pooler));
+    let (_, url) = a2_test_support::fresh_pooled_database("attachpool").await;
 
     let writer = Studio::new(&scratch());
     let written = writer.connection_open(open(&url, Some(false))).await.unwrap_or_else(|e| panic!("{e}"));
@@ -294,7 +287,7 @@ async fn the_studio_attaches_through_a_pooler_read_only_and_polls() {
     let refused = studio.demo_seed(seed).await.expect_err("a read-only attach refuses writes");
     assert_eq!(refused.code, ErrorCode::ReadOnly, "{refused:?}");
     studio.connection_close(NoArgs {}).await.ok();
-    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)")).execute(&admin).await;
+    a2_test_support::drop_database(&url).await;
 }
 
 /// A copy of a session is this user's alone (0600), never follows a

@@ -52,3 +52,29 @@ pub async fn drop_schema(schema: &str) {
         pool.close().await;
     }
 }
+
+/// A database of its own on the test Postgres, for what cannot take a
+/// schema by URL (a pooler passes no `options`): (its direct URL, its URL
+/// through this process's PgBouncer with `pgbouncer=true`). [`drop_database`] removes it.
+pub async fn fresh_pooled_database(tag: &str) -> (String, String) {
+    let base = postgres_url();
+    let database = fresh_schema(tag);
+    let admin = sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("admin connection to {base}: {e}"));
+    sqlx::query(&format!("CREATE DATABASE {database}")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
+    admin.close().await;
+    let at = |url: &str| url.rsplit_once('/').map(|(server, _)| format!("{server}/{database}")).unwrap_or_default();
+    let pooled = pooled_postgres_url();
+    let (pooler, flags) = pooled.split_once('?').unwrap_or((&pooled, ""));
+    (at(&base), format!("{}?{flags}", at(pooler)))
+}
+
+/// Drop a database [`fresh_pooled_database`] made (by either URL), closing what still holds it.
+pub async fn drop_database(url: &str) {
+    let Some(database) = url.split('?').next().and_then(|u| u.rsplit_once('/')).map(|(_, d)| d.to_owned()) else {
+        return;
+    };
+    if let Ok(admin) = sqlx::PgPool::connect(&postgres_url()).await {
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)")).execute(&admin).await;
+        admin.close().await;
+    }
+}

@@ -25,16 +25,11 @@ pub fn pooled_postgres_url() -> String {
     }
 }
 
-/// The host, port and database of a Postgres URL, and its user.
+/// The host, port and database of a Postgres URL, and its user, as the driver reads them.
 fn target(url: &str) -> Result<(String, u16, String, String), String> {
-    let rest = url.split_once("://").map(|(_, rest)| rest).ok_or_else(|| format!("{url}: not a URL"))?;
-    let (credentials, rest) = rest.rsplit_once('@').unwrap_or(("postgres", rest));
-    let user = credentials.split(':').next().unwrap_or("postgres").to_owned();
-    let (address, database) = rest.split_once('/').unwrap_or((rest, "postgres"));
-    let database = database.split('?').next().unwrap_or("postgres").to_owned();
-    let (host, port) = address.rsplit_once(':').unwrap_or((address, "5432"));
-    let port = port.parse().map_err(|_| format!("{url}: port {port:?}"))?;
-    Ok((host.to_owned(), port, database, user))
+    let options: sqlx::postgres::PgConnectOptions = url.parse().map_err(|e| format!("{url}: {e}"))?;
+    let database = options.get_database().unwrap_or("postgres").to_owned();
+    Ok((options.get_host().to_owned(), options.get_port(), database, options.get_username().to_owned()))
 }
 
 /// Start a PgBouncer in transaction mode in front of the Postgres `url`

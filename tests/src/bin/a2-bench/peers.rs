@@ -42,21 +42,23 @@ fn peer_once(name: &str, url: &str, schema: &str) -> Result<f64, String> {
     printed["jobs_per_s"].as_f64().ok_or_else(|| format!("{name} printed no jobs_per_s: {line}"))
 }
 
-fn median(values: &mut [f64]) -> f64 {
+pub(super) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// Ours in a fresh schema: appends against raw INSERTs, then both drain shapes over `JOBS` events.
-async fn ours(url: &str, schema: &str) -> Result<[f64; 4], String> {
+/// Ours in a fresh schema, the store opened at `store_url` (direct, or
+/// through a pooler): appends against raw INSERTs made directly at
+/// `direct_url`, then both drain shapes over `JOBS` events.
+pub(super) async fn ours(store_url: &str, direct_url: &str, schema: &str) -> Result<[f64; 4], String> {
     let options = OpenOptions { schema: Some(schema.to_owned()), max_connections: Some(32), ..OpenOptions::default() };
-    let store = open_with(url, options).await.map_err(|e| e.to_string())?;
-    let raw = raw_inserts(url, schema).await?;
+    let store = open_with(store_url, options).await.map_err(|e| e.to_string())?;
+    let raw = raw_inserts(direct_url, schema).await?;
     let server =
         Server::builder(contract().map_err(|e| e.to_string())?, store.clone()).build().map_err(|e| e.to_string())?;
     let appended = appends(&server).await?;
-    let jobs = drain_shape(store.clone(), 200, JOBS / 200, Shape::Jobs, "peers-jobs", Some((url, schema))).await?;
-    let log = drain_shape(store, 200, JOBS / 200, Shape::Log, "peers-log", Some((url, schema))).await?;
+    let jobs = drain_shape(store.clone(), 200, JOBS / 200, Shape::Jobs, "peers-jobs", Some((direct_url, schema))).await?;
+    let log = drain_shape(store, 200, JOBS / 200, Shape::Log, "peers-log", Some((direct_url, schema))).await?;
     Ok([appended, raw, jobs, log])
 }
 
@@ -65,7 +67,7 @@ pub async fn run(url: &str) -> Result<(), String> {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 1..=ROUNDS {
         let schema = format!("a2_peers_{}_{round}", std::process::id());
-        let figures = ours(url, &schema).await;
+        let figures = ours(url, url, &schema).await;
         drop_schema(url, &schema).await;
         let [a, r, j, l] = figures?;
         println!("bench peers round={round} ours append_per_s={a:.0} raw_insert_per_s={r:.0} drain_jobs_per_s={j:.0} drain_log_per_s={l:.0}");
