@@ -136,6 +136,10 @@ pub(crate) enum Command {
         /// Compute the totals now, even read-only: a pass over every cursor of the store.
         #[arg(long)]
         live: bool,
+        /// Read-write: recompute the kept totals by a full pass over every cursor
+        /// (the repair path; the upkeep leader folds in only what changed).
+        #[arg(long, conflicts_with = "live")]
+        recompute: bool,
     },
     /// Dead letters store-wide, of a contract or of a session.
     DeadLetters {

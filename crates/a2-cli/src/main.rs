@@ -207,11 +207,11 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
         }
         Command::Heads(t) => out.heads(&studio.head_list(t.into()).await?),
         Command::Presence(t) => out.presence(&studio.presence_list(t.into()).await?),
-        Command::Consumers { contract, max_age, live } => {
+        Command::Consumers { contract, max_age, live, recompute } => {
             out.header(&info);
             let max_age_ms = max_age.saturating_mul(1000);
             let pauses = studio.consumer_pause_list(PauseQuery { contract: contract.clone() }).await?;
-            out.consumers(&studio.consumer_overview(TotalsQuery { contract, max_age_ms, live }).await?, &pauses);
+            out.consumers(&studio.consumer_overview(TotalsQuery { contract, max_age_ms, live, recompute }).await?, &pauses);
         }
         Command::Processes { contract, id: None } => {
             out.header(&info);

@@ -233,3 +233,19 @@ async fn a_read_only_postgres_session_copies_into_a_sqlite_file() {
     .unwrap_or_else(|e| panic!("{e}"));
     sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// `--recompute` is the kept totals' repair path: a full pass, read-write
+/// only; it keeps what a live pass computes.
+#[test]
+fn consumers_recompute_is_a_read_write_repair() {
+    let store = sqlite("recompute");
+    ok(&store, &["demo", "--sessions", "6"]);
+    let (code, _, err) = a2(&store, &["--read-only", "consumers", "--recompute"]);
+    assert_eq!(code, 3, "read-only refuses the full pass: {err}");
+    let recomputed = json(&store, &["consumers", "--recompute"]);
+    let live = json(&store, &["consumers", "--live"]);
+    assert!(recomputed.as_array().is_some_and(|c| !c.is_empty()), "{recomputed}");
+    assert_eq!(recomputed, live);
+    let (code, _, err) = a2(&store, &["consumers", "--recompute", "--live"]);
+    assert_eq!(code, 2, "one or the other: {err}");
+}

@@ -27,6 +27,8 @@ pub struct Faulty {
     pub snapshot_gets: AtomicU32,
     /// Whole-store consumer-total aggregates asked for (computed or refreshed).
     pub totals_computed: AtomicU32,
+    /// Attempt-rate reads that counted runs rather than read the kept minutes.
+    pub rates_counted: AtomicU32,
     /// Taking, keeping and letting go of the upkeep lease fail: a leader that died.
     pub fail_upkeep: AtomicBool,
     /// Completions wait while this is on (a commit stuck behind a slow disk), then go through.
@@ -47,6 +49,7 @@ impl Faulty {
             event_lists: AtomicU32::new(0),
             snapshot_gets: AtomicU32::new(0),
             totals_computed: AtomicU32::new(0),
+            rates_counted: AtomicU32::new(0),
             fail_upkeep: AtomicBool::new(false),
             hold_completions: AtomicBool::new(false),
         })
@@ -219,9 +222,9 @@ impl Store for Faulty {
         self.totals_computed.fetch_add(1, Ordering::SeqCst);
         self.inner.consumer_totals(contract).await
     }
-    async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError> {
+    async fn consumer_totals_refresh(&self, params: TotalsRefresh) -> Result<TotalsRefreshed, StoreError> {
         self.totals_computed.fetch_add(1, Ordering::SeqCst);
-        self.inner.consumer_totals_refresh().await
+        self.inner.consumer_totals_refresh(params).await
     }
     async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError> {
         self.inner.consumer_totals_snapshot(contract).await
@@ -272,6 +275,9 @@ impl Store for Faulty {
         self.inner.attempt_prune(params).await
     }
     async fn attempt_rates(&self, params: AttemptRates) -> Result<Vec<AttemptRate>, StoreError> {
+        if !params.kept {
+            self.rates_counted.fetch_add(1, Ordering::SeqCst);
+        }
         self.inner.attempt_rates(params).await
     }
     async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError> {

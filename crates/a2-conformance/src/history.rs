@@ -157,7 +157,7 @@ pub async fn attempt_history_records_every_outcome(factory: &dyn StoreFactory) {
 
     // Throughput: completions and failures (failed, aborted, lapsed) per consumer and bucket.
     let rates =
-        store.attempt_rates(AttemptRates { contract: Some(CONTRACT.into()), since: 0, bucket_ms: 60_000 }).await;
+        store.attempt_rates(AttemptRates { contract: Some(CONTRACT.into()), since: 0, bucket_ms: 60_000, kept: false }).await;
     let rates = rates.expect("rates");
     let sum = |consumer: &str, pick: fn(&AttemptRate) -> u64| -> u64 {
         rates.iter().filter(|r| r.consumer == consumer).map(pick).sum()
@@ -166,9 +166,9 @@ pub async fn attempt_history_records_every_outcome(factory: &dyn StoreFactory) {
     assert_eq!((sum("t", |r| r.completed), sum("t", |r| r.failed)), (1, 0));
     assert!(rates.iter().all(|r| r.bucket_start % 60_000 == 0 && r.contract == CONTRACT));
     assert!(rates.windows(2).all(|w| w[0].bucket_start <= w[1].bucket_start), "oldest bucket first");
-    let recent = AttemptRates { contract: None, since: clock.now_ms() + 1, bucket_ms: 60_000 };
+    let recent = AttemptRates { contract: None, since: clock.now_ms() + 1, bucket_ms: 60_000, kept: false };
     assert!(store.attempt_rates(recent).await.expect("rates").is_empty());
-    let elsewhere = AttemptRates { contract: Some("elsewhere".into()), since: 0, bucket_ms: 60_000 };
+    let elsewhere = AttemptRates { contract: Some("elsewhere".into()), since: 0, bucket_ms: 60_000, kept: false };
     assert!(store.attempt_rates(elsewhere).await.expect("rates").is_empty());
 }
 

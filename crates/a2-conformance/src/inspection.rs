@@ -410,7 +410,7 @@ pub async fn consumer_totals_are_kept_until_refreshed(factory: &dyn StoreFactory
         })
         .await
         .expect("another contract");
-    let refreshed = store.consumer_totals_refresh().await.expect("refresh");
+    let refreshed = store.consumer_totals_refresh(TotalsRefresh::default()).await.expect("refresh").snapshot;
     assert_eq!(refreshed.totals, store.consumer_totals(None).await.expect("live"));
     assert_eq!(refreshed.computed_at, clock.now_ms());
     let kept = store.consumer_totals_snapshot(Some(CONTRACT)).await.expect("kept").expect("some");
@@ -419,7 +419,7 @@ pub async fn consumer_totals_are_kept_until_refreshed(factory: &dyn StoreFactory
     clock.advance(5_000);
     let stale = store.consumer_totals_snapshot(Some(CONTRACT)).await.expect("kept").expect("some");
     assert_eq!(stale, kept, "kept totals change only when refreshed");
-    let fresh = store.consumer_totals_refresh().await.expect("refresh");
+    let fresh = store.consumer_totals_refresh(TotalsRefresh::default()).await.expect("refresh").snapshot;
     assert!(fresh.computed_at > kept.computed_at);
     assert_ne!(store.consumer_totals_snapshot(Some(CONTRACT)).await.expect("kept"), Some(kept));
 }
@@ -448,10 +448,13 @@ pub async fn consumer_totals_in_chunks_match_the_whole(whole: Arc<dyn Store>, ch
             }
         }
     }
+    let want_all = whole.consumer_totals(None).await.expect("whole");
+    assert_eq!(want_all.len(), 4);
     for contract in [Some(CONTRACT), Some("other"), None] {
         let want = whole.consumer_totals(contract).await.expect("whole");
         assert!(!want.is_empty() && want.iter().any(|t| t.total_lag > 0), "{contract:?}: something to sum");
         assert_eq!(chunked.consumer_totals(contract).await.expect("chunked"), want, "{contract:?}");
     }
-    assert_eq!(chunked.consumer_totals_refresh().await.expect("refresh").totals.len(), 4);
+    let full = TotalsRefresh { full: true, ..TotalsRefresh::default() };
+    assert_eq!(chunked.consumer_totals_refresh(full).await.expect("refresh").snapshot.totals, want_all);
 }

@@ -38,6 +38,7 @@ mod semantics;
 pub mod store;
 mod support;
 mod tasks;
+mod totals;
 mod upkeep;
 
 pub use inspection::consumer_totals_in_chunks_match_the_whole;
@@ -113,6 +114,9 @@ macro_rules! conformance_suite {
                     inspection_heads_and_dead_letters_store_wide,
                     inspection_consumer_totals,
                     consumer_totals_are_kept_until_refreshed,
+                    totals_kept_incrementally_match_a_full_pass,
+                    a_refresh_folds_in_only_what_changed,
+                    a_refresh_under_a_lost_lease_writes_nothing,
                     inspection_snapshots,
                     hostile_session_ids_round_trip,
                     audit_log_keeps_actions_newest_first,

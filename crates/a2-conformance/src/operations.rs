@@ -193,7 +193,7 @@ async fn session_reads(store: &dyn Store, session: &str) -> (Value, Vec<Event>, 
 }
 
 /// The import a copy of `session` under `to` would make, from the reads alone.
-async fn copy_of(store: &dyn Store, session: &str, to: &str) -> SessionImport {
+pub(crate) async fn copy_of(store: &dyn Store, session: &str, to: &str) -> SessionImport {
     let (summary, events, heads, snapshots) = session_reads(store, session).await;
     let number = |field: &str| summary[field].as_u64().expect("a number");
     let snapshot = |s: &SnapshotInfo| Snapshot {

@@ -20,6 +20,7 @@ pub use crate::operations::*;
 pub use crate::presence_cells::*;
 pub use crate::registry::{heads_leased_are_listed_by_process, servers_register_and_expire};
 pub use crate::tasks::*;
+pub use crate::totals::*;
 pub use crate::upkeep::upkeep_lease_is_held_by_one_owner_at_a_time;
 
 pub(crate) fn complete(

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use a2_store::TotalsRefresh;
 use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -33,9 +34,10 @@ struct State {
     /// with work drains as many as it can run, and the rest wait as small
     /// tasks rather than as drains holding claims.
     draining: Arc<Semaphore>,
-    /// This server holds its contract's upkeep lease: only then does its
-    /// refresher refresh and prune (one leader, however many servers).
-    leading: Arc<AtomicBool>,
+    /// The contract's upkeep lease while this server holds it: only then does
+    /// its refresher refresh and prune (one leader, however many servers),
+    /// and its refresh commits only while that generation of the lease holds.
+    leading: Arc<Mutex<Option<a2_store::UpkeepFence>>>,
     /// Who holds the scheduled tasks this server claims to deliver.
     holder: String,
 }
@@ -70,7 +72,7 @@ impl Background {
                 shutdown,
                 drains: Mutex::new(HashMap::new()),
                 draining: Arc::new(Semaphore::new(max_draining)),
-                leading: Arc::new(AtomicBool::new(false)),
+                leading: Arc::new(Mutex::new(None)),
                 // Under the server's own prefix, so its leases name it in the registry.
                 holder: format!("{}scheduler", core.holder_prefix()),
             }),
@@ -280,11 +282,13 @@ async fn deliver_loop(state: Arc<State>) {
     }
 }
 
-/// Keep the store's consumer totals fresh while this server works in the
-/// background and leads its contract's upkeep; prune on the same turn.
+/// Keep the contract's consumer totals fresh while this server works in the
+/// background and leads its contract's upkeep (each refresh folds in what
+/// changed since the last); prune every [`PRUNE_EVERY`].
 fn start_refresher(state: &Arc<State>) {
     let state = state.clone();
     tokio::spawn(async move {
+        let mut pruned_at: Option<tokio::time::Instant> = None;
         loop {
             let every = match state.core.upgrade() {
                 Some(core) => core.timings().totals_refresh,
@@ -294,18 +298,30 @@ fn start_refresher(state: &Arc<State>) {
                 () = tokio::time::sleep(every) => {},
                 () = state.shutdown.cancelled() => return,
             }
-            if !state.leading.load(Ordering::SeqCst) {
-                continue;
-            }
+            let Some(fence) = state.leading.lock().unwrap_or_else(|p| p.into_inner()).clone() else { continue };
             let Some(core) = state.core.upgrade() else { return };
-            if let Err(error) = core.store().consumer_totals_refresh().await {
-                tracing::warn!(code = error.code(), %error, "could not refresh the kept consumer totals");
+            let refresh = TotalsRefresh { contract: Some(fence.scope.clone()), fence: Some(fence), ..TotalsRefresh::default() };
+            match core.store().consumer_totals_refresh(refresh).await {
+                Ok(_) => {}
+                // Another server leads now: its refresh stands, this one wrote nothing.
+                Err(error @ a2_store::StoreError::UpkeepLeaseLost { .. }) => {
+                    tracing::debug!(code = error.code(), %error, "the upkeep lease moved on; not refreshing");
+                    continue;
+                }
+                Err(error) => tracing::warn!(code = error.code(), %error, "could not refresh the kept consumer totals"),
             }
-            prune_attempts(&core).await;
-            prune_presence(&core).await;
+            // The prunes walk the contract's sessions: on their own slower turn, not every refresh.
+            if pruned_at.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+                pruned_at = Some(tokio::time::Instant::now());
+                prune_attempts(&core).await;
+                prune_presence(&core).await;
+            }
         }
     });
 }
+
+/// How often the upkeep leader prunes attempt history and expired presence.
+const PRUNE_EVERY: Duration = Duration::from_secs(30);
 
 /// Delete expired presence (values and tombstones), a bounded batch a pass:
 /// reads already leave it out, this keeps the table from growing.

@@ -3,11 +3,10 @@
 //! a clean shutdown. A beat that fails is logged and tried again at the next
 //! one: the registry tells operators who serves what; it never stops work.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2_store::{DeclaredConsumer, HeadKind, ServerBeat, ServerInfo, Store, UpkeepLease, UpkeepRelease};
+use a2_store::{DeclaredConsumer, HeadKind, ServerBeat, ServerInfo, Store, UpkeepFence, UpkeepLease, UpkeepRelease};
 use tokio_util::sync::CancellationToken;
 
 use crate::consumer::Lane;
@@ -58,14 +57,15 @@ pub(crate) fn beat_of(core: &ServerCore) -> ServerBeat {
 /// Beat until `shutdown`, then remove the row: a process that dies instead
 /// leaves it to go stale (gone after `MISSED_BEATS`, pruned after a day).
 /// Each beat also takes or keeps the contract's upkeep lease (three beats
-/// long), and `leading` says whether this server holds it; on shutdown the
+/// long), and `leading` holds the lease while this server holds it (its
+/// generation fences the upkeep's writes); on shutdown the
 /// lease is let go, so another server leads at its next beat.
 pub(crate) async fn keep_registered(
     store: Arc<dyn Store>,
     beat: ServerBeat,
     every: Duration,
     shutdown: CancellationToken,
-    leading: Arc<AtomicBool>,
+    leading: Arc<Mutex<Option<UpkeepFence>>>,
 ) {
     let every = every.max(MIN_BEAT);
     let lease = UpkeepLease {
@@ -77,7 +77,13 @@ pub(crate) async fn keep_registered(
     loop {
         // Lead only while the lease is surely held: a renewal that fails lets go at once.
         let held = store.upkeep_lease(lease.clone()).await;
-        leading.store(matches!(held, Ok(Some(_))), Ordering::SeqCst);
+        let fence = match &held {
+            Ok(Some(generation)) => {
+                Some(UpkeepFence { scope: lease.scope.clone(), owner: lease.owner.clone(), generation: *generation })
+            }
+            _ => None,
+        };
+        *leading.lock().unwrap_or_else(|p| p.into_inner()) = fence;
         if let Err(error) = held {
             tracing::debug!(code = error.code(), %error, "could not take or keep the upkeep lease");
         }
@@ -95,7 +101,7 @@ pub(crate) async fn keep_registered(
             () = shutdown.cancelled() => break,
         }
     }
-    leading.store(false, Ordering::SeqCst);
+    *leading.lock().unwrap_or_else(|p| p.into_inner()) = None;
     let release = UpkeepRelease { scope: lease.scope, owner: lease.owner };
     if let Err(error) = store.upkeep_release(release).await {
         tracing::debug!(code = error.code(), %error, "could not let the upkeep lease go; it expires by itself");

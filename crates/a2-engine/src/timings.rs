@@ -28,8 +28,9 @@ pub struct DrainTimings {
     pub watchdog_grace: Duration,
     pub consume_wait_min: Duration,
     pub consume_wait_max: Duration,
-    /// How often a server running in the background recomputes the store's
-    /// kept consumer totals (what the Studio's overview reads).
+    /// How often the upkeep leader folds what changed into the contract's
+    /// kept consumer totals (what the Studio's overview reads): a refresh
+    /// costs what changed, so kept totals stay a few seconds old.
     pub totals_refresh: Duration,
     /// How often a stream looks for appends made by other processes.
     pub stream_poll: Duration,
@@ -62,7 +63,7 @@ impl Default for DrainTimings {
             consume_wait_min: Duration::from_millis(25),
             consume_wait_max: Duration::from_secs(1),
             stream_poll: Duration::from_secs(1),
-            totals_refresh: Duration::from_secs(30),
+            totals_refresh: Duration::from_secs(2),
             rescue_every: Duration::from_secs(5),
             scheduler_poll: Duration::from_secs(1),
             watchdog: true,

@@ -130,6 +130,10 @@ pub struct TotalsQuery {
     /// Compute them now, even read-only: a pass over every cursor of the store.
     #[serde(default)]
     pub live: bool,
+    /// Read-write only: recompute the kept totals by a full pass over every
+    /// cursor (the repair path; a refresh otherwise folds in what changed).
+    #[serde(default)]
+    pub recompute: bool,
 }
 
 /// One dead letter: a consumer's head at `index` in a session.

@@ -5,6 +5,10 @@ use a2_store::*;
 
 use crate::*;
 
+/// Kept figures refreshed within this are being kept by a running server
+/// (it refreshes every few seconds); older, nobody is refreshing them.
+pub const KEPT_FRESH_MS: i64 = 30_000;
+
 impl Operator {
     pub async fn contract_list(&self) -> Result<Vec<String>> {
         Ok(self.store().contract_list().await?)
@@ -100,6 +104,13 @@ impl Operator {
         let contract = query.contract.as_deref().filter(|c| !c.is_empty());
         let max_age_ms = i64::from(query.max_age_ms);
         let now = self.now();
+        if query.recompute {
+            self.writable("recomputing the kept totals")?;
+            let full = TotalsRefresh { contract: contract.map(str::to_owned), full: true, ..TotalsRefresh::default() };
+            let mut fresh = self.store().consumer_totals_refresh(full).await?.snapshot;
+            fresh.totals.retain(|t| contract.is_none_or(|c| c == t.contract));
+            return self.catalogued(TotalsSnapshot { origin: TotalsOrigin::Live, ..fresh }, contract).await;
+        }
         let kept = self.store().consumer_totals_snapshot(contract).await?;
         let snapshot = match kept {
             Some(kept) if !query.live && (now - kept.computed_at <= max_age_ms || self.is_read_only()) => kept,
@@ -116,7 +127,8 @@ impl Operator {
                 origin: TotalsOrigin::Live,
             },
             _ => {
-                let mut fresh = self.store().consumer_totals_refresh().await?;
+                let refresh = TotalsRefresh { contract: contract.map(str::to_owned), ..TotalsRefresh::default() };
+                let mut fresh = self.store().consumer_totals_refresh(refresh).await?.snapshot;
                 fresh.totals.retain(|t| contract.is_none_or(|c| c == t.contract));
                 TotalsSnapshot { origin: TotalsOrigin::Live, ..fresh }
             }
@@ -214,7 +226,15 @@ impl Operator {
             return Err(OperatorError::invalid(format!("minutes must be between 1 and 1440, not {minutes}")));
         }
         let since = self.now() - i64::from(minutes) * 60_000;
-        Ok(self.store().attempt_rates(AttemptRates { contract, since, bucket_ms: 60_000 }).await?)
+        // A read-only look, or one the upkeep leader keeps fresh, reads the kept minutes: never every run since.
+        let kept = self.is_read_only() || self.totals_kept_fresh(contract.as_deref()).await?;
+        Ok(self.store().attempt_rates(AttemptRates { contract, since, bucket_ms: 60_000, kept }).await?)
+    }
+
+    /// Some server refreshed the kept figures within [`KEPT_FRESH_MS`].
+    async fn totals_kept_fresh(&self, contract: Option<&str>) -> Result<bool> {
+        let kept = self.store().consumer_totals_snapshot(contract).await?;
+        Ok(kept.is_some_and(|k| self.now() - k.computed_at <= KEPT_FRESH_MS))
     }
 
     /// Dead letters grouped by consumer and cause, largest group first.

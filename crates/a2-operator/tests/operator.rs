@@ -488,7 +488,7 @@ async fn overview_lists_idle_consumers_and_who_serves_them() {
     for mode in [Mode::ReadWrite, Mode::ReadOnly] {
         let op = operator(store.clone(), StoreKind::Memory, mode);
         let overview = op
-            .consumer_overview(TotalsQuery { contract: None, max_age_ms: 0, live: false })
+            .consumer_overview(TotalsQuery { contract: None, max_age_ms: 0, live: false, recompute: false })
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let idle = overview.totals.iter().find(|t| t.consumer == "idle").map(|t| (t.sessions, t.total_lag));
@@ -527,10 +527,13 @@ async fn read_only_overview_reads_kept_totals(kind: StoreKind) {
     seed(&*store).await;
     let counted = Faulty::new(store.clone());
     let ro = operator(counted.clone(), kind, Mode::ReadOnly);
-    let query = |live| TotalsQuery { contract: None, max_age_ms: 5_000, live };
+    let query = |live| TotalsQuery { contract: None, max_age_ms: 5_000, live, recompute: false };
     let none = ro.consumer_overview(query(false)).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((none.origin, none.totals.len()), (TotalsOrigin::Missing, 0), "none kept, none computed");
     assert_eq!(counted.totals_computed.load(SeqCst), 0, "no aggregate ran");
+    // The throughput chart reads the kept minutes (none yet), never every run of the hour.
+    ro.attempt_rates(None, 60).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(counted.rates_counted.load(SeqCst), 0, "no count of runs");
 
     let rw = operator(store.clone(), kind, Mode::ReadWrite);
     let refreshed = rw.consumer_overview(query(false)).await.unwrap_or_else(|e| panic!("{e}"));
@@ -542,6 +545,13 @@ async fn read_only_overview_reads_kept_totals(kind: StoreKind) {
     assert_eq!((kept.origin, kept.computed_at), (TotalsOrigin::Kept, refreshed.computed_at));
     assert_eq!(kept.totals, refreshed.totals);
     assert_eq!(counted.totals_computed.load(SeqCst), 0, "still no aggregate ran");
+
+    // The full pass is a read-write repair.
+    let recompute = TotalsQuery { recompute: true, ..query(false) };
+    assert_eq!(ro.consumer_overview(recompute.clone()).await.map(|_| ()).map_err(|e| e.code()), Err("READ_ONLY"));
+    assert_eq!(counted.totals_computed.load(SeqCst), 0, "refused before any aggregate");
+    let recomputed = rw.consumer_overview(recompute).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((recomputed.origin, &recomputed.totals), (TotalsOrigin::Live, &refreshed.totals));
 
     let live = ro.consumer_overview(query(true)).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((live.origin, live.totals), (TotalsOrigin::Live, refreshed.totals), "asked in so many words");

@@ -12,6 +12,7 @@ mod group;
 pub use group::{Batcher, MAX_BATCH};
 mod explain;
 mod presence;
+mod rates;
 pub mod rows;
 mod search;
 mod servers;
@@ -19,6 +20,7 @@ mod statements;
 mod steps;
 mod store;
 mod tasks;
+mod totals;
 mod upkeep;
 mod value;
 
@@ -29,6 +31,7 @@ use a2_store::{Appended, Clock, EventAppend, StoreError};
 
 pub use conn::{Conn, Transaction};
 pub use statements::{PayloadBinding, RowsStatement, Statements};
+pub use totals::TotalsStatements;
 pub use value::{Arg, Cell, Row};
 
 /// What a SQL backend supplies beyond its statements: its connections and

@@ -52,8 +52,8 @@ pub struct Statements {
     // ── writes ──
     /// (at, user, host, action, contract, session id, parameters, outcome) → id
     pub audit_insert: &'static str,
-    /// ()
-    pub totals_clear: &'static str,
+    /// Kept totals, folded in by what changed.
+    pub totals: crate::totals::TotalsStatements,
     /// (contract, consumer, sessions, lagging, total lag, dead letters, computed at)
     pub totals_put: &'static str,
     /// (key) → head, clear_index

@@ -117,7 +117,10 @@ impl<B: SqlBackend> SqlStore<B> {
             Arg::Int(to_i64(head)),
             Arg::Int(now),
         ];
-        conn.execute(self.sql().untaken_skip, args).await?;
+        // A move changes the cursor's lag: stamp the session so the next totals refresh folds it in.
+        if conn.execute(self.sql().untaken_skip, args).await? > 0 {
+            conn.execute(self.sql().session_touch, vec![Arg::Int(now), Arg::text(key)]).await?;
+        }
         Ok(())
     }
 

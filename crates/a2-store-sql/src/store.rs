@@ -300,6 +300,11 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         run_each(tx.as_mut(), &self.sql().events_import, &[Arg::text(key)], &events).await?;
         let heads: Vec<Vec<Arg>> = params.heads.iter().map(imported_head_row).collect();
         run_each(tx.as_mut(), &self.sql().heads_import, &[Arg::text(key)], &heads).await?;
+        if !heads.is_empty() {
+            // The imported heads keep their source's stamps, older than any refresh: recount the contract.
+            let contract = split_session_key(key).0;
+            tx.execute(self.sql().totals.mark_forget, vec![Arg::text(contract)]).await?;
+        }
         for snapshot in &params.snapshots {
             let pins = serde_json::to_value(&snapshot.pins).map_err(|e| StoreError::invalid(format!("pins: {e}")))?;
             let args = vec![
@@ -585,25 +590,8 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             }
         }
     }
-    async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError> {
-        let totals = self.consumer_totals(None).await?;
-        let computed_at = self.now();
-        let mut tx = self.backend.begin().await?;
-        tx.execute(self.sql().totals_clear, Vec::new()).await?;
-        for t in &totals {
-            let args = vec![
-                Arg::text(&t.contract),
-                Arg::text(&t.consumer),
-                Arg::Int(to_i64(t.sessions)),
-                Arg::Int(to_i64(t.lagging_sessions)),
-                Arg::Int(to_i64(t.total_lag)),
-                Arg::Int(to_i64(t.dead_letters)),
-                Arg::Int(computed_at),
-            ];
-            tx.execute(self.sql().totals_put, args).await?;
-        }
-        tx.commit().await?;
-        Ok(TotalsSnapshot { computed_at, totals, catalog: Vec::new(), origin: TotalsOrigin::Kept })
+    async fn consumer_totals_refresh(&self, params: TotalsRefresh) -> Result<TotalsRefreshed, StoreError> {
+        crate::totals::refresh(self, params).await
     }
     async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError> {
         let rows = self.backend.read().await?.fetch(self.sql().kept_totals, vec![Arg::opt_text(contract)]).await?;
@@ -667,6 +655,12 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         Ok(AttemptPruned { pruned, next })
     }
     async fn attempt_rates(&self, params: AttemptRates) -> Result<Vec<AttemptRate>, StoreError> {
+        if params.kept {
+            if params.bucket_ms != crate::rates::MINUTE_MS {
+                return Err(StoreError::invalid("kept attempt rates are by the minute (bucket_ms 60000)"));
+            }
+            return crate::rates::kept(self, &params).await;
+        }
         let (lo, hi) = contract_range(params.contract.as_deref());
         let args = vec![Arg::Text(lo), Arg::Text(hi), Arg::Int(params.since), Arg::Int(params.bucket_ms.max(1))];
         let rows = self.backend.read().await?.fetch(self.sql().attempt_rates, args).await?;

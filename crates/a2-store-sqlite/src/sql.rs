@@ -2,7 +2,7 @@
 //! as JSON text (`json_each`); SQLite has no row locks, and needs none: every
 //! write transaction is `BEGIN IMMEDIATE`, so writers take turns.
 
-use a2_store_sql::{PayloadBinding, RowsStatement, Statements};
+use a2_store_sql::{PayloadBinding, RowsStatement, Statements, TotalsStatements};
 
 macro_rules! summary {
     ($where:literal) => {
@@ -117,7 +117,55 @@ pub(crate) static SQL: Statements = Statements {
 
     audit_insert: "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome, db_user) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
-    totals_clear: "DELETE FROM a2_consumer_totals",
+    totals: TotalsStatements {
+        mark_lock: "INSERT INTO a2_totals_marks (contract) VALUES (?1) \
+             ON CONFLICT (contract) DO UPDATE SET contract = excluded.contract RETURNING refreshed_at, swept_through",
+        mark_put: "UPDATE a2_totals_marks SET refreshed_at = ?2, swept_through = ?3 WHERE contract = ?1",
+        mark_forget: "UPDATE a2_totals_marks SET refreshed_at = NULL WHERE contract = ?1",
+        // The first half is a range of a2_sessions_by_activity, the second of a2_attempts_by_end.
+        changed_sessions: concat!(
+            "SELECT session FROM a2_sessions WHERE ",
+            contract_of!("session"),
+            " = ?1 AND updated_at >= ?2 \
+             UNION SELECT session FROM a2_attempts WHERE ended_at >= ?2 AND session >= ?3 AND session < ?4 \
+             ORDER BY 1"
+        ),
+        parts_in_range: "SELECT h.session, h.consumer, \
+               SUM(CASE WHEN h.kind = 0 THEN MAX(s.head - h.idx + 1, 0) ELSE 1 END) AS lag, \
+               SUM(h.failed_at IS NOT NULL) AS dead \
+             FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
+             WHERE h.session >= ?1 AND h.session < ?2 GROUP BY h.session, h.consumer",
+        parts_of: "SELECT h.session, h.consumer, \
+               SUM(CASE WHEN h.kind = 0 THEN MAX(s.head - h.idx + 1, 0) ELSE 1 END) AS lag, \
+               SUM(h.failed_at IS NOT NULL) AS dead \
+             FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
+             WHERE h.session IN (SELECT value FROM json_each(?1)) GROUP BY h.session, h.consumer",
+        parts_kept: "SELECT session, consumer, lag, dead FROM a2_totals_by_session \
+             WHERE session IN (SELECT value FROM json_each(?1))",
+        parts_drop: "DELETE FROM a2_totals_by_session WHERE session IN (SELECT value FROM json_each(?1))",
+        parts_drop_range: "DELETE FROM a2_totals_by_session WHERE session >= ?1 AND session < ?2",
+        parts_put: RowsStatement::JsonRows(
+            "INSERT INTO a2_totals_by_session (session, consumer, lag, dead) \
+             SELECT u.value ->> 0, u.value ->> 1, u.value ->> 2, u.value ->> 3 FROM json_each(?1) AS u",
+        ),
+        totals_clear: "DELETE FROM a2_consumer_totals WHERE contract = ?1",
+        upkeep_fence: "SELECT generation FROM a2_upkeep \
+             WHERE scope = ?1 AND owner = ?2 AND generation = ?3 AND expires_at > ?4",
+        rates_count: "SELECT consumer, (ended_at / ?5) * ?5 AS bucket, SUM(outcome = 0) AS completed, \
+               SUM(outcome IN (1, 2, 4)) AS failed \
+             FROM a2_attempts WHERE ended_at >= ?3 AND ended_at < ?4 AND session >= ?1 AND session < ?2 GROUP BY 1, 2",
+        rates_add: "INSERT INTO a2_attempt_rates (contract, consumer, bucket, completed, failed) VALUES (?1, ?2, ?3, ?4, ?5) \
+             ON CONFLICT (contract, bucket, consumer) DO UPDATE SET completed = completed + excluded.completed, \
+               failed = failed + excluded.failed",
+        rates_clear: "DELETE FROM a2_attempt_rates WHERE contract = ?1",
+        rates_prune: "DELETE FROM a2_attempt_rates WHERE contract = ?1 AND bucket < ?2",
+        rates_tail_kept: "SELECT consumer, second, completed, failed FROM a2_attempt_rates_tail WHERE contract = ?1",
+        rates_tail_clear: "DELETE FROM a2_attempt_rates_tail WHERE contract = ?1",
+        rates_tail_put: "INSERT INTO a2_attempt_rates_tail (contract, consumer, second, completed, failed) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        rates_kept: "SELECT contract, consumer, bucket, completed, failed FROM a2_attempt_rates \
+             WHERE (?1 IS NULL OR contract = ?1) AND bucket >= ?2 ORDER BY bucket, contract, consumer",
+    },
     totals_put: "INSERT INTO a2_consumer_totals VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
          ON CONFLICT (contract, consumer) DO UPDATE SET sessions = excluded.sessions, \
          lagging_sessions = excluded.lagging_sessions, total_lag = excluded.total_lag, \

@@ -226,6 +226,9 @@ pub struct AttemptRates {
     pub contract: Option<String>,
     pub since: Millis,
     pub bucket_ms: i64,
+    /// The minutes the upkeep leader keeps (`bucket_ms` a minute), not a
+    /// count of every run since `since`: what a read-only look reads.
+    pub kept: bool,
 }
 
 /// One consumer's attempts that ended in one bucket.

@@ -33,6 +33,10 @@ pub enum StoreError {
     SessionCleared { session: String, index: u64 },
     #[error("TLS: {message}")]
     Tls { message: String },
+    /// The upkeep lease this write was fenced by has moved on: another
+    /// server leads now, and this one's upkeep wrote nothing.
+    #[error("the upkeep lease of '{scope}' is no longer held by '{owner}' at generation {generation}")]
+    UpkeepLeaseLost { scope: String, owner: String, generation: u64 },
 }
 
 impl StoreError {
@@ -61,6 +65,7 @@ impl StoreError {
             Self::NotAStore { .. } => "NOT_AN_A2_STORE",
             Self::Tls { .. } => "TLS_FAILED",
             Self::SessionCleared { .. } => "SESSION_CLEARED",
+            Self::UpkeepLeaseLost { .. } => "UPKEEP_LEASE_LOST",
         }
     }
 

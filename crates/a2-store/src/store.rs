@@ -124,8 +124,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Each consumer's sessions, lag and dead letters, store-wide.
     async fn consumer_totals(&self, contract: Option<&str>) -> Result<Vec<ConsumerTotal>, StoreError>;
 
-    /// Compute consumer totals store-wide and keep them as the latest snapshot.
-    async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError>;
+    /// Bring the kept consumer totals up to date: a backend that keeps each
+    /// session's part recomputes only the sessions that changed since the
+    /// last refresh (and a rolling slice), so a refresh costs what changed.
+    async fn consumer_totals_refresh(&self, params: TotalsRefresh) -> Result<TotalsRefreshed, StoreError>;
 
     /// The latest kept consumer totals (of one contract, or all), if any were computed.
     async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError>;

@@ -52,6 +52,8 @@ error_codes! {
     PartialDuplicateBatch = "PARTIAL_DUPLICATE_BATCH",
     NotAnA2Store = "NOT_AN_A2_STORE",
     TlsFailed = "TLS_FAILED",
+    /// Another server took the upkeep lease: this one's refresh wrote nothing.
+    UpkeepLeaseLost = "UPKEEP_LEASE_LOST",
     // the engine
     UnknownEventType = "UNKNOWN_EVENT_TYPE",
     InvalidPayload = "INVALID_PAYLOAD",
@@ -154,6 +156,7 @@ mod tests {
             StoreError::Schema { message: text() },
             StoreError::Timeout { message: text() },
             StoreError::SessionCleared { session: text(), index: 1 },
+            StoreError::UpkeepLeaseLost { scope: text(), owner: text(), generation: 1 },
         ];
         let engine = [
             A2Error::UnknownEventType { contract: text(), event_type: text() },

@@ -280,7 +280,7 @@ async fn the_studio_attaches_through_a_pooler_read_only_and_polls() {
     assert!(info.read_only && info.pooled && !info.live, "read-only, pooled, polled: {info:?}");
     assert_eq!(studio.contract_list(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}")), vec!["shop".to_owned()]);
     let totals = studio
-        .consumer_overview(TotalsQuery { contract: None, max_age_ms: 0, live: true })
+        .consumer_overview(TotalsQuery { contract: None, max_age_ms: 0, live: true, recompute: false })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(!totals.totals.is_empty(), "the overview reads through the pooler");

@@ -204,7 +204,7 @@ async fn reads_and_actions(kind: StoreKind) {
     assert!(closing.session.is_none() && closing.outcome.contains(r#""done""#), "{closing:?}");
     assert!(job_entries[1..].iter().all(|e| e.session.is_some()), "each redrive names its session");
     let overview = studio
-        .consumer_overview(TotalsQuery { contract: Some("shop".into()), max_age_ms: 0, live: false })
+        .consumer_overview(TotalsQuery { contract: Some("shop".into()), max_age_ms: 0, live: false, recompute: false })
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(overview.totals.iter().any(|t| t.consumer == "mailer"));

@@ -439,7 +439,8 @@ async fn seed_reads(
 /// background server's refresh of the whole store costs, printed.
 async fn refresh_totals(name: &str, store: &Arc<dyn Store>) -> Result<(), String> {
     let started = Instant::now();
-    store.consumer_totals_refresh().await.map_err(|e| e.to_string())?;
+    let full = a2_store::TotalsRefresh { full: true, ..a2_store::TotalsRefresh::default() };
+    store.consumer_totals_refresh(full).await.map_err(|e| e.to_string())?;
     println!("bench {name} consumer_totals_refresh ms={:.0}", started.elapsed().as_secs_f64() * 1000.0);
     Ok(())
 }
@@ -536,6 +537,7 @@ async fn measure_reads(name: &str, op: a2_operator::Operator, sessions: usize) -
                     contract: Some("shop".into()),
                     max_age_ms: u32::MAX,
                     live: false,
+                    recompute: false,
                 })
             })
             .await?,

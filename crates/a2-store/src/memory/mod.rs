@@ -21,6 +21,7 @@ use crate::search::*;
 use crate::store::page_size;
 use crate::tasks::*;
 use crate::types::*;
+use crate::upkeep::{TotalsRefresh, TotalsRefreshed};
 use crate::{Clock, Store, StoreError, SystemClock};
 
 #[derive(Debug)]
@@ -28,7 +29,8 @@ pub struct MemoryStore {
     clock: Arc<dyn Clock>,
     sessions: Mutex<BTreeMap<SessionKey, SessionRow>>,
     audit: Mutex<Vec<AuditRecord>>,
-    totals: Mutex<Option<TotalsSnapshot>>,
+    /// Kept totals by contract, each with when it was computed.
+    totals: Mutex<BTreeMap<String, (Millis, Vec<ConsumerTotal>)>>,
     /// Paused consumers by (contract, consumer).
     pauses: Mutex<BTreeMap<(String, String), PausedConsumer>>,
     tasks: Mutex<tasks::Tasks>,
@@ -49,7 +51,7 @@ impl MemoryStore {
             clock,
             sessions: Mutex::new(BTreeMap::new()),
             audit: Mutex::new(Vec::new()),
-            totals: Mutex::new(None),
+            totals: Mutex::new(BTreeMap::new()),
             pauses: Mutex::new(BTreeMap::new()),
             tasks: Mutex::new(tasks::Tasks::default()),
             presence: Mutex::new(presence::Presence::default()),
@@ -665,19 +667,71 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    async fn consumer_totals_refresh(&self) -> Result<TotalsSnapshot, StoreError> {
-        let totals = self.consumer_totals(None).await?;
-        let snapshot =
-            TotalsSnapshot { computed_at: self.now(), totals, catalog: Vec::new(), origin: TotalsOrigin::Kept };
-        *self.totals.lock().unwrap_or_else(|p| p.into_inner()) = Some(snapshot.clone());
-        Ok(snapshot)
+    /// Memory recomputes its scope whole: a pass over a map is what a
+    /// backend's incremental refresh costs, and it is the reference the
+    /// incremental ones are held to.
+    async fn consumer_totals_refresh(&self, params: TotalsRefresh) -> Result<TotalsRefreshed, StoreError> {
+        let now = self.now();
+        if let Some(fence) = &params.fence {
+            self.upkeep().check(fence, now)?;
+        }
+        let contract = params.contract.as_deref().filter(|c| !c.is_empty());
+        // What an incremental backend would fold in: every session of a contract never refreshed (or on
+        // a full pass), else the ones appended to or run since its last refresh.
+        let marks: BTreeMap<String, Millis> =
+            self.totals.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(c, (at, _))| (c.clone(), *at)).collect();
+        let (contracts, sessions_folded, full_passes) = {
+            let sessions = self.lock();
+            let mut contracts: BTreeSet<String> = BTreeSet::new();
+            let (mut folded, mut full) = (0u64, BTreeSet::new());
+            for (key, row) in sessions.iter() {
+                let name = crate::split_session_key(key).0;
+                if contract.is_some_and(|c| c != name) {
+                    continue;
+                }
+                contracts.insert(name.to_owned());
+                let since = match marks.get(name) {
+                    Some(at) if !params.full => at.saturating_sub(crate::TOTALS_SETTLE_MS),
+                    _ => {
+                        full.insert(name.to_owned());
+                        Millis::MIN
+                    }
+                };
+                folded += u64::from(row.updated_at >= since || row.attempts.values().any(|a| a.ended_at >= since));
+            }
+            (contracts, folded, u32::try_from(full.len()).unwrap_or(u32::MAX))
+        };
+        let totals = self.consumer_totals(contract).await?;
+        {
+            let mut kept = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+            if contract.is_none() {
+                kept.clear();
+            }
+            for name in contracts {
+                let of_contract = totals.iter().filter(|t| t.contract == name).cloned().collect();
+                kept.insert(name, (now, of_contract));
+            }
+        }
+        let snapshot = TotalsSnapshot { computed_at: now, totals, catalog: Vec::new(), origin: TotalsOrigin::Kept };
+        Ok(TotalsRefreshed { snapshot, sessions_folded, full_passes })
     }
 
     async fn consumer_totals_snapshot(&self, contract: Option<&str>) -> Result<Option<TotalsSnapshot>, StoreError> {
-        let kept = self.totals.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        Ok(kept.map(|mut s| {
-            s.totals.retain(|t| contract.is_none_or(|c| c == t.contract));
-            s
+        let kept = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        let mut computed_at: Option<Millis> = None;
+        let mut totals = Vec::new();
+        for (name, (at, of_contract)) in kept.iter() {
+            if contract.is_some_and(|c| c != name) {
+                continue;
+            }
+            computed_at = Some(computed_at.map_or(*at, |c| c.min(*at)));
+            totals.extend(of_contract.iter().cloned());
+        }
+        Ok(computed_at.map(|computed_at| TotalsSnapshot {
+            computed_at,
+            totals,
+            catalog: Vec::new(),
+            origin: TotalsOrigin::Kept,
         }))
     }
 

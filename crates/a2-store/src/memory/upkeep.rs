@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::types::Millis;
-use crate::upkeep::{UpkeepLeader, UpkeepLease, UpkeepRelease};
+use crate::upkeep::{UpkeepFence, UpkeepLeader, UpkeepLease, UpkeepRelease};
 use crate::StoreError;
 
 #[derive(Debug, Default)]
@@ -46,5 +46,17 @@ impl Upkeep {
 
     pub(super) fn leaders(&self) -> Vec<UpkeepLeader> {
         self.by_scope.values().cloned().collect()
+    }
+
+    /// Refuse unless `fence` still names the live lease of its scope.
+    pub(super) fn check(&self, fence: &UpkeepFence, now: Millis) -> Result<(), StoreError> {
+        match self.by_scope.get(&fence.scope) {
+            Some(l) if l.owner == fence.owner && l.generation == fence.generation && l.expires_at > now => Ok(()),
+            _ => Err(StoreError::UpkeepLeaseLost {
+                scope: fence.scope.clone(),
+                owner: fence.owner.clone(),
+                generation: fence.generation,
+            }),
+        }
     }
 }

@@ -1,0 +1,318 @@
+//! Kept consumer totals, folded in by what changed. Each session's part of
+//! its consumers' totals (lag, dead letters) is kept as the last refresh
+//! computed it; a refresh recomputes only the sessions that changed since the
+//! one before (appends and operator moves stamp `a2_sessions.updated_at`,
+//! runs write `a2_attempts`, both already in the transactions that move
+//! heads: the drain writes nothing more), plus a rolling slice of every
+//! session, replaces the parts that differ and moves the totals by the
+//! difference. A contract never refreshed, or `full`, gets a full pass.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use a2_store::codec::to_i64;
+use a2_store::*;
+
+use crate::conn::Conn;
+use crate::each::run_each;
+use crate::rows::contract_range;
+use crate::value::{Arg, Row};
+use crate::{RowsStatement, SqlBackend, SqlStore};
+
+/// Sessions whose parts one statement computes or rewrites.
+const FOLD_CHUNK: usize = 1_000;
+
+/// A dialect's statements for kept totals.
+#[derive(Debug, Clone, Copy)]
+pub struct TotalsStatements {
+    /// (contract) → refreshed_at, swept_through: the contract's mark, created if new, locked
+    /// where the database locks rows (so two refreshes never fold one change twice)
+    pub mark_lock: &'static str,
+    /// (contract, refreshed_at, swept_through)
+    pub mark_put: &'static str,
+    /// (contract): the next refresh is a full pass (an import brings heads no stamp tells of)
+    pub mark_forget: &'static str,
+    /// (contract, since, lo, hi) → session: appended to or moved by an operator (`updated_at`),
+    /// or run (`a2_attempts.ended_at`) at or after `since`, in key order
+    pub changed_sessions: &'static str,
+    /// (lo, hi) → session, consumer, lag, dead: each session's part, computed from its heads
+    pub parts_in_range: &'static str,
+    /// (sessions) → session, consumer, lag, dead: each session's part, computed from its heads
+    pub parts_of: &'static str,
+    /// (sessions) → session, consumer, lag, dead: each session's part as last kept
+    pub parts_kept: &'static str,
+    /// (sessions)
+    pub parts_drop: &'static str,
+    /// (lo, hi)
+    pub parts_drop_range: &'static str,
+    /// per part (session, consumer, lag, dead)
+    pub parts_put: RowsStatement,
+    /// (contract): the contract's kept totals, before they are written anew
+    pub totals_clear: &'static str,
+    /// (scope, owner, generation, now) → a row while that lease holds; where the database
+    /// locks rows it is locked against a takeover until the refresh commits
+    pub upkeep_fence: &'static str,
+    // ── kept attempt rates (see `rates`) ──
+    /// (lo, hi, from, to, bucket ms) → consumer, bucket, completed, failed: runs that ended in [from, to)
+    pub rates_count: &'static str,
+    /// (contract, consumer, minute, completed, failed): added to the kept minute
+    pub rates_add: &'static str,
+    /// (contract)
+    pub rates_clear: &'static str,
+    /// (contract, before): minutes older than `before` dropped
+    pub rates_prune: &'static str,
+    /// (contract) → consumer, second, completed, failed: the seconds the last refresh counted last
+    pub rates_tail_kept: &'static str,
+    /// (contract)
+    pub rates_tail_clear: &'static str,
+    /// (contract, consumer, second, completed, failed)
+    pub rates_tail_put: &'static str,
+    /// (contract?, since) → contract, consumer, bucket, completed, failed by bucket
+    pub rates_kept: &'static str,
+}
+
+/// One consumer's part of one session's totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Part {
+    lag: i64,
+    dead: i64,
+}
+
+/// Parts by session, then consumer.
+type Parts = BTreeMap<String, BTreeMap<String, Part>>;
+
+/// What parts add up to for one consumer.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sum {
+    sessions: i64,
+    lagging: i64,
+    lag: i64,
+    dead: i64,
+}
+
+impl Sum {
+    fn add(&mut self, part: Part, sign: i64) {
+        self.sessions += sign;
+        self.lagging += sign * i64::from(part.lag > 0);
+        self.lag += sign * part.lag;
+        self.dead += sign * part.dead;
+    }
+}
+
+fn parts(rows: &[Row]) -> Result<Parts, StoreError> {
+    let mut parts = Parts::new();
+    for r in rows {
+        let part = Part { lag: r.int("lag")?, dead: r.int("dead")? };
+        parts.entry(r.text("session")?).or_default().insert(r.text("consumer")?, part);
+    }
+    Ok(parts)
+}
+
+fn part_rows<'a>(parts: impl IntoIterator<Item = (&'a String, &'a BTreeMap<String, Part>)>) -> Vec<Vec<Arg>> {
+    let rows = parts.into_iter().flat_map(|(session, of)| of.iter().map(move |(consumer, p)| (session, consumer, p)));
+    rows.map(|(session, consumer, p)| vec![Arg::text(session), Arg::text(consumer), Arg::Int(p.lag), Arg::Int(p.dead)])
+        .collect()
+}
+
+/// Add (or with `sign` -1 take away) a session's parts to each consumer's sum.
+fn add_parts(sums: &mut BTreeMap<String, Sum>, of_session: &BTreeMap<String, Part>, sign: i64) {
+    for (consumer, part) in of_session {
+        sums.entry(consumer.clone()).or_default().add(*part, sign);
+    }
+}
+
+/// Refresh the kept totals of one contract, or of every contract (each in
+/// a transaction of its own).
+pub(crate) async fn refresh<B: SqlBackend>(
+    store: &SqlStore<B>,
+    params: TotalsRefresh,
+) -> Result<TotalsRefreshed, StoreError> {
+    let contract = params.contract.as_deref().filter(|c| !c.is_empty());
+    let contracts = match contract {
+        Some(c) => vec![c.to_owned()],
+        None => store.contract_list().await?,
+    };
+    let (mut sessions_folded, mut full_passes) = (0u64, 0u32);
+    for name in &contracts {
+        let (folded, full) = refresh_contract(store, name, &params).await?;
+        sessions_folded += folded;
+        full_passes += u32::from(full);
+    }
+    let snapshot = store.consumer_totals_snapshot(contract).await?.unwrap_or_else(|| TotalsSnapshot {
+        computed_at: store.now(),
+        totals: Vec::new(),
+        catalog: Vec::new(),
+        origin: TotalsOrigin::Kept,
+    });
+    Ok(TotalsRefreshed { snapshot, sessions_folded, full_passes })
+}
+
+async fn refresh_contract<B: SqlBackend>(
+    store: &SqlStore<B>,
+    contract: &str,
+    params: &TotalsRefresh,
+) -> Result<(u64, bool), StoreError> {
+    let sql = store.sql().totals;
+    let now = store.now();
+    let mut tx = store.backend.begin().await?;
+    if let Some(fence) = &params.fence {
+        let args =
+            vec![Arg::text(&fence.scope), Arg::text(&fence.owner), Arg::Int(to_i64(fence.generation)), Arg::Int(now)];
+        if tx.fetch_optional(sql.upkeep_fence, args).await?.is_none() {
+            return Err(StoreError::UpkeepLeaseLost {
+                scope: fence.scope.clone(),
+                owner: fence.owner.clone(),
+                generation: fence.generation,
+            });
+        }
+    }
+    let mark = tx.fetch_one(sql.mark_lock, vec![Arg::text(contract)]).await?;
+    let (folded, full, swept_through) = match mark.opt_int("refreshed_at")? {
+        Some(refreshed_at) if !params.full => {
+            let since = refreshed_at.saturating_sub(TOTALS_SETTLE_MS);
+            let sweep = (params.sweep, mark.text("swept_through")?);
+            let (folded, swept) = fold_changed(store, tx.as_mut(), contract, since, sweep, now).await?;
+            crate::rates::fold(store, tx.as_mut(), contract, refreshed_at, now).await?;
+            (folded, false, swept)
+        }
+        _ => {
+            let folded = full_pass(store, tx.as_mut(), contract, now).await?;
+            crate::rates::recount(store, tx.as_mut(), contract, now).await?;
+            (folded, true, String::new())
+        }
+    };
+    tx.execute(sql.mark_put, vec![Arg::text(contract), Arg::Int(now), Arg::Text(swept_through)]).await?;
+    tx.commit().await?;
+    Ok((folded, full))
+}
+
+/// Recompute every session's part of the contract, a chunk of sessions a
+/// statement, and write its totals from them.
+async fn full_pass<B: SqlBackend>(
+    store: &SqlStore<B>,
+    conn: &mut dyn Conn,
+    contract: &str,
+    now: Millis,
+) -> Result<u64, StoreError> {
+    let sql = store.sql().totals;
+    let (mut lo, hi) = contract_range(Some(contract));
+    conn.execute(sql.parts_drop_range, vec![Arg::text(&lo), Arg::text(&hi)]).await?;
+    let mut sums: BTreeMap<String, Sum> = BTreeMap::new();
+    let mut sessions = 0u64;
+    loop {
+        let nth = vec![Arg::text(&lo), Arg::text(&hi), Arg::Int(i64::from(store.totals_chunk))];
+        let end = conn.fetch_optional(store.sql().session_nth, nth).await?.map(|r| r.text("session")).transpose()?;
+        let upto = end.clone().unwrap_or_else(|| hi.clone());
+        let found = parts(&conn.fetch(sql.parts_in_range, vec![Arg::text(&lo), Arg::text(&upto)]).await?)?;
+        sessions += found.len() as u64;
+        for of_session in found.values() {
+            add_parts(&mut sums, of_session, 1);
+        }
+        if !found.is_empty() {
+            run_each(conn, &sql.parts_put, &[], &part_rows(&found)).await?;
+        }
+        match end {
+            Some(end) => lo = end,
+            None => break,
+        }
+    }
+    write_totals(store, conn, contract, &sums, now).await?;
+    Ok(sessions)
+}
+
+/// Fold in the sessions that changed at or after `since`, and the next
+/// slice of the rolling sweep after `swept`; returns how many sessions were
+/// recomputed and where the sweep now stands.
+async fn fold_changed<B: SqlBackend>(
+    store: &SqlStore<B>,
+    conn: &mut dyn Conn,
+    contract: &str,
+    since: Millis,
+    (sweep, swept): (u32, String),
+    now: Millis,
+) -> Result<(u64, String), StoreError> {
+    let sql = store.sql().totals;
+    let (lo, hi) = contract_range(Some(contract));
+    let args = vec![Arg::text(contract), Arg::Int(since), Arg::text(&lo), Arg::text(&hi)];
+    let mut sessions: BTreeSet<String> =
+        conn.fetch(sql.changed_sessions, args).await?.iter().map(|r| r.text("session")).collect::<Result<_, _>>()?;
+    let swept = if sweep == 0 {
+        swept
+    } else {
+        let args = vec![Arg::text(&lo), Arg::text(&hi), Arg::Text(swept), Arg::Int(i64::from(sweep))];
+        let slice = conn.fetch(store.sql().search_sessions, args).await?;
+        let slice: Vec<String> = slice.iter().map(|r| r.text("session")).collect::<Result<_, _>>()?;
+        // A short slice reached the contract's end: the next sweep starts over.
+        let next = if slice.len() >= sweep as usize { slice.last().cloned().unwrap_or_default() } else { String::new() };
+        sessions.extend(slice);
+        next
+    };
+
+    let mut delta: BTreeMap<String, Sum> = BTreeMap::new();
+    let sessions: Vec<String> = sessions.into_iter().collect();
+    for chunk in sessions.chunks(FOLD_CHUNK) {
+        let computed = parts(&conn.fetch(sql.parts_of, vec![Arg::texts(chunk)]).await?)?;
+        let kept = parts(&conn.fetch(sql.parts_kept, vec![Arg::texts(chunk)]).await?)?;
+        let none = BTreeMap::new();
+        let changed: Vec<&String> =
+            chunk.iter().filter(|s| computed.get(*s).unwrap_or(&none) != kept.get(*s).unwrap_or(&none)).collect();
+        if changed.is_empty() {
+            continue;
+        }
+        for session in &changed {
+            add_parts(&mut delta, kept.get(*session).unwrap_or(&none), -1);
+            add_parts(&mut delta, computed.get(*session).unwrap_or(&none), 1);
+        }
+        conn.execute(sql.parts_drop, vec![Arg::texts(changed.iter().map(|s| s.as_str()))]).await?;
+        let replaced = computed.iter().filter(|(s, _)| changed.contains(s));
+        let rows = part_rows(replaced);
+        if !rows.is_empty() {
+            run_each(conn, &sql.parts_put, &[], &rows).await?;
+        }
+    }
+    let kept = conn.fetch(store.sql().kept_totals, vec![Arg::text(contract)]).await?;
+    let mut sums: BTreeMap<String, Sum> = BTreeMap::new();
+    for row in &kept {
+        let total = crate::rows::consumer_total(row, "lagging_sessions")?;
+        let sum = Sum {
+            sessions: to_i64(total.sessions),
+            lagging: to_i64(total.lagging_sessions),
+            lag: to_i64(total.total_lag),
+            dead: to_i64(total.dead_letters),
+        };
+        sums.insert(total.consumer, sum);
+    }
+    for (consumer, d) in delta {
+        let sum = sums.entry(consumer).or_default();
+        sum.sessions += d.sessions;
+        sum.lagging += d.lagging;
+        sum.lag += d.lag;
+        sum.dead += d.dead;
+    }
+    write_totals(store, conn, contract, &sums, now).await?;
+    Ok((sessions.len() as u64, swept))
+}
+
+/// Write the contract's totals anew, every row stamped `now`; a consumer no
+/// session has a head of has no row (as a full pass finds none).
+async fn write_totals<B: SqlBackend>(
+    store: &SqlStore<B>,
+    conn: &mut dyn Conn,
+    contract: &str,
+    sums: &BTreeMap<String, Sum>,
+    now: Millis,
+) -> Result<(), StoreError> {
+    conn.execute(store.sql().totals.totals_clear, vec![Arg::text(contract)]).await?;
+    for (consumer, sum) in sums.iter().filter(|(_, s)| s.sessions > 0) {
+        let args = vec![
+            Arg::text(contract),
+            Arg::text(consumer),
+            Arg::Int(sum.sessions),
+            Arg::Int(sum.lagging),
+            Arg::Int(sum.lag),
+            Arg::Int(sum.dead),
+            Arg::Int(now),
+        ];
+        conn.execute(store.sql().totals_put, args).await?;
+    }
+    Ok(())
+}
