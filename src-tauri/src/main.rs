@@ -86,10 +86,8 @@ fn main() -> ExitCode {
         }
     };
     // Served to a browser, a page opens only the store named here and saved profiles.
-    let started_with = args
-        .store
-        .clone()
-        .or_else(|| args.dev_store.as_ref().or(args.file.as_ref()).map(|p| sqlite_url(p)));
+    let started_with =
+        args.store.clone().or_else(|| args.dev_store.as_ref().or(args.file.as_ref()).map(|p| sqlite_url(p)));
     let limits = Limits { read_only: args.read_only, web: args.serve, started_with, ..Limits::default() };
     let studio = Arc::new(Studio::with_limits(&config_dir, limits));
     if let Err(error) = tauri::async_runtime::block_on(open_at_start(&studio, &args)) {
@@ -112,12 +110,7 @@ async fn open_at_start(studio: &Studio, args: &Args) -> Result<(), a2_studio_api
     if let Some(path) = &args.dev_store {
         studio.open_dev_store(path).await?;
     } else if let Some(file) = &args.file {
-        let request = ConnectionOpen {
-            url: Some(sqlite_url(file)),
-            profile: None,
-            password: None,
-            read_only: None,
-        };
+        let request = ConnectionOpen { url: Some(sqlite_url(file)), profile: None, password: None, read_only: None };
         // Started from a file manager there is no terminal: the window opens on the connect screen instead.
         if let Err(error) = studio.connection_open(request).await {
             tracing::warn!(code = %error.code, "could not open {}: {}", file.display(), error.message);

@@ -449,7 +449,9 @@ export type DemoTrafficState = {
 
 export type ErrorCode = "READ_ONLY" | "NOT_FOUND" | "INVALID_INPUT" | "NOT_CONNECTED" | "UNAUTHORIZED" | "UNAVAILABLE" | "INTERNAL" | "KEYCHAIN_UNAVAILABLE" | "PROFILES_UNREADABLE" | "PROFILES_UNWRITABLE" | 
 /**  This Studio process may not open that store (web mode opens its own store and saved profiles only). */
-"FORBIDDEN" | "STORE_UNAVAILABLE" | "STORE_TIMEOUT" | "SCHEMA_MISMATCH" | "PARTIAL_DUPLICATE_BATCH" | "NOT_AN_A2_STORE" | "TLS_FAILED" | "UNKNOWN_EVENT_TYPE" | "INVALID_PAYLOAD" | "INVALID_EVENT_ID" | "INVALID_SESSION_ID" | "INVALID_CONSUMER" | "INVALID_CONTRACT" | "UNKNOWN_CONSUMER" | "UNKNOWN_REDUCER" | "INVALID_ARGUMENT" | "STORE_NOT_CONFIGURED" | "SUPERSEDED_ATTEMPT" | "CLAIM_EXPIRED" | "CONSUMER_DEAD_LETTERED" | "CONSUMER_PAUSED" | 
+"FORBIDDEN" | "STORE_UNAVAILABLE" | "STORE_TIMEOUT" | "SCHEMA_MISMATCH" | "PARTIAL_DUPLICATE_BATCH" | "NOT_AN_A2_STORE" | "TLS_FAILED" | 
+/**  Another server took the upkeep lease: this one's refresh wrote nothing. */
+"UPKEEP_LEASE_LOST" | "UNKNOWN_EVENT_TYPE" | "INVALID_PAYLOAD" | "INVALID_EVENT_ID" | "INVALID_SESSION_ID" | "INVALID_CONSUMER" | "INVALID_CONTRACT" | "UNKNOWN_CONSUMER" | "UNKNOWN_REDUCER" | "INVALID_ARGUMENT" | "STORE_NOT_CONFIGURED" | "SUPERSEDED_ATTEMPT" | "CLAIM_EXPIRED" | "CONSUMER_DEAD_LETTERED" | "CONSUMER_PAUSED" | 
 /**  A live attempt holds the cursor an acknowledgement would move. */
 "CONSUMER_BUSY" | "SESSION_CLEARED" | "CONSUME_CYCLE" | "CANCELLED" | 
 /**  A drain's task panicked (a bug, not the store); the rescuer drains the session again. */
@@ -751,6 +753,17 @@ export type Redriven = {
 	redriven: boolean,
 };
 
+/**  A live server that leads a contract's upkeep, as the Overview names it. */
+export type RefreshedBy = {
+	contract: string,
+	/**  Its registry id (`a2 processes --id`). */
+	process: string,
+	host: string,
+	pid: number,
+	/**  0: the server did not say. */
+	every_ms: number,
+};
+
 /**
  *  The scheduled task whose delivery appended an event: a reader links the
  *  event back to its timer once the task itself is gone.
@@ -808,6 +821,11 @@ export type ServerInfo = {
 	started_at: number,
 	/**  The prefix of every lease holder of this server's drains. */
 	holder_prefix: string,
+	/**
+	 *  How often it refreshes the kept totals while it leads the upkeep
+	 *  (0: not said, a server of an older version).
+	 */
+	totals_refresh_ms?: number,
 };
 
 /**  A registered server as kept. */
@@ -1015,6 +1033,11 @@ export type TotalsQuery = {
 	max_age_ms: number,
 	/**  Compute them now, even read-only: a pass over every cursor of the store. */
 	live?: boolean,
+	/**
+	 *  Read-write only: recompute the kept totals by a full pass over every
+	 *  cursor (the repair path; a refresh otherwise folds in what changed).
+	 */
+	recompute?: boolean,
 };
 
 /**
@@ -1034,6 +1057,11 @@ export type TotalsSnapshot = {
 	 *  read-only connection computes them only when asked in so many words.
 	 */
 	origin?: TotalsOrigin,
+	/**
+	 *  The live servers that lead the upkeep of these totals' contracts:
+	 *  who keeps them fresh, and how often; filled by the operator.
+	 */
+	refreshed_by?: RefreshedBy[],
 };
 
 /* Tauri Specta runtime */

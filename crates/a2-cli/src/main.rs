@@ -146,7 +146,10 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
     studio.set_host_demo(matches!(cli.command, Command::Consume { mode: ConsumeKind::Run, .. }));
     // `init` exists to write: it asks read-write itself, and `--read-only` refuses it before anything opens.
     if matches!(cli.command, Command::Init) && cli.read_only {
-        return Err(ApiError::new(a2_studio_api::ErrorCode::ReadOnly, "`init` creates the A2 schema: it cannot run --read-only"));
+        return Err(ApiError::new(
+            a2_studio_api::ErrorCode::ReadOnly,
+            "`init` creates the A2 schema: it cannot run --read-only",
+        ));
     }
     let read_only = if matches!(cli.command, Command::Init) { Some(false) } else { read_only_of(&cli) };
     let info = if matches!(cli.command, Command::Init) {
@@ -211,7 +214,10 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             out.header(&info);
             let max_age_ms = max_age.saturating_mul(1000);
             let pauses = studio.consumer_pause_list(PauseQuery { contract: contract.clone() }).await?;
-            out.consumers(&studio.consumer_overview(TotalsQuery { contract, max_age_ms, live, recompute }).await?, &pauses);
+            out.consumers(
+                &studio.consumer_overview(TotalsQuery { contract, max_age_ms, live, recompute }).await?,
+                &pauses,
+            );
         }
         Command::Processes { contract, id: None } => {
             out.header(&info);

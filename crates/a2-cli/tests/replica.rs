@@ -45,7 +45,8 @@ async fn a_hot_standby_is_read_polled_and_refuses_actions_naming_the_replica() {
     assert_eq!(code, 0, "{err}");
     let writer = Studio::new(&dir);
     writer.connection_open(open(&primary.url, Some(false))).await.unwrap_or_else(|e| panic!("{e}"));
-    let refreshed = writer.consumer_overview(TotalsQuery { contract: None, max_age_ms: 0, live: false, recompute: false }).await;
+    let refreshed =
+        writer.consumer_overview(TotalsQuery { contract: None, max_age_ms: 0, live: false, recompute: false }).await;
     let refreshed = refreshed.unwrap_or_else(|e| panic!("{e}"));
 
     // The Studio on the standby, even asked read-write: read-only, polled, and how far behind.
@@ -84,7 +85,9 @@ async fn a_hot_standby_is_read_polled_and_refuses_actions_naming_the_replica() {
     studio.audit_list(AuditQuery { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
     // Kept totals as the primary last refreshed them: asked fresher, they come back stale rather than refreshed.
     let kept = loop {
-        let kept = studio.consumer_overview(TotalsQuery { contract: None, max_age_ms: 0, live: false, recompute: false }).await;
+        let kept = studio
+            .consumer_overview(TotalsQuery { contract: None, max_age_ms: 0, live: false, recompute: false })
+            .await;
         let kept = kept.unwrap_or_else(|e| panic!("{e}"));
         if kept.computed_at == refreshed.computed_at || Instant::now() > deadline {
             break kept;

@@ -156,8 +156,9 @@ pub async fn attempt_history_records_every_outcome(factory: &dyn StoreFactory) {
     assert_eq!(history.iter().map(|a| a.attempt).collect::<Vec<_>>(), (1..=10).rev().collect::<Vec<_>>());
 
     // Throughput: completions and failures (failed, aborted, lapsed) per consumer and bucket.
-    let rates =
-        store.attempt_rates(AttemptRates { contract: Some(CONTRACT.into()), since: 0, bucket_ms: 60_000, kept: false }).await;
+    let rates = store
+        .attempt_rates(AttemptRates { contract: Some(CONTRACT.into()), since: 0, bucket_ms: 60_000, kept: false })
+        .await;
     let rates = rates.expect("rates");
     let sum = |consumer: &str, pick: fn(&AttemptRate) -> u64| -> u64 {
         rates.iter().filter(|r| r.consumer == consumer).map(pick).sum()

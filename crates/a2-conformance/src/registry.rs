@@ -28,6 +28,7 @@ fn info(contract: &str, max_running: u32) -> ServerInfo {
         beat_ms: 10_000,
         started_at: 1,
         holder_prefix: "p".into(),
+        totals_refresh_ms: 0,
     }
 }
 

@@ -56,7 +56,11 @@ async fn step(store: &dyn Store, clock: &ManualClock, dice: &mut Dice, n: usize)
                 .map(|i| {
                     let kind = if dice.roll(2) == 0 { "pay" } else { "tick" };
                     let id = format!("{session}-{n}-{i}");
-                    if dice.roll(3) == 0 { targeted(&id, kind, &[("job", None)]) } else { event(&id, kind) }
+                    if dice.roll(3) == 0 {
+                        targeted(&id, kind, &[("job", None)])
+                    } else {
+                        event(&id, kind)
+                    }
                 })
                 .collect();
             append(store, &session, events, &consumers).await;
@@ -107,7 +111,8 @@ async fn step(store: &dyn Store, clock: &ManualClock, dice: &mut Dice, n: usize)
                 let clear = SessionClear { session: key(&session), if_last_index: None, audit: None, settles: None };
                 store.session_clear(clear).await.expect("clear");
             } else {
-                let advance = CursorAdvance { session: key(&session), consumer: log("ledger"), through: None, audit: None };
+                let advance =
+                    CursorAdvance { session: key(&session), consumer: log("ledger"), through: None, audit: None };
                 store.cursor_advance(advance).await.expect("consume");
             }
         }

@@ -300,7 +300,8 @@ fn start_refresher(state: &Arc<State>) {
             }
             let Some(fence) = state.leading.lock().unwrap_or_else(|p| p.into_inner()).clone() else { continue };
             let Some(core) = state.core.upgrade() else { return };
-            let refresh = TotalsRefresh { contract: Some(fence.scope.clone()), fence: Some(fence), ..TotalsRefresh::default() };
+            let refresh =
+                TotalsRefresh { contract: Some(fence.scope.clone()), fence: Some(fence), ..TotalsRefresh::default() };
             match core.store().consumer_totals_refresh(refresh).await {
                 Ok(_) => {}
                 // Another server leads now: its refresh stands, this one wrote nothing.

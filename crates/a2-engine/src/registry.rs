@@ -50,6 +50,7 @@ pub(crate) fn beat_of(core: &ServerCore) -> ServerBeat {
             beat_ms: millis(core.timings().server_beat),
             started_at: core.started_at(),
             holder_prefix: core.holder_prefix(),
+            totals_refresh_ms: millis(core.timings().totals_refresh),
         },
     }
 }

@@ -119,12 +119,14 @@ impl Operator {
                 totals: Vec::new(),
                 catalog: Vec::new(),
                 origin: TotalsOrigin::Missing,
+                refreshed_by: Vec::new(),
             },
             _ if self.is_read_only() => TotalsSnapshot {
                 computed_at: now,
                 totals: self.store().consumer_totals(contract).await?,
                 catalog: Vec::new(),
                 origin: TotalsOrigin::Live,
+                refreshed_by: Vec::new(),
             },
             _ => {
                 let refresh = TotalsRefresh { contract: contract.map(str::to_owned), ..TotalsRefresh::default() };
@@ -170,7 +172,34 @@ impl Operator {
             total.served = Some(serving_of(total, &catalog));
         }
         snapshot.catalog = catalog;
+        snapshot.refreshed_by = self.refreshers(&servers).await;
         Ok(snapshot)
+    }
+
+    /// The live leaders among `servers`: who refreshes the kept totals. A
+    /// lease table that cannot be read names nobody (the age still tells).
+    async fn refreshers(&self, servers: &[ServerRecord]) -> Vec<RefreshedBy> {
+        let now = self.now();
+        let leaders = match self.store().upkeep_leaders().await {
+            Ok(leaders) => leaders,
+            Err(error) => {
+                tracing::warn!(code = error.code(), %error, "could not read who leads the upkeep");
+                return Vec::new();
+            }
+        };
+        let leading = |l: &UpkeepLeader| servers.iter().find(|s| s.id == l.owner && s.info.contract == l.scope);
+        leaders
+            .iter()
+            .filter(|l| l.expires_at > now)
+            .filter_map(|l| leading(l).filter(|s| s.is_live(now)))
+            .map(|s| RefreshedBy {
+                contract: s.info.contract.clone(),
+                process: s.id.clone(),
+                host: s.info.host.clone(),
+                pid: s.info.pid,
+                every_ms: s.info.totals_refresh_ms,
+            })
+            .collect()
     }
 
     /// What one process runs now: the heads its drains (and its scheduler)

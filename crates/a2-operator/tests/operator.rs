@@ -480,11 +480,15 @@ async fn overview_lists_idle_consumers_and_who_serves_them() {
         beat_ms: 10_000,
         started_at: 1,
         holder_prefix: "w1/".into(),
+        totals_refresh_ms: 2_000,
     };
     let beat = |id: &str, consumers| ServerBeat { id: id.into(), info: info(consumers) };
     store.server_beat(beat("old", vec![declared("charger")])).await.unwrap_or_else(|e| panic!("{e}"));
     clock.advance(60_000);
     store.server_beat(beat("new", vec![declared("mailer"), declared("idle")])).await.unwrap_or_else(|e| panic!("{e}"));
+    // The old process led before it died: its lease lapsed, and the new one leads now.
+    let lease = |owner: &str| UpkeepLease { scope: "shop".into(), owner: owner.into(), ttl_ms: 30_000 };
+    store.upkeep_lease(lease("new")).await.unwrap_or_else(|e| panic!("{e}"));
     for mode in [Mode::ReadWrite, Mode::ReadOnly] {
         let op = operator(store.clone(), StoreKind::Memory, mode);
         let overview = op
@@ -493,6 +497,9 @@ async fn overview_lists_idle_consumers_and_who_serves_them() {
             .unwrap_or_else(|e| panic!("{e}"));
         let idle = overview.totals.iter().find(|t| t.consumer == "idle").map(|t| (t.sessions, t.total_lag));
         assert_eq!(idle, Some((0, 0)), "{mode:?}: the idle consumer has a row");
+        let by: Vec<(&str, &str, i64)> =
+            overview.refreshed_by.iter().map(|r| (r.process.as_str(), r.host.as_str(), r.every_ms)).collect();
+        assert_eq!(by, vec![("new", "worker-1", 2_000)], "{mode:?}: who keeps the totals, and how often");
         let served: Vec<(&str, u32)> =
             overview.catalog.iter().map(|c| (c.consumer.name.as_str(), c.served_by)).collect();
         assert_eq!(

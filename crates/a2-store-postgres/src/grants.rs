@@ -17,8 +17,11 @@ const A2_TABLES: &str = "SELECT c.relname::text FROM pg_class c \
 
 /// The store's schema and the A2 tables in it.
 async fn a2_tables(conn: &mut PgConnection) -> Result<(String, Vec<String>), StoreError> {
-    let schema: String =
-        sqlx::query_scalar("SELECT current_schema()").persistent(false).fetch_one(&mut *conn).await.map_err(db_error)?;
+    let schema: String = sqlx::query_scalar("SELECT current_schema()")
+        .persistent(false)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_error)?;
     let tables: Vec<String> =
         sqlx::query_scalar(A2_TABLES).persistent(false).fetch_all(&mut *conn).await.map_err(db_error)?;
     Ok((schema, tables))
@@ -71,8 +74,7 @@ pub(crate) async fn reader_role_grant(conn: &mut PgConnection, role: &str) -> Re
     let mut tx = conn.begin().await.map_err(db_error)?;
     simple(&mut tx, &format!("GRANT USAGE ON SCHEMA {} TO {}", quoted(&schema), quoted(role))).await?;
     for table in &tables {
-        simple(&mut tx, &format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role)))
-            .await?;
+        simple(&mut tx, &format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role))).await?;
     }
     tx.commit().await.map_err(db_error)
 }
@@ -97,8 +99,7 @@ pub(crate) async fn regrant_readers(conn: &mut PgConnection) -> Result<(), Store
     let (schema, tables) = a2_tables(conn).await?;
     for role in &readers {
         for table in &tables {
-            simple(conn, &format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role)))
-                .await?;
+            simple(conn, &format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role))).await?;
         }
     }
     Ok(())

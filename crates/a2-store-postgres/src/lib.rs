@@ -28,8 +28,8 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 
 pub use error::db_error;
-pub use route::{url_route, UrlRoute};
 use route::Db;
+pub use route::{url_route, UrlRoute};
 pub use server::is_local_host;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -613,4 +613,3 @@ async fn check_schema(reader: &mut sqlx::PgConnection) -> Result<(), StoreError>
     }
     Ok(())
 }
-

@@ -36,8 +36,11 @@ fn lock_id(database: &str) -> i64 {
 }
 
 async fn in_one_transaction(conn: &mut PgConnection, migrator: &Migrator) -> Result<(), StoreError> {
-    let database: String =
-        sqlx::query_scalar("SELECT current_database()").persistent(false).fetch_one(&mut *conn).await.map_err(db_error)?;
+    let database: String = sqlx::query_scalar("SELECT current_database()")
+        .persistent(false)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_error)?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)")
         .persistent(false)
         .bind(lock_id(&database))

@@ -167,7 +167,10 @@ mod tests {
     #[test]
     fn the_pooler_flags_come_off_the_url() {
         let route = url_route("postgres://ops@pool:6432/app?sslmode=require&pgbouncer=true").expect("url");
-        assert_eq!(route, UrlRoute { url: "postgres://ops@pool:6432/app?sslmode=require".into(), pooled: true, listen_url: None });
+        assert_eq!(
+            route,
+            UrlRoute { url: "postgres://ops@pool:6432/app?sslmode=require".into(), pooled: true, listen_url: None }
+        );
         let route = url_route("postgres://ops@pool:6432/app?pgbouncer=true&listen_url=postgres%3A%2F%2Fops%40db%2Fapp")
             .expect("url");
         assert_eq!(route.url, "postgres://ops@pool:6432/app");

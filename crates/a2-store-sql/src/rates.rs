@@ -59,7 +59,8 @@ async fn add_to_minutes<B: SqlBackend>(
         minute.1 += failed;
     }
     for ((consumer, minute), (completed, failed)) in minutes.into_iter().filter(|(_, c)| *c != (0, 0)) {
-        let args = vec![Arg::text(contract), Arg::Text(consumer), Arg::Int(minute), Arg::Int(completed), Arg::Int(failed)];
+        let args =
+            vec![Arg::text(contract), Arg::Text(consumer), Arg::Int(minute), Arg::Int(completed), Arg::Int(failed)];
         conn.execute(store.sql().totals.rates_add, args).await?;
     }
     Ok(())
@@ -131,7 +132,10 @@ pub(crate) async fn fold<B: SqlBackend>(
 }
 
 /// The kept minutes since `since`, as the chart reads them.
-pub(crate) async fn kept<B: SqlBackend>(store: &SqlStore<B>, params: &AttemptRates) -> Result<Vec<AttemptRate>, StoreError> {
+pub(crate) async fn kept<B: SqlBackend>(
+    store: &SqlStore<B>,
+    params: &AttemptRates,
+) -> Result<Vec<AttemptRate>, StoreError> {
     let args = vec![Arg::OptText(params.contract.clone()), Arg::Int(floor(params.since, MINUTE_MS))];
     let rows = store.backend.read().await?.fetch(store.sql().totals.rates_kept, args).await?;
     rows.iter()

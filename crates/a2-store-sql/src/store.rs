@@ -607,6 +607,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             totals,
             catalog: Vec::new(),
             origin: TotalsOrigin::Kept,
+            refreshed_by: Vec::new(),
         }))
     }
     async fn snapshot_list(&self, session: &SessionKey) -> Result<Vec<SnapshotInfo>, StoreError> {

@@ -142,6 +142,7 @@ pub(crate) async fn refresh<B: SqlBackend>(
         totals: Vec::new(),
         catalog: Vec::new(),
         origin: TotalsOrigin::Kept,
+        refreshed_by: Vec::new(),
     });
     Ok(TotalsRefreshed { snapshot, sessions_folded, full_passes })
 }
@@ -242,7 +243,8 @@ async fn fold_changed<B: SqlBackend>(
         let slice = conn.fetch(store.sql().search_sessions, args).await?;
         let slice: Vec<String> = slice.iter().map(|r| r.text("session")).collect::<Result<_, _>>()?;
         // A short slice reached the contract's end: the next sweep starts over.
-        let next = if slice.len() >= sweep as usize { slice.last().cloned().unwrap_or_default() } else { String::new() };
+        let next =
+            if slice.len() >= sweep as usize { slice.last().cloned().unwrap_or_default() } else { String::new() };
         sessions.extend(slice);
         next
     };

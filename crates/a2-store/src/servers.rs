@@ -42,6 +42,23 @@ pub struct ServerInfo {
     pub started_at: Millis,
     /// The prefix of every lease holder of this server's drains.
     pub holder_prefix: String,
+    /// How often it refreshes the kept totals while it leads the upkeep
+    /// (0: not said, a server of an older version).
+    #[serde(default)]
+    pub totals_refresh_ms: i64,
+}
+
+/// A live server that leads a contract's upkeep, as the Overview names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct RefreshedBy {
+    pub contract: String,
+    /// Its registry id (`a2 processes --id`).
+    pub process: String,
+    pub host: String,
+    pub pid: u32,
+    /// 0: the server did not say.
+    pub every_ms: i64,
 }
 
 /// Register or refresh a server; the store stamps `last_seen` with its own
@@ -219,6 +236,7 @@ mod tests {
                 beat_ms: 10_000,
                 started_at: 0,
                 holder_prefix: id.to_owned(),
+                totals_refresh_ms: 0,
             },
             last_seen,
         }

@@ -751,6 +751,10 @@ pub struct TotalsSnapshot {
     /// read-only connection computes them only when asked in so many words.
     #[serde(default)]
     pub origin: TotalsOrigin,
+    /// The live servers that lead the upkeep of these totals' contracts:
+    /// who keeps them fresh, and how often; filled by the operator.
+    #[serde(default)]
+    pub refreshed_by: Vec<crate::RefreshedBy>,
 }
 
 /// Where consumer totals come from.

@@ -347,7 +347,10 @@ mod tests {
             split_password("postgres://ops@pool/app?pgbouncer=true&listen%5Furl=postgres%3A%2F%2Fops%3Apw%40db%2Fapp");
         assert!(!url.contains("pw") && password.as_deref() == Some("pw"), "an encoded key is the same key: {url}");
         let (url, password) = split_password("postgres://ops@db.example.com/app?pass%77ord=hunter2&sslmode=require");
-        assert_eq!((url.as_str(), password.as_deref()), ("postgres://ops@db.example.com/app?sslmode=require", Some("hunter2")));
+        assert_eq!(
+            (url.as_str(), password.as_deref()),
+            ("postgres://ops@db.example.com/app?sslmode=require", Some("hunter2"))
+        );
         let (url, password) = split_password(
             "postgres://ops@pool:6432/app?pgbouncer=true&listen_url=postgres%3A%2F%2Fops%3Apw%40db%2Fapp",
         );

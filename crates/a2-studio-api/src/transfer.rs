@@ -117,7 +117,10 @@ fn private_file(path: &std::path::Path) -> Result<(), ApiError> {
             options.write(true).create_new(true);
             #[cfg(unix)]
             options.mode(0o600);
-            options.open(path).map(drop).map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", path.display())))
+            options
+                .open(path)
+                .map(drop)
+                .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", path.display())))
         }
     }
 }

@@ -319,7 +319,8 @@ async fn copies_are_private_and_only_new_files_under_a_read_only_ceiling() {
     assert!(!elsewhere.exists(), "nothing was written where the link points");
 
     let exports = dir.join("exports");
-    let ceiling = Studio::with_limits(&dir, Limits { read_only: true, export_dir: exports.clone(), ..Limits::default() });
+    let ceiling =
+        Studio::with_limits(&dir, Limits { read_only: true, export_dir: exports.clone(), ..Limits::default() });
     ceiling.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
     let refused = ceiling.session_copy(copy(&target)).await.expect_err("not to a path of its choosing");
     assert_eq!(refused.code, ErrorCode::InvalidInput, "{refused:?}");

@@ -98,4 +98,3 @@ pub fn pooler_in_front_of(url: &str) -> Result<String, String> {
     }
     Ok(format!("postgres://{user}@127.0.0.1:{listen}/{database}?pgbouncer=true"))
 }
-

@@ -212,7 +212,7 @@ async fn drain_shape(
     prefix: &str,
     analyze: Option<(&str, &str)>,
 ) -> Result<f64, String> {
-    let setup = DrainSetup { shape, prefix, analyze, max_running: None, probe: None };
+    let setup = DrainSetup { shape, prefix, analyze, max_running: None, probe: None, upkeep: false };
     Ok(drain_measured(store, sessions, events, setup).await?.0)
 }
 
@@ -227,6 +227,8 @@ struct DrainSetup<'a> {
     max_running: Option<usize>,
     /// Report CPU, idleness, and (given a pool on the store's server) commits and WAL a job.
     probe: Option<Option<&'a sqlx::PgPool>>,
+    /// Refresh the kept totals every 2 s while draining, as the upkeep leader does.
+    upkeep: bool,
 }
 
 /// A drain's rate and, with a probe, its other figures as `key=value` pairs.
@@ -236,7 +238,7 @@ async fn drain_measured(
     events: usize,
     setup: DrainSetup<'_>,
 ) -> Result<(f64, String), String> {
-    let DrainSetup { shape, prefix, analyze, max_running, probe } = setup;
+    let DrainSetup { shape, prefix, analyze, max_running, probe, upkeep } = setup;
     let done = Arc::new(AtomicU64::new(0));
     let (consumer, contract) = match shape {
         Shape::Jobs => (job_consumer(done.clone()), contract()),
@@ -291,6 +293,7 @@ async fn drain_measured(
         Some(pool) => Some(probe::Probe::start(pool).await),
         None => None,
     };
+    let leader = upkeep.then(|| tokio::spawn(lead_upkeep(store.clone())));
     let start = Instant::now();
     let mut drains = tokio::task::JoinSet::new();
     for id in ids {
@@ -301,6 +304,9 @@ async fn drain_measured(
         joined.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
     }
     let elapsed = start.elapsed();
+    if let Some(leader) = leader {
+        leader.abort();
+    }
     let total = (sessions * events) as u64;
     let figures = match (probing, probe) {
         (Some(probing), Some(pool)) => probing.finish(pool, total).await,
@@ -316,6 +322,104 @@ async fn drain_measured(
         return Err(format!("the store still shows {behind} events behind after the drain"));
     }
     Ok((total as f64 / elapsed.as_secs_f64(), figures))
+}
+
+/// What the upkeep leader does to a store while it drains: fold what changed
+/// into the kept totals every 2 s (`DrainTimings::totals_refresh`).
+async fn lead_upkeep(store: Arc<dyn Store>) {
+    loop {
+        tokio::time::sleep(DrainTimings::default().totals_refresh).await;
+        let refresh = a2_store::TotalsRefresh { contract: Some("bench".into()), ..a2_store::TotalsRefresh::default() };
+        if let Err(error) = store.consumer_totals_refresh(refresh).await {
+            eprintln!("a2-bench: the upkeep's refresh failed: {error}");
+        }
+    }
+}
+
+/// The jobs drain with the upkeep leader refreshing beside it and without,
+/// interleaved over three rounds: what keeping the totals costs the drain.
+async fn totals_cost(store: Arc<dyn Store>, analyze: (&str, &str)) -> Result<(), String> {
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for round in 0..3 {
+        for upkeep in [false, true] {
+            let prefix = format!("upkeep-{round}-{upkeep}");
+            let setup = DrainSetup {
+                shape: Shape::Jobs,
+                prefix: &prefix,
+                analyze: Some(analyze),
+                max_running: None,
+                probe: None,
+                upkeep,
+            };
+            let rate = drain_measured(store.clone(), 200, 100, setup).await?.0;
+            if upkeep {
+                with.push(rate)
+            } else {
+                without.push(rate)
+            };
+        }
+    }
+    let (with, without) = (peers::median(&mut with), peers::median(&mut without));
+    println!(
+        "bench postgres drain totals_cost jobs_per_s_with_upkeep={with:.0} jobs_per_s_without={without:.0} ratio={:.2}",
+        with / without
+    );
+    Ok(())
+}
+
+/// The upkeep leader's refresh on a seeded store, each after 1,000 sessions
+/// changed (an event appended to each) and past the settling window, so it
+/// folds in those and its sweep's slice: p50 and p95.
+async fn totals_refresh_figures(name: &str, store: &Arc<dyn Store>, sessions: usize) -> Result<(), String> {
+    const CHANGED: usize = 1_000;
+    let refresh = || {
+        let refresh = a2_store::TotalsRefresh { contract: Some("shop".into()), ..a2_store::TotalsRefresh::default() };
+        store.consumer_totals_refresh(refresh)
+    };
+    refresh().await.map_err(|e| e.to_string())?;
+    let (mut times, mut folded) = (Vec::new(), 0);
+    for round in 0..10 {
+        tokio::time::sleep(Duration::from_millis(a2_store::TOTALS_SETTLE_MS as u64 + 100)).await;
+        let mut appends = tokio::task::JoinSet::new();
+        for i in 0..CHANGED {
+            let id = format!("order-{:05}", ((round * CHANGED + i) * 7919) % sessions);
+            let event = a2_store::NewEvent {
+                id: format!("bench-refresh-{round}-{i}"),
+                event_type: "order.noted".into(),
+                payload: json!({ "round": round }),
+                cause: None,
+                scheduled_by: None,
+                targets: Vec::new(),
+            };
+            let append = a2_store::EventAppend {
+                session: a2_store::session_key("shop", &id),
+                events: vec![event],
+                consumers: Vec::new(),
+                origin_index: None,
+            };
+            let store = store.clone();
+            appends.spawn(async move { store.event_append(append).await });
+            if appends.len() >= WRITERS {
+                if let Some(joined) = appends.join_next().await {
+                    joined.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+                }
+            }
+        }
+        while let Some(joined) = appends.join_next().await {
+            joined.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+        }
+        let started = Instant::now();
+        folded = refresh().await.map_err(|e| e.to_string())?.sessions_folded;
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
+    println!(
+        "bench {name} totals_refresh changed_sessions={CHANGED} folded={folded} p50_ms={:.1} p95_ms={:.1}",
+        at(0.5),
+        at(0.95)
+    );
+    Ok(())
 }
 
 /// This process's resident memory now, in MB (Linux `/proc/self/status`).
@@ -459,6 +563,7 @@ async fn reads(
     } else {
         seed_reads(name, store.clone(), sessions, analyze).await?;
     }
+    totals_refresh_figures(name, &store, sessions).await?;
     let attached = a2_operator::Attached::new(store, a2_operator::StoreKind::Memory, a2_operator::Mode::ReadOnly);
     measure_reads(name, a2_operator::Operator::new(attached, a2_operator::Actor::current()), sessions).await
 }
@@ -541,6 +646,25 @@ async fn measure_reads(name: &str, op: a2_operator::Operator, sessions: usize) -
                 })
             })
             .await?,
+        ),
+        (
+            // The Overview's own call on a read-only connection, asking for totals no older than 5 s
+            // (the kept ones are older by now): it reads the kept table, whatever their age.
+            "consumer_overview_read_only",
+            percentiles(samples, |_| {
+                op.consumer_overview(a2_operator::TotalsQuery {
+                    contract: None,
+                    max_age_ms: 5_000,
+                    live: false,
+                    recompute: false,
+                })
+            })
+            .await?,
+        ),
+        (
+            // The Overview's throughput chart: the last hour, a minute a bucket.
+            "throughput_chart_read_only",
+            percentiles(samples, |_| op.attempt_rates(None, 60)).await?,
         ),
         (
             "dead_letter_page",
@@ -638,8 +762,9 @@ async fn run() -> Result<(), String> {
     );
     let direct = store_appends(pg.clone()).await?;
     println!("bench postgres store_append writers={WRITERS} events_per_s={direct:.0} ratio={:.2}", direct / raw);
-    let jobs = drain(pg, 200, 100, Some((&url, &schema))).await?;
+    let jobs = drain(pg.clone(), 200, 100, Some((&url, &schema))).await?;
     println!("bench postgres drain sessions=200 events=100 jobs_per_s={jobs:.0}");
+    totals_cost(pg.clone(), (&url, &schema)).await?;
     let dir = std::env::temp_dir().join(format!("a2-bench-{}", std::process::id()));
     let sqlite: Arc<dyn Store> =
         open_with(&format!("sqlite:{}", dir.join("bench.sqlite").display()), OpenOptions::default())
@@ -706,6 +831,7 @@ async fn drain_only(url: &str, schema: &str, pg: Arc<dyn Store>) -> Result<(), S
                 analyze: Some((url, schema)),
                 max_running,
                 probe: Some(Some(&stats)),
+                upkeep: false,
             };
             let (jobs, figures) = drain_measured(pg.clone(), 200, 100, setup).await?;
             println!(
@@ -719,6 +845,7 @@ async fn drain_only(url: &str, schema: &str, pg: Arc<dyn Store>) -> Result<(), S
             analyze: None,
             max_running: None,
             probe: Some(None),
+            upkeep: false,
         };
         let (jobs, figures) = drain_measured(memory, 200, 100, setup).await?;
         println!("bench memory drain round={round} sessions=200 events=100 jobs_per_s={jobs:.0} {figures}");
@@ -730,6 +857,7 @@ async fn drain_only(url: &str, schema: &str, pg: Arc<dyn Store>) -> Result<(), S
         analyze: Some((url, schema)),
         max_running: None,
         probe: Some(Some(&stats)),
+        upkeep: false,
     };
     let (log, figures) = drain_measured(pg.clone(), 200, 20, setup).await?;
     println!("bench postgres drain shape=log sessions=200 events=20 events_per_s={log:.0} {figures}");
@@ -737,8 +865,14 @@ async fn drain_only(url: &str, schema: &str, pg: Arc<dyn Store>) -> Result<(), S
         for (shape, label, events, lines) in [(Shape::Jobs, "jobs", 100, 8), (Shape::Log, "log", 20, 10)] {
             probe::statements_reset(&stats).await;
             let prefix = format!("{label}-statements");
-            let setup =
-                DrainSetup { shape, prefix: &prefix, analyze: Some((url, schema)), max_running: None, probe: None };
+            let setup = DrainSetup {
+                shape,
+                prefix: &prefix,
+                analyze: Some((url, schema)),
+                max_running: None,
+                probe: None,
+                upkeep: false,
+            };
             drain_measured(pg.clone(), 200, events, setup).await?;
             for line in probe::statements_top(&stats, &format!("shape={label}"), lines).await {
                 println!("{line}");

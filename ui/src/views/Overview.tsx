@@ -130,6 +130,15 @@ function ConsumerState({ paused, readAt, onToggle }: { paused: PausedConsumer | 
   );
 }
 
+/** Who keeps the totals fresh: "refreshed by host:pid every 2 s", or how many servers do (one a contract). */
+export function refreshedBy(snapshot: TotalsSnapshot): string {
+  const by = snapshot.refreshed_by ?? [];
+  if (by.length !== 1) return `refreshed by ${by.length} servers (one a contract)`;
+  const [one] = by;
+  const every = one.every_ms > 0 ? ` every ${formatAge(one.every_ms)}` : "";
+  return `refreshed by ${one.host}:${one.pid}${every}`;
+}
+
 export function Overview() {
   const contracts = useQuery({ queryKey: keys.contracts(), queryFn: () => unwrap(commands.contractList({})) });
   const present = useQuery({ queryKey: keys.presenceSessions(), queryFn: () => unwrap(commands.presenceSessions({})) });
@@ -188,6 +197,12 @@ export function Overview() {
         <h2>
           Consumers{" "}
           {shown?.origin === "kept" && <small className="muted" data-testid="totals-origin">kept {formatAge(totalsAge)} ago</small>}
+          {(shown?.refreshed_by ?? []).length > 0 && shown && (
+            <small className="muted" data-testid="totals-refreshed-by">
+              {" "}
+              · {refreshedBy(shown)}
+            </small>
+          )}
           {shown?.origin === "live" && <small className="muted" data-testid="totals-origin">computed {shown === computed ? "on request" : "now"}</small>}
           {shown?.origin === "kept" && connection?.replica && totalsAge > KEPT_FOR_MS && (
             <small className="warn" data-testid="totals-stale">

@@ -712,7 +712,13 @@ impl Store for MemoryStore {
                 kept.insert(name, (now, of_contract));
             }
         }
-        let snapshot = TotalsSnapshot { computed_at: now, totals, catalog: Vec::new(), origin: TotalsOrigin::Kept };
+        let snapshot = TotalsSnapshot {
+            computed_at: now,
+            totals,
+            catalog: Vec::new(),
+            origin: TotalsOrigin::Kept,
+            refreshed_by: Vec::new(),
+        };
         Ok(TotalsRefreshed { snapshot, sessions_folded, full_passes })
     }
 
@@ -732,6 +738,7 @@ impl Store for MemoryStore {
             totals,
             catalog: Vec::new(),
             origin: TotalsOrigin::Kept,
+            refreshed_by: Vec::new(),
         }))
     }
 

@@ -57,7 +57,8 @@ pub(super) async fn ours(store_url: &str, direct_url: &str, schema: &str) -> Res
     let server =
         Server::builder(contract().map_err(|e| e.to_string())?, store.clone()).build().map_err(|e| e.to_string())?;
     let appended = appends(&server).await?;
-    let jobs = drain_shape(store.clone(), 200, JOBS / 200, Shape::Jobs, "peers-jobs", Some((direct_url, schema))).await?;
+    let jobs =
+        drain_shape(store.clone(), 200, JOBS / 200, Shape::Jobs, "peers-jobs", Some((direct_url, schema))).await?;
     let log = drain_shape(store, 200, JOBS / 200, Shape::Log, "peers-log", Some((direct_url, schema))).await?;
     Ok([appended, raw, jobs, log])
 }
