@@ -249,3 +249,25 @@ fn consumers_recompute_is_a_read_write_repair() {
     let (code, _, err) = a2(&store, &["consumers", "--recompute", "--live"]);
     assert_eq!(code, 2, "one or the other: {err}");
 }
+
+/// The audit names the user the process runs as, not whatever `$USER` says.
+#[test]
+fn the_audit_names_the_process_user_not_the_environment() {
+    let store = sqlite("identity");
+    ok(&store, &["demo", "--sessions", "2"]);
+    let spoofed = Command::new(env!("CARGO_BIN_EXE_a2"))
+        .args(["--store", &store, "pause", "--contract", "shop", "--consumer", "mailer", "--reason", "spoof"])
+        .env("USER", "mallory")
+        .env("LOGNAME", "mallory")
+        .env("A2_STUDIO_CONFIG_DIR", scratch("config"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(spoofed.status.success(), "{}", String::from_utf8_lossy(&spoofed.stderr));
+    let id = Command::new("id").arg("-un").output().unwrap_or_else(|e| panic!("{e}"));
+    let me = String::from_utf8_lossy(&id.stdout).trim().to_owned();
+    let audit = json(&store, &["audit"]);
+    let paused = audit.as_array().and_then(|a| a.iter().find(|e| e["action"] == "pause")).cloned();
+    let paused = paused.unwrap_or_else(|| panic!("the pause is audited: {audit}"));
+    assert_eq!(paused["user"], me.as_str(), "{paused}");
+}

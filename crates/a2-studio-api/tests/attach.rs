@@ -203,6 +203,18 @@ async fn exports_are_written_only_under_the_export_directory() {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&written).map(|m| m.permissions().mode()).unwrap_or(0);
         assert_eq!(mode & 0o777, 0o600, "an export of production data is this user's alone");
+        // An export directory found open to others, or a link to one, is refused, not trusted.
+        std::fs::set_permissions(&exports, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+        let refused = studio.session_consume(export("order-2b.jsonl")).await.err();
+        assert!(refused.as_ref().is_some_and(|e| e.message.contains("mode 755")), "{refused:?}");
+        assert!(!exports.join("order-2b.jsonl").exists());
+        std::fs::set_permissions(&exports, std::fs::Permissions::from_mode(0o700)).unwrap_or_else(|e| panic!("{e}"));
+        let linked = dir.join("linked-exports");
+        std::os::unix::fs::symlink(&exports, &linked).unwrap_or_else(|e| panic!("{e}"));
+        let through_link = Studio::with_limits(&dir, Limits { export_dir: linked, ..Limits::default() });
+        through_link.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
+        let refused = through_link.session_consume(export("order-2c.jsonl")).await.err();
+        assert!(refused.as_ref().is_some_and(|e| e.message.contains("symbolic link")), "{refused:?}");
     }
 }
 

@@ -416,6 +416,15 @@ async fn web_mode_cannot_save_profiles_or_init() {
     let refused = studio.connection_init(open(&format!("sqlite:{}", foreign.display()), None)).await;
     assert_eq!(refused.err().map(|e| e.code), Some(ErrorCode::Forbidden), "nor is there a way round it in-process");
     assert_eq!(std::fs::read(&foreign).map(|b| b.len()).ok(), Some(0), "the foreign file was never touched");
+
+    // An action a token holder takes is audited as the web mode's, not as this user's own.
+    let pause = r#"{"request":{"contract":"shop","consumer":"mailer","reason":"from a browser"}}"#.to_owned();
+    let (status, body) = post("consumer_pause", pause).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = post("audit_list", r#"{"request":{"before":null,"limit":5}}"#.to_owned()).await;
+    let audit: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{status} {body}: {e}"));
+    let user = audit[0]["user"].as_str().unwrap_or_default().to_owned();
+    assert!(user.ends_with(" (web mode)") && user.len() > " (web mode)".len(), "{body}");
     served.stop().await;
 }
 

@@ -102,6 +102,7 @@ impl Studio {
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
         builder.create(dir).map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", dir.display())))?;
+        private_dir(dir)?;
         Ok(dir.join(name))
     }
 
@@ -154,4 +155,40 @@ impl Studio {
         self.operator()?.reader_role_grant(&request.role).await?;
         Ok(true)
     }
+}
+
+/// The export directory holds production data: one made here is this
+/// user's alone (0700); one found is used only when it is a directory (a
+/// symbolic link is not followed) of this user's that nobody else may read,
+/// write or enter, rather than trusted as it is.
+fn private_dir(dir: &Path) -> Result<(), ApiError> {
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| ApiError::invalid(format!("{}: {e}", dir.display())))?;
+    if !meta.is_dir() {
+        return Err(ApiError::invalid(format!(
+            "{} is not a directory (a symbolic link is not followed): exports go only into a directory of this user's",
+            dir.display()
+        )));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        // /proc/self belongs to the user this process runs as.
+        let me = std::fs::metadata("/proc/self").map(|m| m.uid()).ok();
+        if me.is_some_and(|me| me != meta.uid()) {
+            return Err(ApiError::invalid(format!(
+                "{} belongs to another user (uid {}): exports go only into a directory of this user's",
+                dir.display(),
+                meta.uid()
+            )));
+        }
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(ApiError::invalid(format!(
+                "{} is open to other users (mode {mode:03o}): exports hold production data; `chmod 700 {}` first",
+                dir.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
 }

@@ -90,7 +90,8 @@ impl Studio {
         connect.password = password;
         connect.init = init;
         connect.must_exist = self.limits.web;
-        let mut operator = Operator::new(a2_operator::attach(&connect, &Registry).await?, Actor::current());
+        let actor = if self.limits.web { Actor::current().through_web_mode() } else { Actor::current() };
+        let mut operator = Operator::new(a2_operator::attach(&connect, &Registry).await?, actor);
         let attached = operator.attached().clone();
         let read_only = attached.mode == Mode::ReadOnly;
         let hosts_demo = host_demo && !read_only && operator.contract_list().await?.iter().any(|c| c == demo::CONTRACT);
