@@ -153,9 +153,14 @@ export function App({ transport }: { transport: Transport }) {
             <span
               className={`badge tls-${info.tls}`}
               data-testid="tls-badge"
-              title={TLS_TITLE[info.tls]}
+              title={
+                info.sslmode_from_env
+                  ? `${TLS_TITLE[info.tls]}. sslmode=${info.sslmode_from_env} came from the PGSSLMODE environment variable, not the URL: the verify-full default for a remote host did not apply`
+                  : TLS_TITLE[info.tls]
+              }
             >
               {TLS_LABEL[info.tls]}
+              {info.sslmode_from_env && ` (PGSSLMODE=${info.sslmode_from_env})`}
             </span>
           )}
           {info.warning && (

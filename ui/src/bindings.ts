@@ -255,6 +255,11 @@ export type ConnectionInfo = {
 	pooled: boolean,
 	/**  Postgres: the connection's TLS. */
 	tls: TlsView | null,
+	/**
+	 *  Postgres: the `sslmode` came from `PGSSLMODE` (this value), not the URL,
+	 *  so the verify-full default for a remote host did not apply.
+	 */
+	sslmode_from_env: string | null,
 	/**  Postgres: which server, database and role. */
 	server: ServerView | null,
 	/**  This process was started read-only (`--read-only`): the connection cannot be switched to read-write. */

@@ -40,6 +40,18 @@ describe("the header's refresh state", () => {
     expect((await screen.findByTestId("live-state")).textContent).toBe("live");
   });
 
+  it("says when PGSSLMODE, not the URL, chose the TLS mode", async () => {
+    renderWith(connectionInfo({ kind: "postgres", tls: "encrypted", sslmode_from_env: "require" }));
+    const badge = await screen.findByTestId("tls-badge");
+    expect(badge.textContent).toBe("TLS unverified (PGSSLMODE=require)");
+    expect(badge.getAttribute("title")).toMatch(/PGSSLMODE environment variable.*verify-full default/);
+  });
+
+  it("says nothing of the environment when the URL chose", async () => {
+    renderWith(connectionInfo({ kind: "postgres", tls: "verified" }));
+    expect((await screen.findByTestId("tls-badge")).textContent).toBe("TLS verified");
+  });
+
   it("says a pooler is why it polls", async () => {
     renderWith(connectionInfo({ kind: "postgres", read_only: true, live: false, pooled: true }));
     const state = await screen.findByTestId("live-state");

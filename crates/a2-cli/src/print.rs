@@ -143,7 +143,11 @@ impl Out {
             (true, None) => " · replica, nothing replayed yet".to_owned(),
         };
         let pooled = if info.pooled { " · through a pooler (no LISTEN)" } else { "" };
-        println!("store {} · {mode}{tls}{replica}{pooled}", info.url);
+        let from_env = match &info.sslmode_from_env {
+            Some(mode) => format!(" (sslmode={mode} from PGSSLMODE, not the URL)"),
+            None => String::new(),
+        };
+        println!("store {} · {mode}{tls}{from_env}{replica}{pooled}", info.url);
     }
 
     pub fn session(&self, s: &SessionSummary) {

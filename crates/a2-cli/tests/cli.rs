@@ -471,3 +471,23 @@ fn help_hides_the_store_and_read_only_init_writes_nothing() {
     assert!(err.contains("READ_ONLY"), "{err}");
     assert!(!path.exists(), "nothing was created at {}", path.display());
 }
+
+/// `PGSSLMODE` in the environment picks the TLS mode when the URL names
+/// none (and with it, off goes the verify-full default for a remote host):
+/// the header says it came from there; a URL's own `sslmode` wins, unmentioned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pgsslmode_from_the_environment_is_named_in_the_header() {
+    let (url, _store) = store_url("postgres").await;
+    let run = |url: &str, env: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_a2"));
+        command.args(["--store", url, "--read-only", "consumers"]).env("PGSSLMODE", env);
+        a2_output(&mut command)
+    };
+    let (code, out, err) = run(&url, "disable");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("TLS off (sslmode=disable from PGSSLMODE, not the URL)"), "{out}");
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let (code, out, err) = run(&format!("{url}{separator}sslmode=disable"), "require");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("TLS off") && !out.contains("PGSSLMODE"), "the URL chose: {out}");
+}

@@ -234,7 +234,8 @@ impl Postgres {
             .connect_lazy_with(notify_connect);
         let notifier = Db::new(notifier, notify_begin);
         let mut conn = reader.conn().await?;
-        let server = server::describe(&mut conn, &connect, route.pooled).await?;
+        let from_env = server::sslmode_from_env(&route.url);
+        let server = server::describe(&mut conn, &connect, (route.pooled, from_env)).await?;
         conn.done().await?;
         // A hot standby refuses every write: it is attached read-only whatever was asked.
         let options = if server.replica { PgOptions { access: Access::ReadOnly, ..options } } else { options };

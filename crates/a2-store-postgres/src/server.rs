@@ -16,9 +16,19 @@ pub fn is_local_host(host: &str) -> bool {
 
 /// Whether the URL (or `PGSSLMODE`) chose an `sslmode` itself.
 pub(crate) fn names_sslmode(url: &str) -> bool {
-    let named =
-        url::Url::parse(url).map(|u| u.query_pairs().any(|(k, _)| k == "sslmode" || k == "ssl-mode")).unwrap_or(false);
-    named || std::env::var_os("PGSSLMODE").is_some()
+    url_names_sslmode(url) || std::env::var_os("PGSSLMODE").is_some()
+}
+
+fn url_names_sslmode(url: &str) -> bool {
+    url::Url::parse(url).map(|u| u.query_pairs().any(|(k, _)| k == "sslmode" || k == "ssl-mode")).unwrap_or(false)
+}
+
+/// `PGSSLMODE`'s value when it, not the URL, chose the `sslmode`: the badge says so.
+pub(crate) fn sslmode_from_env(url: &str) -> Option<String> {
+    if url_names_sslmode(url) {
+        return None;
+    }
+    std::env::var("PGSSLMODE").ok().filter(|v| !v.is_empty())
 }
 
 /// A host that is not this machine is reached with `verify-full` unless the URL says otherwise.
@@ -37,7 +47,7 @@ pub(crate) fn default_tls(url: &str, connect: PgConnectOptions) -> PgConnectOpti
 pub(crate) async fn describe(
     reader: &mut PgConnection,
     connect: &PgConnectOptions,
-    pooled: bool,
+    (pooled, sslmode_from_env): (bool, Option<String>),
 ) -> Result<DatabaseServer, StoreError> {
     let (database, version, session_user, ssl, replica): (String, String, String, Option<bool>, bool) = sqlx::query_as(
         "SELECT current_database()::text, current_setting('server_version'), session_user::text, \
@@ -62,6 +72,7 @@ pub(crate) async fn describe(
         version,
         session_user,
         tls,
+        sslmode_from_env,
         replica,
         pooled,
     })

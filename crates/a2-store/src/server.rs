@@ -32,6 +32,10 @@ pub struct DatabaseServer {
     /// The role the connection logged in as.
     pub session_user: String,
     pub tls: TlsState,
+    /// The `sslmode` came from the `PGSSLMODE` environment variable, not the
+    /// URL (its value): then the verify-full default for a remote host does not apply.
+    #[serde(default)]
+    pub sslmode_from_env: Option<String>,
     /// A hot standby: it refuses every write and delivers no notifications.
     pub replica: bool,
     /// Reached through a transaction-mode pooler (`?pgbouncer=true`): no

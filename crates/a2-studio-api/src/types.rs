@@ -97,6 +97,9 @@ pub struct ConnectionInfo {
     pub pooled: bool,
     /// Postgres: the connection's TLS.
     pub tls: Option<TlsView>,
+    /// Postgres: the `sslmode` came from `PGSSLMODE` (this value), not the URL,
+    /// so the verify-full default for a remote host did not apply.
+    pub sslmode_from_env: Option<String>,
     /// Postgres: which server, database and role.
     pub server: Option<ServerView>,
     /// This process was started read-only (`--read-only`): the connection cannot be switched to read-write.

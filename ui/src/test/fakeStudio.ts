@@ -50,6 +50,7 @@ export function connectionInfo(overrides: Partial<ConnectionInfo> = {}): Connect
     hosts_demo: false,
     live: false,
     tls: null,
+    sslmode_from_env: null,
     server: null,
     locked_read_only: false,
     replica: false,

@@ -129,6 +129,7 @@ impl Studio {
                 a2_operator::model::TlsState::Verified => TlsView::Verified,
                 a2_operator::model::TlsState::VerifiedCaOnly => TlsView::VerifiedCaOnly,
             }),
+            sslmode_from_env: server.and_then(|s| s.sslmode_from_env.clone()),
             server: server.map(|s| ServerView {
                 host: s.host.clone(),
                 port: s.port,
