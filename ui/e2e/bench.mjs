@@ -17,13 +17,16 @@ if (!url || !contract || !session) {
   console.error("usage: node e2e/bench.mjs <url> <contract> <long session id>");
   process.exit(2);
 }
-const base = url.split("#")[0];
+const base = `${new URL(url).origin}/`;
 const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "a2-bench-")), {
   executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
   viewport: { width: 1400, height: 900 },
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
 context.setDefaultTimeout(60_000);
+// The printed link's one-time code buys this browser the Studio's cookie (and goes on to "/"); every later
+// page is opened from the origin, which the cookie now lets in.
+await (context.pages()[0] ?? (await context.newPage())).goto(url);
 const quantile = (values, q) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;

@@ -1,10 +1,13 @@
 //! The web mode: the Studio's UI and commands over HTTP, on 127.0.0.1 only.
 //! `POST /api/<command>` takes the same `{ "request": … }` body as the Tauri
 //! command and answers with its result (200) or its `ApiError` (4xx/5xx).
-//! Every API call must carry the random token printed in the URL, in the
-//! `x-a2-token` header: another local user or a web page cannot drive it.
+//! Every API call must carry this server's random token, as the cookie the
+//! printed URL's one-time code is exchanged for (or in an `x-a2-token`
+//! header, for scripts): another local user or a web page cannot drive it,
+//! and the token itself never appears in an address bar or a browser's history.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use axum::extract::{Path, Request, State};
@@ -77,6 +80,8 @@ struct Web {
     assets: Arc<dyn Assets>,
     token: String,
     port: u16,
+    /// The printed URL's code has been exchanged for the cookie: it works once.
+    code_spent: AtomicBool,
 }
 
 /// A fresh random token for one server's lifetime.
@@ -89,9 +94,25 @@ pub async fn bind(port: u16) -> std::io::Result<tokio::net::TcpListener> {
     tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await
 }
 
-/// The address to open in a browser.
+/// The address to open in a browser: it carries a one-time code, not the
+/// token, so what a browser's history keeps of it is already spent.
 pub fn url(listener: &tokio::net::TcpListener, token: &str) -> std::io::Result<String> {
-    Ok(format!("http://127.0.0.1:{}/?token={token}", listener.local_addr()?.port()))
+    Ok(format!("http://127.0.0.1:{}/?code={}", listener.local_addr()?.port(), one_time_code(token)))
+}
+
+/// The code the printed URL carries, derived one way from the token (so the
+/// server needs keep nothing more): the first page load that brings it gets
+/// the token as a cookie, and the code is spent.
+pub fn one_time_code(token: &str) -> String {
+    use sha1::Digest as _;
+    let digest = sha1::Sha1::digest(format!("a2-studio-login:{token}").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The cookie that carries the token: one name a port, since a browser
+/// keeps cookies by host, not port, and two servers may run side by side.
+pub fn cookie_name(port: u16) -> String {
+    format!("a2_token_{port}")
 }
 
 /// Serve until `shutdown` resolves.
@@ -103,7 +124,7 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let port = listener.local_addr()?.port();
-    let web = Arc::new(Web { studio, assets, token, port });
+    let web = Arc::new(Web { studio, assets, token, port, code_spent: AtomicBool::new(false) });
     let app = Router::new()
         .route("/api/{command}", post(command))
         .fallback(get(asset))
@@ -133,10 +154,57 @@ fn local_host(web: &Web, headers: &HeaderMap) -> bool {
     [format!("127.0.0.1:{}", web.port), format!("localhost:{}", web.port)].iter().any(|h| h == host)
 }
 
+/// A request from a page of another origin (its browser says so) is refused
+/// even with the cookie, which SameSite=Strict already keeps from it.
+fn same_origin(web: &Web, headers: &HeaderMap) -> bool {
+    match headers.get(header::ORIGIN).map(|v| v.to_str().unwrap_or("")) {
+        None => true,
+        Some(origin) => {
+            [format!("http://127.0.0.1:{}", web.port), format!("http://localhost:{}", web.port)].iter().any(|o| o == origin)
+        }
+    }
+}
+
+/// The token a request carries: the `x-a2-token` header, else this server's cookie.
+fn token_of<'a>(web: &Web, headers: &'a HeaderMap) -> &'a str {
+    if let Some(token) = headers.get("x-a2-token").and_then(|v| v.to_str().ok()).filter(|t| !t.is_empty()) {
+        return token;
+    }
+    let name = cookie_name(web.port);
+    let cookies = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok());
+    let mut pairs = cookies.flat_map(|c| c.split(';')).filter_map(|pair| pair.trim().split_once('='));
+    pairs.find(|(key, _)| *key == name).map_or("", |(_, value)| value)
+}
+
 /// Only a page served by this server, from this machine, may call the API.
 fn allowed(web: &Web, headers: &HeaderMap) -> bool {
-    let token = headers.get("x-a2-token").and_then(|v| v.to_str().ok()).unwrap_or("");
-    constant_time_eq(token.as_bytes(), web.token.as_bytes()) && local_host(web, headers)
+    let token = token_of(web, headers);
+    constant_time_eq(token.as_bytes(), web.token.as_bytes()) && local_host(web, headers) && same_origin(web, headers)
+}
+
+/// The printed URL's first load: its code, once, becomes the token's cookie
+/// (HttpOnly, SameSite=Strict) and the browser goes on to `/`, so no
+/// address it shows or keeps holds the token. A code spent or wrong gets
+/// no cookie, and a page that says why.
+fn exchange_code(web: &Web, code: &str) -> Response {
+    let expected = one_time_code(&web.token);
+    let fresh = constant_time_eq(code.as_bytes(), expected.as_bytes())
+        && web.code_spent.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+    if !fresh {
+        let message = "this link's one-time code was already used (or is wrong): the browser that opened it first \
+                       keeps the Studio's cookie; restart `a2 serve` for a new link";
+        return (StatusCode::FORBIDDEN, message).into_response();
+    }
+    let cookie = format!("{}={}; HttpOnly; SameSite=Strict; Path=/", cookie_name(web.port), web.token);
+    let mut response = (StatusCode::SEE_OTHER, "").into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::LOCATION, HeaderValue::from_static("/"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        headers.insert(header::SET_COOKIE, value);
+    }
+    response
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -203,6 +271,10 @@ async fn asset(State(web): State<Arc<Web>>, headers: HeaderMap, uri: Uri) -> Res
     if !local_host(&web, &headers) {
         return (StatusCode::MISDIRECTED_REQUEST, "this server answers to 127.0.0.1 and localhost only")
             .into_response();
+    }
+    let code = uri.query().and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("code=")));
+    if let Some(code) = code {
+        return exchange_code(&web, code);
     }
     let path = uri.path().trim_start_matches('/');
     let found = if plain_asset_path(path) { web.assets.get(path) } else { None };

@@ -446,3 +446,47 @@ async fn a_store_with_a_shop_contract_runs_no_demo_code_unless_asked() {
     };
     assert_eq!(studio.session_consume(run).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
 }
+
+/// The printed link carries a one-time code, never the token: its first
+/// load gets the token as an HttpOnly, SameSite=Strict cookie of this port
+/// and goes on to `/`; the code works once; the cookie drives the API from
+/// this origin only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_printed_link_is_a_one_time_code_for_a_cookie() {
+    let dir = scratch();
+    let url = format!("sqlite:{}", dir.join("web.sqlite").display());
+    Operator::connect(&Connect::new(url.clone()), &Registry).await.unwrap_or_else(|e| panic!("{e}"));
+    let studio = Arc::new(Studio::new(&dir));
+    studio.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
+    let served = common::serve(studio).await;
+    let (port, token) = (served.port, served.token.clone());
+    let listener = a2_studio_api::web::bind(0).await.unwrap_or_else(|e| panic!("{e}"));
+    let printed = a2_studio_api::web::url(&listener, &token).unwrap_or_else(|e| panic!("{e}"));
+    assert!(printed.contains("/?code=") && !printed.contains(&token), "the token is not in the link: {printed}");
+    let code = a2_studio_api::web::one_time_code(&token);
+
+    let (status, head, _) = common::http_with_head(port, "GET", &format!("/?code={code}"), &[], "").await;
+    assert_eq!(status, 303, "{head}");
+    let head = head.to_lowercase();
+    let cookie = format!("{}={token}", a2_studio_api::web::cookie_name(port));
+    assert!(head.contains(&format!("set-cookie: {cookie}; httponly; samesite=strict; path=/")), "{head}");
+    assert!(head.contains("location: /\r\n"), "{head}");
+
+    let json = ("content-type", "application/json");
+    let with_cookie = [("cookie", cookie.as_str()), json];
+    let (status, body) = http(port, "POST", "/api/contract_list", &with_cookie, r#"{"request":{}}"#).await;
+    assert_eq!(status, 200, "the cookie drives the API: {body}");
+    let elsewhere = [("cookie", cookie.as_str()), ("origin", "http://evil.example"), json];
+    let (status, _) = http(port, "POST", "/api/contract_list", &elsewhere, r#"{"request":{}}"#).await;
+    assert_eq!(status, 401, "not from a page of another origin");
+    let other_port = format!("{}=guess", a2_studio_api::web::cookie_name(port));
+    let (status, _) = http(port, "POST", "/api/contract_list", &[("cookie", other_port.as_str()), json], "{}").await;
+    assert_eq!(status, 401);
+
+    let (status, head, body) = common::http_with_head(port, "GET", &format!("/?code={code}"), &[], "").await;
+    assert_eq!(status, 403, "a code works once: {body}");
+    assert!(!head.to_lowercase().contains("set-cookie"), "{head}");
+    let (status, _) = http(port, "GET", "/?code=0000", &[], "").await;
+    assert_eq!(status, 403);
+    served.stop().await;
+}

@@ -41,6 +41,19 @@ impl web::Assets for Ui {
 
 /// One HTTP/1.1 exchange: (status, body).
 pub async fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let (status, _, body) = http_with_head(port, method, path, headers, body).await;
+    (status, body)
+}
+
+/// One HTTP/1.1 exchange: (status, the response's head, body).
+#[allow(dead_code)]
+pub async fn http_with_head(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
     let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap_or_else(|e| panic!("{e}"));
     let mut request = format!("{method} {path} HTTP/1.1\r\nconnection: close\r\ncontent-length: {}\r\n", body.len());
     if !headers.iter().any(|(k, _)| *k == "host") {
@@ -56,8 +69,8 @@ pub async fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)],
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response).await;
     let status = response.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    (status, body)
+    let (head, body) = response.split_once("\r\n\r\n").map(|(h, b)| (h.to_owned(), b.to_owned())).unwrap_or_default();
+    (status, head, body)
 }
 
 /// The web mode serving `studio` on a free port, until [`Served::stop`].
