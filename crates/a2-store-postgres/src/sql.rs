@@ -130,11 +130,15 @@ pub(crate) static SQL: Statements = Statements {
              SELECT session, consumer, SUM(lag)::bigint AS lag, SUM(dead)::bigint AS dead FROM per \
              GROUP BY session, consumer",
         parts_kept: "SELECT session, consumer, lag, dead FROM a2_totals_by_session WHERE session = ANY($1::text[])",
-        parts_drop: "DELETE FROM a2_totals_by_session WHERE session = ANY($1::text[])",
+        parts_drop: RowsStatement::Lists(
+            "DELETE FROM a2_totals_by_session t USING UNNEST($1::text[], $2::text[]) AS d(s, c) \
+             WHERE t.session = d.s AND t.consumer = d.c",
+        ),
         parts_drop_range: "DELETE FROM a2_totals_by_session WHERE session >= $1 AND session < $2",
         parts_put: RowsStatement::Lists(
             "INSERT INTO a2_totals_by_session (session, consumer, lag, dead) \
-             SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[])",
+             SELECT * FROM UNNEST($1::text[], $2::text[], $3::bigint[], $4::bigint[]) \
+             ON CONFLICT (session, consumer) DO UPDATE SET lag = EXCLUDED.lag, dead = EXCLUDED.dead",
         ),
         totals_clear: "DELETE FROM a2_consumer_totals WHERE contract = $1",
         upkeep_fence: "SELECT generation FROM a2_upkeep \

@@ -40,11 +40,11 @@ pub struct TotalsStatements {
     pub parts_of: &'static str,
     /// (sessions) → session, consumer, lag, dead: each session's part as last kept
     pub parts_kept: &'static str,
-    /// (sessions)
-    pub parts_drop: &'static str,
+    /// per part (session, consumer): parts that are no more (the session has no head of the consumer now)
+    pub parts_drop: RowsStatement,
     /// (lo, hi)
     pub parts_drop_range: &'static str,
-    /// per part (session, consumer, lag, dead)
+    /// per part (session, consumer, lag, dead): written, or rewritten in place
     pub parts_put: RowsStatement,
     /// (contract): the contract's kept totals, before they are written anew
     pub totals_clear: &'static str,
@@ -260,13 +260,19 @@ async fn fold_changed<B: SqlBackend>(
         if changed.is_empty() {
             continue;
         }
+        let mut gone = Vec::new();
         for session in &changed {
-            add_parts(&mut delta, kept.get(*session).unwrap_or(&none), -1);
-            add_parts(&mut delta, computed.get(*session).unwrap_or(&none), 1);
+            let (was, now) = (kept.get(*session).unwrap_or(&none), computed.get(*session).unwrap_or(&none));
+            add_parts(&mut delta, was, -1);
+            add_parts(&mut delta, now, 1);
+            let vanished = was.keys().filter(|consumer| !now.contains_key(*consumer));
+            gone.extend(vanished.map(|consumer| vec![Arg::text(*session), Arg::text(consumer)]));
         }
-        conn.execute(sql.parts_drop, vec![Arg::texts(changed.iter().map(|s| s.as_str()))]).await?;
-        let replaced = computed.iter().filter(|(s, _)| changed.contains(s));
-        let rows = part_rows(replaced);
+        if !gone.is_empty() {
+            run_each(conn, &sql.parts_drop, &[], &gone).await?;
+        }
+        // Rewritten in place (a part's columns are in no index, so an update stays on its page).
+        let rows = part_rows(computed.iter().filter(|(s, _)| changed.contains(s)));
         if !rows.is_empty() {
             run_each(conn, &sql.parts_put, &[], &rows).await?;
         }

@@ -142,11 +142,15 @@ pub(crate) static SQL: Statements = Statements {
              WHERE h.session IN (SELECT value FROM json_each(?1)) GROUP BY h.session, h.consumer",
         parts_kept: "SELECT session, consumer, lag, dead FROM a2_totals_by_session \
              WHERE session IN (SELECT value FROM json_each(?1))",
-        parts_drop: "DELETE FROM a2_totals_by_session WHERE session IN (SELECT value FROM json_each(?1))",
+        parts_drop: RowsStatement::JsonRows(
+            "DELETE FROM a2_totals_by_session WHERE (session, consumer) IN \
+             (SELECT u.value ->> 0, u.value ->> 1 FROM json_each(?1) AS u)",
+        ),
         parts_drop_range: "DELETE FROM a2_totals_by_session WHERE session >= ?1 AND session < ?2",
         parts_put: RowsStatement::JsonRows(
             "INSERT INTO a2_totals_by_session (session, consumer, lag, dead) \
-             SELECT u.value ->> 0, u.value ->> 1, u.value ->> 2, u.value ->> 3 FROM json_each(?1) AS u",
+             SELECT u.value ->> 0, u.value ->> 1, u.value ->> 2, u.value ->> 3 FROM json_each(?1) AS u WHERE true \
+             ON CONFLICT (session, consumer) DO UPDATE SET lag = excluded.lag, dead = excluded.dead",
         ),
         totals_clear: "DELETE FROM a2_consumer_totals WHERE contract = ?1",
         upkeep_fence: "SELECT generation FROM a2_upkeep \

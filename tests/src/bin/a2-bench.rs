@@ -378,8 +378,13 @@ async fn totals_refresh_figures(name: &str, store: &Arc<dyn Store>, sessions: us
     };
     refresh().await.map_err(|e| e.to_string())?;
     let (mut times, mut folded) = (Vec::new(), 0);
+    let settle = Duration::from_millis(a2_store::TOTALS_SETTLE_MS as u64 + 100);
     for round in 0..10 {
-        tokio::time::sleep(Duration::from_millis(a2_store::TOTALS_SETTLE_MS as u64 + 100)).await;
+        // Past the settling window twice, with a refresh between, so the timed refresh folds in only
+        // this round's changes and its sweep's slice, not the last round's again.
+        tokio::time::sleep(settle).await;
+        refresh().await.map_err(|e| e.to_string())?;
+        tokio::time::sleep(settle).await;
         let mut appends = tokio::task::JoinSet::new();
         for i in 0..CHANGED {
             let id = format!("order-{:05}", ((round * CHANGED + i) * 7919) % sessions);
