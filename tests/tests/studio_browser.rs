@@ -90,7 +90,11 @@ fn serve_with(url: &str, read_only: bool, extra: &[&str]) -> Served {
         .args(extra)
         .env("A2_STUDIO_CONFIG_DIR", config);
     let served = spawn_printing_url(command);
-    assert!(served.1.starts_with("http://127.0.0.1:") && served.1.contains("/?code=") && !served.1.contains("token="), "{}", served.1);
+    assert!(
+        served.1.starts_with("http://127.0.0.1:") && served.1.contains("/?code=") && !served.1.contains("token="),
+        "{}",
+        served.1
+    );
     served
 }
 

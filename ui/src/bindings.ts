@@ -384,6 +384,8 @@ export type DeadLetterGroup = {
 	sample_error: string,
 	/**  One of the group's dead letters, to open. */
 	sample: HeadKey,
+	/**  The grouping stopped at its bound: this count is a lower bound. */
+	partial?: boolean,
 };
 
 export type DeadLetterGroupQuery = {

@@ -265,6 +265,11 @@ pub async fn dead_letters_group_by_cause(factory: &dyn StoreFactory) {
     let summary: Vec<(&str, &str, u64)> =
         groups.iter().map(|g| (g.consumer.as_str(), g.cause.as_str(), g.count)).collect();
     assert_eq!(summary, vec![("c", "order <n> declined", 3), ("c", "timeout after <n>s", 1)]);
+    assert!(groups.iter().all(|g| !g.partial), "every dead letter was read");
+    // A bound read: the first three dead letters in key order (s1, s2, s3), said to be partial.
+    let bounded = store.dead_letter_groups(DeadLetterGroups { scan: 3, ..Default::default() }).await.expect("groups");
+    let summary: Vec<(&str, u64, bool)> = bounded.iter().map(|g| (g.cause.as_str(), g.count, g.partial)).collect();
+    assert_eq!(summary, vec![("order <n> declined", 2, true), ("timeout after <n>s", 1, true)]);
     let declined = &groups[0];
     assert_eq!(declined.contract, CONTRACT);
     assert!(declined.first_failed_at < declined.last_failed_at);
@@ -278,7 +283,7 @@ pub async fn dead_letters_group_by_cause(factory: &dyn StoreFactory) {
     let members = store.dead_letter_list(members).await.expect("list");
     let sessions: Vec<&str> = members.iter().map(|d| d.session_id.as_str()).collect();
     assert_eq!(sessions, vec!["s1", "s2", "s4"]);
-    let elsewhere = DeadLetterGroups { contract: Some("elsewhere".into()) };
+    let elsewhere = DeadLetterGroups { contract: Some("elsewhere".into()), ..Default::default() };
     assert!(store.dead_letter_groups(elsewhere).await.expect("groups").is_empty());
 
     // A redriven dead letter leaves its group.

@@ -268,7 +268,7 @@ impl Operator {
 
     /// Dead letters grouped by consumer and cause, largest group first.
     pub async fn dead_letter_groups(&self, contract: Option<String>) -> Result<Vec<DeadLetterGroup>> {
-        Ok(self.store().dead_letter_groups(DeadLetterGroups { contract }).await?)
+        Ok(self.store().dead_letter_groups(DeadLetterGroups { contract, ..DeadLetterGroups::default() }).await?)
     }
 
     pub async fn snapshot_list(&self, session: &SessionRef) -> Result<Vec<SnapshotInfo>> {

@@ -76,4 +76,41 @@ impl Postgres {
         }
         Ok((mode, plans))
     }
+
+    /// The plans the upkeep leader's refresh runs for a refresh of
+    /// `contract` looking back to `since` over `sessions`: each statement
+    /// prepared and executed under EXPLAIN on the engine's pool, in a
+    /// transaction begun as a refresh's is, so the plan is the one it gets.
+    pub async fn explain_totals_refresh(
+        &self,
+        contract: &str,
+        since: i64,
+        sessions: &[String],
+    ) -> Result<Vec<(&'static str, Vec<String>)>, StoreError> {
+        let sql = &crate::sql::SQL.totals;
+        let (lo, hi) = a2_store::codec::prefix_range(&a2_store::session_key(contract, ""));
+        let mut tx = self.pool.pool.begin().await.map_err(db_error)?;
+        if let Some(begin) = sql.refresh_begin {
+            sqlx::raw_sql(begin).execute(&mut *tx).await.map_err(db_error)?;
+        }
+        // EXECUTE takes its values written out (a parameter of the EXPLAIN would not reach it).
+        let text = |value: &str| format!("'{}'", value.replace('\'', "''"));
+        let keys = sessions.iter().map(|s| text(s)).collect::<Vec<_>>().join(", ");
+        let (contract, lo, hi) = (text(contract), text(&lo), text(&hi));
+        let statements = [
+            ("totals: changed sessions", sql.changed_sessions, format!("{contract}, {since}, {lo}, {hi}")),
+            ("totals: parts of sessions", sql.parts_of, format!("ARRAY[{keys}]::text[]")),
+            ("totals: rates count", sql.rates_count, format!("{lo}, {hi}, {since}, {}, 1000", since + 4_000)),
+        ];
+        let mut plans = Vec::new();
+        for (n, (name, statement, values)) in statements.into_iter().enumerate() {
+            let prepared = format!("a2_totals_explain_{n}");
+            sqlx::raw_sql(&format!("PREPARE {prepared} AS {statement}")).execute(&mut *tx).await.map_err(db_error)?;
+            let explain = format!("EXPLAIN EXECUTE {prepared}({values})");
+            let lines = sqlx::query_scalar(&explain).persistent(false).fetch_all(&mut *tx).await.map_err(db_error)?;
+            plans.push((name, lines));
+        }
+        tx.rollback().await.map_err(db_error)?;
+        Ok(plans)
+    }
 }

@@ -100,6 +100,7 @@ pub(crate) static SQL: Statements = Statements {
     audit_insert: "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome, db_user) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
     totals: TotalsStatements {
+        refresh_begin: Some("SET LOCAL plan_cache_mode = force_custom_plan"),
         mark_lock: "INSERT INTO a2_totals_marks (contract) VALUES ($1) \
              ON CONFLICT (contract) DO UPDATE SET contract = EXCLUDED.contract RETURNING refreshed_at, swept_through",
         mark_put: "UPDATE a2_totals_marks SET refreshed_at = $2, swept_through = $3 WHERE contract = $1",
@@ -119,11 +120,12 @@ pub(crate) static SQL: Statements = Statements {
                FROM a2_heads p WHERE p.kind <> 0 AND p.session >= $1 AND p.session < $2 GROUP BY p.session, p.consumer) \
              SELECT session, consumer, SUM(lag)::bigint AS lag, SUM(dead)::bigint AS dead FROM per \
              GROUP BY session, consumer",
+        // Each cursor's session head by its primary key: a join may hash the whole sessions table.
         parts_of: "WITH per AS ( \
-               SELECT h.session, h.consumer, GREATEST(s.head - h.idx + 1, 0) AS lag, \
+               SELECT h.session, h.consumer, \
+                 GREATEST((SELECT s.head FROM a2_sessions s WHERE s.session = h.session) - h.idx + 1, 0) AS lag, \
                  CASE WHEN h.failed_at IS NULL THEN 0 ELSE 1 END AS dead \
-               FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
-               WHERE h.kind = 0 AND h.session = ANY($1::text[]) \
+               FROM a2_heads h WHERE h.kind = 0 AND h.session = ANY($1::text[]) \
                UNION ALL \
                SELECT p.session, p.consumer, COUNT(*), COUNT(*) FILTER (WHERE p.failed_at IS NOT NULL) \
                FROM a2_heads p WHERE p.kind <> 0 AND p.session = ANY($1::text[]) GROUP BY p.session, p.consumer) \
@@ -418,7 +420,8 @@ pub(crate) static SQL: Statements = Statements {
            MAX(last_error) OVER g AS sample_error, ROW_NUMBER() OVER (g ORDER BY session, lane, idx) AS nth \
          FROM (SELECT split_part(h.session, chr(31), 1) AS contract, h.consumer, COALESCE(h.last_error_cause, '') AS cause, \
              h.session, h.lane, h.idx, h.failed_at, h.last_error \
-           FROM a2_heads h WHERE h.failed_at IS NOT NULL AND h.session >= $1 AND h.session < $2) d \
+           FROM a2_heads h WHERE h.failed_at IS NOT NULL AND h.session >= $1 AND h.session < $2 \
+           ORDER BY h.session, h.consumer, h.lane, h.idx LIMIT $3) d \
          WINDOW g AS (PARTITION BY contract, consumer, cause)) w WHERE nth = 1 ORDER BY n DESC, contract, consumer, cause",
     payload_binding: PayloadBinding::Document,
     search_sessions: "SELECT session FROM a2_sessions WHERE session >= $1 AND session < $2 AND session > $3 \

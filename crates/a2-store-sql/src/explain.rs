@@ -2,7 +2,7 @@
 //! diagnosing a slow Studio: the same reads with the same arguments on every
 //! backend, each explained in the backend's own words.
 
-use a2_store::{split_session_key, StoreError};
+use a2_store::{split_session_key, StoreError, DEAD_LETTER_GROUPS_SCAN};
 
 use crate::rows::contract_range;
 use crate::value::Arg;
@@ -71,7 +71,11 @@ fn explained_reads(sql: &crate::Statements, session: &str, now: i64) -> Vec<Expl
             // The last hour of a long history is a narrow range of a2_attempts_by_time: here, from now.
             vec![Arg::Text(lo.clone()), Arg::Text(hi.clone()), Arg::Int(now), Arg::Int(60_000)],
         ),
-        read("dead letters by cause", sql.dead_letter_groups, vec![Arg::Text(lo.clone()), Arg::Text(hi.clone())]),
+        read(
+            "dead letters by cause",
+            sql.dead_letter_groups,
+            vec![Arg::Text(lo.clone()), Arg::Text(hi.clone()), Arg::Int(i64::from(DEAD_LETTER_GROUPS_SCAN))],
+        ),
         read(
             "attempts of a head",
             sql.attempts_newest_first,

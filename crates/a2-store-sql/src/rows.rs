@@ -146,6 +146,7 @@ pub fn dead_letter_group(row: &Row) -> Result<DeadLetterGroup, StoreError> {
             index: row.u64("idx")?,
         },
         consumer,
+        partial: false,
     })
 }
 

@@ -679,9 +679,11 @@ impl<B: SqlBackend> Store for SqlStore<B> {
     }
     async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError> {
         let (lo, hi) = contract_range(params.contract.as_deref());
-        let rows =
-            self.backend.read().await?.fetch(self.sql().dead_letter_groups, vec![Arg::Text(lo), Arg::Text(hi)]).await?;
-        rows.iter().map(dead_letter_group).collect()
+        let scan = params.scan_limit();
+        let args = vec![Arg::Text(lo), Arg::Text(hi), Arg::Int(i64::from(scan))];
+        let rows = self.backend.read().await?.fetch(self.sql().dead_letter_groups, args).await?;
+        let groups = rows.iter().map(dead_letter_group).collect::<Result<Vec<_>, _>>()?;
+        Ok(mark_partial(groups, scan))
     }
     async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {
         let mut tx = self.backend.begin().await?;

@@ -24,6 +24,10 @@ const FOLD_CHUNK: usize = 1_000;
 /// A dialect's statements for kept totals.
 #[derive(Debug, Clone, Copy)]
 pub struct TotalsStatements {
+    /// Run first in a refresh's transaction: Postgres plans its statements for
+    /// the values at hand (the engine's pool plans generic, and a generic
+    /// `updated_at >= $2` looks like a third of the table: a scan).
+    pub refresh_begin: Option<&'static str>,
     /// (contract) → refreshed_at, swept_through: the contract's mark, created if new, locked
     /// where the database locks rows (so two refreshes never fold one change twice)
     pub mark_lock: &'static str,
@@ -155,6 +159,9 @@ async fn refresh_contract<B: SqlBackend>(
     let sql = store.sql().totals;
     let now = store.now();
     let mut tx = store.backend.begin().await?;
+    if let Some(begin) = sql.refresh_begin {
+        tx.execute(begin, Vec::new()).await?;
+    }
     if let Some(fence) = &params.fence {
         let args =
             vec![Arg::text(&fence.scope), Arg::text(&fence.owner), Arg::Int(to_i64(fence.generation)), Arg::Int(now)];

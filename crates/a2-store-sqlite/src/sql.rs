@@ -118,16 +118,19 @@ pub(crate) static SQL: Statements = Statements {
     audit_insert: "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome, db_user) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
     totals: TotalsStatements {
+        refresh_begin: None,
         mark_lock: "INSERT INTO a2_totals_marks (contract) VALUES (?1) \
              ON CONFLICT (contract) DO UPDATE SET contract = excluded.contract RETURNING refreshed_at, swept_through",
         mark_put: "UPDATE a2_totals_marks SET refreshed_at = ?2, swept_through = ?3 WHERE contract = ?1",
         mark_forget: "UPDATE a2_totals_marks SET refreshed_at = NULL WHERE contract = ?1",
-        // The first half is a range of a2_sessions_by_activity, the second of a2_attempts_by_end.
+        // The first half is a range of a2_sessions_by_activity, the second of a2_attempts_by_end (named:
+        // without statistics SQLite would walk the contract's attempts by primary key instead).
         changed_sessions: concat!(
             "SELECT session FROM a2_sessions WHERE ",
             contract_of!("session"),
             " = ?1 AND updated_at >= ?2 \
-             UNION SELECT session FROM a2_attempts WHERE ended_at >= ?2 AND session >= ?3 AND session < ?4 \
+             UNION SELECT session FROM a2_attempts INDEXED BY a2_attempts_by_end \
+               WHERE ended_at >= ?2 AND session >= ?3 AND session < ?4 \
              ORDER BY 1"
         ),
         parts_in_range: "SELECT h.session, h.consumer, \
@@ -157,7 +160,8 @@ pub(crate) static SQL: Statements = Statements {
              WHERE scope = ?1 AND owner = ?2 AND generation = ?3 AND expires_at > ?4",
         rates_count: "SELECT consumer, (ended_at / ?5) * ?5 AS bucket, SUM(outcome = 0) AS completed, \
                SUM(outcome IN (1, 2, 4)) AS failed \
-             FROM a2_attempts WHERE ended_at >= ?3 AND ended_at < ?4 AND session >= ?1 AND session < ?2 GROUP BY 1, 2",
+             FROM a2_attempts INDEXED BY a2_attempts_by_end \
+             WHERE ended_at >= ?3 AND ended_at < ?4 AND session >= ?1 AND session < ?2 GROUP BY 1, 2",
         rates_add: "INSERT INTO a2_attempt_rates (contract, consumer, bucket, completed, failed) VALUES (?1, ?2, ?3, ?4, ?5) \
              ON CONFLICT (contract, bucket, consumer) DO UPDATE SET completed = completed + excluded.completed, \
                failed = failed + excluded.failed",
@@ -404,7 +408,8 @@ pub(crate) static SQL: Statements = Statements {
         contract_of!("h.session"),
         " AS contract, h.consumer, COALESCE(h.last_error_cause, '') AS cause, \
              h.session, h.lane, h.idx, h.failed_at, h.last_error \
-           FROM a2_heads h WHERE h.failed_at IS NOT NULL AND h.session >= ?1 AND h.session < ?2) d \
+           FROM a2_heads h WHERE h.failed_at IS NOT NULL AND h.session >= ?1 AND h.session < ?2 \
+           ORDER BY h.session, h.consumer, h.lane, h.idx LIMIT ?3) d \
          WINDOW g AS (PARTITION BY contract, consumer, cause)) w WHERE nth = 1 ORDER BY n DESC, contract, consumer, cause"
     ),
     payload_binding: PayloadBinding::Leaves,

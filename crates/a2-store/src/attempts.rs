@@ -190,6 +190,35 @@ pub struct AttemptPruned {
 #[derive(Debug, Clone, Default)]
 pub struct DeadLetterGroups {
     pub contract: Option<String>,
+    /// Dead letters read at most, in key order (0: [`DEAD_LETTER_GROUPS_SCAN`]):
+    /// a look at a store with a flood of them stays a bounded read.
+    pub scan: u32,
+}
+
+/// Dead letters a grouping reads at most; past it the groups say `partial`.
+pub const DEAD_LETTER_GROUPS_SCAN: u32 = 10_000;
+
+impl DeadLetterGroups {
+    /// The bound this grouping reads up to.
+    pub fn scan_limit(&self) -> u32 {
+        if self.scan == 0 {
+            DEAD_LETTER_GROUPS_SCAN
+        } else {
+            self.scan
+        }
+    }
+}
+
+/// Mark every group partial when the grouping read as many dead letters as
+/// it may: there may be more, so each count is a lower bound.
+pub fn mark_partial(mut groups: Vec<DeadLetterGroup>, scan: u32) -> Vec<DeadLetterGroup> {
+    let read: u64 = groups.iter().map(|g| g.count).sum();
+    if read >= u64::from(scan) {
+        for group in &mut groups {
+            group.partial = true;
+        }
+    }
+    groups
 }
 
 /// One group of dead letters that failed the same way.
@@ -207,6 +236,9 @@ pub struct DeadLetterGroup {
     pub sample_error: String,
     /// One of the group's dead letters, to open.
     pub sample: HeadKey,
+    /// The grouping stopped at its bound: this count is a lower bound.
+    #[serde(default)]
+    pub partial: bool,
 }
 
 /// Groups in the order an operator triages them: largest first, then by name.

@@ -159,9 +159,9 @@ fn local_host(web: &Web, headers: &HeaderMap) -> bool {
 fn same_origin(web: &Web, headers: &HeaderMap) -> bool {
     match headers.get(header::ORIGIN).map(|v| v.to_str().unwrap_or("")) {
         None => true,
-        Some(origin) => {
-            [format!("http://127.0.0.1:{}", web.port), format!("http://localhost:{}", web.port)].iter().any(|o| o == origin)
-        }
+        Some(origin) => [format!("http://127.0.0.1:{}", web.port), format!("http://localhost:{}", web.port)]
+            .iter()
+            .any(|o| o == origin),
     }
 }
 

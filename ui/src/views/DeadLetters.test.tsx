@@ -136,3 +136,35 @@ describe("dead-letter selection", () => {
     expect(fake.sent("dead_letter_redrive")).toEqual([]);
   });
 });
+
+describe("dead-letter groups read with a bound", () => {
+  const group = (cause: string, count: number, partial: boolean) => ({
+    contract: "shop",
+    consumer: "mailer",
+    cause,
+    count,
+    first_failed_at: 1_700_000_000_000,
+    last_failed_at: 1_700_000_100_000,
+    sample_error: cause,
+    sample: { session: "o-1", consumer: "mailer", lane: null, index: 3 },
+    partial,
+  });
+
+  it("says a count is a lower bound when the grouping stopped at its bound", async () => {
+    const fake = studio().on("dead_letter_groups", () => [group("smtp <n> refused", 9_000, true), group("timeout", 1_000, true)]);
+    const { user } = await show(fake);
+    await user.click(screen.getByTestId("group-by-cause"));
+    const rows = await screen.findAllByTestId("dead-letter-group");
+    expect(rows.map((r) => within(r).getAllByRole("cell")[1].textContent)).toEqual(["≥ 9000", "≥ 1000"]);
+    expect(screen.getByTestId("groups-partial").textContent).toMatch(/bounded read.*at\s+least/s);
+  });
+
+  it("gives exact counts plainly", async () => {
+    const fake = studio().on("dead_letter_groups", () => [group("timeout", 3, false)]);
+    const { user } = await show(fake);
+    await user.click(screen.getByTestId("group-by-cause"));
+    const [row] = await screen.findAllByTestId("dead-letter-group");
+    expect(within(row).getAllByRole("cell")[1].textContent).toBe("3");
+    expect(screen.queryByTestId("groups-partial")).toBeNull();
+  });
+});

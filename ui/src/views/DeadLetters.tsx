@@ -16,6 +16,7 @@ import { keys } from "../keys";
 import { useCloseAfter } from "../live";
 import { href } from "../route";
 
+
 const PAGE = 100;
 const keyOf = (d: DeadLetter) => `${d.contract}/${d.session}/${d.consumer}/${d.lane ?? ""}/${d.index}`;
 const target = (d: DeadLetter): Target => ({ contract: d.contract, session: d.session, consumer: d.consumer, index: d.index });
@@ -245,7 +246,9 @@ function Groups(props: {
               <td>
                 {g.contract}/{g.consumer}
               </td>
-              <td className="num">{g.count}</td>
+              <td className="num" title={g.partial ? "At least: the grouping read its bound of dead letters, and there are more" : undefined}>
+                {g.partial ? `≥ ${g.count}` : g.count}
+              </td>
               <td className="error-text" title={g.sample_error}>
                 <button type="button" className="link" data-testid="show-group" onClick={() => onShow(g)}>
                   <code>{g.cause || "(no error text)"}</code>
@@ -265,6 +268,12 @@ function Groups(props: {
           ))}
         </tbody>
       </table>
+      {shown.some((g) => g.partial) && (
+        <p className="muted" data-testid="groups-partial">
+          Counted over a bounded read of the dead letters (the first by session), and there are more: each count is at
+          least that. The list below pages through every one.
+        </p>
+      )}
       {groups.data && shown.length === 0 && <Empty>No dead letters. 🎉</Empty>}
     </>
   );

@@ -779,8 +779,14 @@ impl Store for MemoryStore {
         let rows = sessions
             .iter()
             .filter(|(key, _)| params.contract.as_ref().is_none_or(|c| c == crate::split_session_key(key).0));
-        for (_, row) in rows {
-            for letter in row.dead_letters() {
+        // In key order, as a backend's index reads them, up to the bound.
+        let mut letters: Vec<_> = rows.flat_map(|(_, row)| row.dead_letters()).collect();
+        letters.sort_by(|a, b| {
+            (&a.session_id, &a.consumer, &a.lane, a.index).cmp(&(&b.session_id, &b.consumer, &b.lane, b.index))
+        });
+        let scan = params.scan_limit();
+        {
+            for letter in letters.into_iter().take(scan as usize) {
                 let cause = letter_cause(&letter);
                 let id = (letter.contract.clone(), letter.consumer.clone(), cause.clone());
                 let group = groups.entry(id).or_insert_with(|| DeadLetterGroup {
@@ -792,13 +798,15 @@ impl Store for MemoryStore {
                     last_failed_at: letter.failed_at,
                     sample_error: letter.last_error.clone().unwrap_or_default(),
                     sample: letter.key(),
+                    partial: false,
                 });
                 group.count += 1;
                 group.first_failed_at = group.first_failed_at.min(letter.failed_at);
                 group.last_failed_at = group.last_failed_at.max(letter.failed_at);
             }
         }
-        Ok(crate::attempts::largest_first(groups.into_values().collect()))
+        let groups = crate::attempts::mark_partial(groups.into_values().collect(), scan);
+        Ok(crate::attempts::largest_first(groups))
     }
 
     async fn audit_append(&self, entry: AuditEntry) -> Result<u64, StoreError> {
