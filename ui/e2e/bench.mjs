@@ -24,9 +24,11 @@ const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir()
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
 context.setDefaultTimeout(60_000);
-// The printed link's one-time code buys this browser the Studio's cookie (and goes on to "/"); every later
-// page is opened from the origin, which the cookie now lets in.
-await (context.pages()[0] ?? (await context.newPage())).goto(url);
+// The printed link's one-time code: the page trades it for the Studio's token, kept in this origin's storage
+// for every later page and tab, which are opened from the origin.
+const first = context.pages()[0] ?? (await context.newPage());
+await first.goto(url);
+await first.waitForFunction(() => Boolean(localStorage.getItem("a2.token")));
 const quantile = (values, q) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;

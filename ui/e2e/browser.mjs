@@ -36,9 +36,10 @@ context.setDefaultTimeout(15_000);
 const page = context.pages()[0] ?? (await context.newPage());
 const pageErrors = [];
 page.on("pageerror", (e) => pageErrors.push(e.message));
-// The printed link's one-time code buys this browser the Studio's cookie (and goes on to "/"); every later
-// page is opened from the origin, which the cookie now lets in.
+// The printed link's one-time code: the page trades it for the Studio's token, kept in this origin's storage
+// for every later page and tab, which are opened from the origin.
 await page.goto(url);
+await page.waitForFunction(() => Boolean(localStorage.getItem("a2.token")));
 expect(new URL(page.url()).search === "", `the code left the address bar: ${page.url()}`);
 
 function expect(condition, message) {
@@ -58,7 +59,7 @@ async function api(command, request) {
     async ([command, request]) => {
       const response = await fetch(`/api/${command}`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", "x-a2-token": localStorage.getItem("a2.token") ?? "" },
         body: JSON.stringify({ request }),
       });
       return { status: response.status, body: await response.json() };

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { chooseBackend, dropTokenFromAddress, httpBackend, tauriBackend, tokenFrom } from "./transport";
+import { chooseBackend, dropCodeFromAddress, httpBackend, tauriBackend, tokenFor } from "./transport";
 
 const tauri = vi.hoisted(() => ({ invoke: vi.fn((command: string, args: unknown) => Promise.resolve({ command, args })), isTauri: vi.fn(() => false) }));
 vi.mock("@tauri-apps/api/core", () => tauri);
@@ -23,7 +23,7 @@ function browser(href: string, fetcher: typeof fetch) {
   const host = {
     location: { href, search: address.search, origin: address.origin } as Location,
     history: { state: null, replaceState: (_s: unknown, _t: string, url: string) => replaced.push(url) } as unknown as History,
-    sessionStorage: memoryStorage(),
+    localStorage: memoryStorage(),
     fetch: fetcher,
   } as unknown as Window;
   return { host, replaced };
@@ -39,18 +39,24 @@ describe("transport", () => {
     expect(tauriBackend().transport).toBe("tauri");
   });
 
-  it("asks Tauri's isTauri by default, and patches nothing of the page in a browser", async () => {
-    const seen: { url?: string; init?: RequestInit } = {};
-    const { host, replaced } = browser("http://127.0.0.1:4000/?token=abc#/sessions/shop", fakeFetch(200, ["shop"], seen));
+  it("asks Tauri's isTauri by default, trades the link's code for the token once, and patches nothing of the page", async () => {
+    const seen: { url?: string; init?: RequestInit }[] = [];
+    const fetcher = ((url: string, init: RequestInit) => {
+      seen.push({ url, init });
+      const body = url.endsWith("/login") ? { token: "t0k" } : ["shop"];
+      return Promise.resolve(new Response(JSON.stringify(body), { status: 200 }));
+    }) as unknown as typeof fetch;
+    const { host, replaced } = browser("http://127.0.0.1:4000/?code=c0de#/sessions/shop", fetcher);
     const backend = chooseBackend(host);
     expect(tauri.isTauri).toHaveBeenCalled();
     expect(backend.transport).toBe("http");
-    expect(Object.keys(host)).toEqual(["location", "history", "sessionStorage", "fetch"]);
+    expect(Object.keys(host)).toEqual(["location", "history", "localStorage", "fetch"]);
     expect(replaced).toEqual(["/#/sessions/shop"]);
-    expect(host.sessionStorage.getItem("a2.token")).toBe("abc");
     await backend.call("contract_list", { request: {} });
-    expect(seen.url).toBe("http://127.0.0.1:4000/api/contract_list");
-    expect((seen.init?.headers as Record<string, string>)["x-a2-token"]).toBe("abc");
+    expect(seen.map((s) => s.url)).toEqual(["http://127.0.0.1:4000/login", "http://127.0.0.1:4000/api/contract_list"]);
+    expect(JSON.parse(seen[0].init?.body as string)).toEqual({ code: "c0de" });
+    expect((seen[1].init?.headers as Record<string, string>)["x-a2-token"]).toBe("t0k");
+    expect(host.localStorage.getItem("a2.token")).toBe("t0k");
   });
 
   it("posts the command's arguments with the token and resolves with the answer", async () => {
@@ -77,22 +83,25 @@ describe("transport", () => {
     });
   });
 
-  it("keeps the token from the URL for reloads", () => {
+  it("keeps the traded token for reloads and other tabs, and a spent code falls back to it", async () => {
     const storage = memoryStorage();
-    expect(tokenFrom("?token=abc", storage)).toBe("abc");
-    expect(tokenFrom("", storage)).toBe("abc");
-    expect(tokenFrom("", undefined)).toBe("");
+    const traded = fakeFetch(200, { token: "t0k" }, {});
+    expect(await tokenFor("c0de", storage, traded, "")).toBe("t0k");
+    expect(await tokenFor(null, storage, fakeFetch(500, {}, {}), "")).toBe("t0k");
+    const spent = fakeFetch(403, { code: "UNAUTHORIZED", message: "already used", retryable: false }, {});
+    expect(await tokenFor("c0de", storage, spent, "")).toBe("t0k");
+    expect(await tokenFor("c0de", memoryStorage(), spent, "")).toBe("");
   });
 
-  it("drops the token from the address bar once read, keeping the route", () => {
+  it("drops the code from the address bar once read, keeping the route", () => {
     const replaced: string[] = [];
     const host = {
-      location: { href: "http://127.0.0.1:4000/?token=abc&x=1#/sessions/shop" } as Location,
+      location: { href: "http://127.0.0.1:4000/?code=abc&x=1#/sessions/shop" } as Location,
       history: { state: null, replaceState: (_s: unknown, _t: string, url: string) => replaced.push(url) } as unknown as History,
     };
-    dropTokenFromAddress(host);
+    dropCodeFromAddress(host);
     expect(replaced).toEqual(["/?x=1#/sessions/shop"]);
-    dropTokenFromAddress({ ...host, location: { href: "http://127.0.0.1:4000/#/overview" } as Location });
+    dropCodeFromAddress({ ...host, location: { href: "http://127.0.0.1:4000/#/overview" } as Location });
     expect(replaced).toHaveLength(1);
   });
 });

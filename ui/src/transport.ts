@@ -26,16 +26,16 @@ export function tauriBackend(): Backend {
 }
 
 /** A browser: `POST <base>/api/<command>` with the token header. Failures reject with an ApiError-shaped value. */
-export function httpBackend(fetcher: typeof fetch, base: string, token: string): Backend {
+export function httpBackend(fetcher: typeof fetch, base: string, tokenSource: string | Promise<string>): Backend {
   return {
     transport: "http",
     async call(command, args) {
+      const token = await tokenSource;
       let response: Response;
       try {
         response = await fetcher(`${base}/api/${command}`, {
           method: "POST",
-          // The page got its cookie from the printed link; a token given here (a script's) goes as the header.
-          headers: token ? { "content-type": "application/json", "x-a2-token": token } : { "content-type": "application/json" },
+          headers: { "content-type": "application/json", "x-a2-token": token },
           body: JSON.stringify(args),
         });
       } catch (error) {
@@ -59,31 +59,55 @@ export function httpBackend(fetcher: typeof fetch, base: string, token: string):
   };
 }
 
-/** The token from `?token=` (kept for reloads of this tab). */
-export function tokenFrom(search: string, storage: Pick<Storage, "getItem" | "setItem"> | undefined): string {
-  const fromUrl = new URLSearchParams(search).get("token");
-  if (fromUrl) {
-    storage?.setItem("a2.token", fromUrl);
-    return fromUrl;
-  }
-  return storage?.getItem("a2.token") ?? "";
-}
+/** Where this origin keeps the token it traded the printed link's code for: per origin (so per port), and shared by its tabs. */
+const TOKEN_KEY = "a2.token";
 
-/** Remove `?token=` from the address shown (the tab keeps it in sessionStorage for reloads). */
-export function dropTokenFromAddress(host: Pick<Window, "location" | "history">): void {
+/** Remove `?code=` from the address shown: it is spent once traded, and no history should keep it. */
+export function dropCodeFromAddress(host: Pick<Window, "location" | "history">): void {
   const address = new URL(host.location.href);
-  if (!address.searchParams.has("token")) return;
-  address.searchParams.delete("token");
+  if (!address.searchParams.has("code")) return;
+  address.searchParams.delete("code");
   host.history.replaceState(host.history.state, "", address.pathname + address.search + address.hash);
 }
 
-type Host = Pick<Window, "location" | "history" | "sessionStorage" | "fetch">;
+/**
+ * The token: traded once for the printed link's one-time code (`POST /login`) and kept in this
+ * origin's storage, or as kept by an earlier trade (a reload, another tab). Never from the address.
+ */
+export async function tokenFor(
+  code: string | null,
+  storage: Pick<Storage, "getItem" | "setItem"> | undefined,
+  fetcher: typeof fetch,
+  base: string,
+): Promise<string> {
+  if (code) {
+    try {
+      const response = await fetcher(`${base}/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ code }),
+      });
+      const body: unknown = await response.json();
+      const token = response.ok && typeof body === "object" && body !== null ? (body as { token?: unknown }).token : null;
+      if (typeof token === "string") {
+        storage?.setItem(TOKEN_KEY, token);
+        return token;
+      }
+    } catch {
+      // Not traded: whatever an earlier trade kept, if anything (the API then says the token is missing).
+    }
+  }
+  return storage?.getItem(TOKEN_KEY) ?? "";
+}
+
+type Host = Pick<Window, "location" | "history" | "localStorage" | "fetch">;
 
 /** The backend for where the UI runs: Tauri's IPC inside the app, else HTTP to the server that served the page. */
 export function chooseBackend(host: Host, inTauri: () => boolean = isTauri): Backend {
   if (inTauri()) return tauriBackend();
-  const token = tokenFrom(host.location.search, host.sessionStorage);
+  const code = new URLSearchParams(host.location.search).get("code");
   // Read once: out of the address bar, history and any link copied from it.
-  dropTokenFromAddress(host);
-  return httpBackend(host.fetch.bind(host), host.location.origin, token);
+  dropCodeFromAddress(host);
+  const fetcher = host.fetch.bind(host);
+  return httpBackend(fetcher, host.location.origin, tokenFor(code, host.localStorage, fetcher, host.location.origin));
 }

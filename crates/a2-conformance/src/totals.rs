@@ -65,6 +65,11 @@ async fn step(store: &dyn Store, clock: &ManualClock, dice: &mut Dice, n: usize)
                 .collect();
             append(store, &session, events, &consumers).await;
         }
+        3 if dice.roll(3) == 0 => {
+            // A consumer no append names: its backfilling cursor is made by this claim, which runs nothing.
+            let late = StoreConsumer::log("late", "main").backfilling();
+            claim(store, &session, "late-runner", &[late]).await;
+        }
         3 | 4 => {
             // Sometimes the picky consumer alone: a claim that only skips untaken events runs nothing.
             let running = if dice.roll(3) == 0 { &consumers[1..2] } else { &consumers[..] };

@@ -14,9 +14,16 @@ pub fn is_local_host(host: &str) -> bool {
     host.starts_with('/') || matches!(host, "" | "localhost" | "127.0.0.1" | "::1" | "[::1]")
 }
 
-/// Whether the URL (or `PGSSLMODE`) chose an `sslmode` itself.
+/// Whether the URL (or `PGSSLMODE`) chose an `sslmode` itself. A `PGSSLMODE`
+/// that is empty or no mode at all chooses nothing (the driver ignores it too).
 pub(crate) fn names_sslmode(url: &str) -> bool {
-    url_names_sslmode(url) || std::env::var_os("PGSSLMODE").is_some()
+    url_names_sslmode(url) || env_sslmode().is_some()
+}
+
+/// `PGSSLMODE`, when it names a mode the driver takes.
+fn env_sslmode() -> Option<String> {
+    let mode = std::env::var("PGSSLMODE").ok()?;
+    mode.parse::<PgSslMode>().is_ok().then_some(mode)
 }
 
 fn url_names_sslmode(url: &str) -> bool {
@@ -28,7 +35,7 @@ pub(crate) fn sslmode_from_env(url: &str) -> Option<String> {
     if url_names_sslmode(url) {
         return None;
     }
-    std::env::var("PGSSLMODE").ok().filter(|v| !v.is_empty())
+    env_sslmode()
 }
 
 /// A host that is not this machine is reached with `verify-full` unless the URL says otherwise.

@@ -186,7 +186,7 @@ pub(crate) static SQL: Statements = Statements {
         "INSERT INTO a2_heads (session, consumer, lane, idx, kind) \
          SELECT s, c, l, i, 0 FROM UNNEST($1::text[], $2::text[], $3::text[], $4::bigint[]) AS t(s, c, l, i) \
          WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = t.s AND h.consumer = t.c AND h.kind = 0) \
-         ON CONFLICT DO NOTHING",
+         ON CONFLICT DO NOTHING RETURNING session",
     ),
     // Appends to many sessions are one statement of their own (`append::append_batch_as_statement`).
     sessions_open_many: None,

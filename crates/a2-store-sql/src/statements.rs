@@ -68,7 +68,7 @@ pub struct Statements {
     pub events_insert: RowsStatement,
     /// per head (key, consumer, lane, idx, kind)
     pub event_heads_insert: RowsStatement,
-    /// per cursor (key, consumer, lane, idx): inserted where the session has no cursor for that consumer
+    /// per cursor (key, consumer, lane, idx) → session of each cursor made: inserted where the session has no cursor for that consumer
     pub cursors_ensure: RowsStatement,
     /// (now) then per session (key, events about to be appended) → session, head, clear_index: each
     /// session created if new and its head moved past the events (read back under the row's lock), so

@@ -94,7 +94,11 @@ impl<B: SqlBackend> SqlStore<B> {
     ) -> Result<(), StoreError> {
         let mut rows = AppendRows::default();
         rows.push_cursors(key, bounds, consumers);
-        run_each(conn, &self.sql().cursors_ensure, &[], &rows.cursors).await?;
+        let made = run_each(conn, &self.sql().cursors_ensure, &[], &rows.cursors).await?;
+        // A new cursor (a backfill's, lagging) counts in the totals: stamp the session for the next refresh.
+        if !made.is_empty() {
+            conn.execute(self.sql().session_touch, vec![Arg::Int(self.now()), Arg::text(key)]).await?;
+        }
         Ok(())
     }
 

@@ -172,6 +172,11 @@ impl<B: SqlBackend> Store for SqlStore<B> {
             claimed.retry_at = waits.opt_int("retry_at")?;
         }
         self.attempts_put(tx.as_mut(), key, &lapsed).await?;
+        // A lapse is dated at its lease's expiry, maybe long ago, and may have made a dead letter: the
+        // session is stamped now, so the next totals refresh sees it.
+        if !lapsed.is_empty() {
+            tx.execute(self.sql().session_touch, vec![Arg::Int(now), Arg::text(key)]).await?;
+        }
         tx.commit().await?;
         Ok(claimed)
     }

@@ -157,14 +157,17 @@ async fn refresh_contract<B: SqlBackend>(
     params: &TotalsRefresh,
 ) -> Result<(u64, bool), StoreError> {
     let sql = store.sql().totals;
-    let now = store.now();
     let mut tx = store.backend.begin().await?;
     if let Some(begin) = sql.refresh_begin {
         tx.execute(begin, Vec::new()).await?;
     }
     if let Some(fence) = &params.fence {
-        let args =
-            vec![Arg::text(&fence.scope), Arg::text(&fence.owner), Arg::Int(to_i64(fence.generation)), Arg::Int(now)];
+        let args = vec![
+            Arg::text(&fence.scope),
+            Arg::text(&fence.owner),
+            Arg::Int(to_i64(fence.generation)),
+            Arg::Int(store.now()),
+        ];
         if tx.fetch_optional(sql.upkeep_fence, args).await?.is_none() {
             return Err(StoreError::UpkeepLeaseLost {
                 scope: fence.scope.clone(),
@@ -174,7 +177,12 @@ async fn refresh_contract<B: SqlBackend>(
         }
     }
     let mark = tx.fetch_one(sql.mark_lock, vec![Arg::text(contract)]).await?;
-    let (folded, full, swept_through) = match mark.opt_int("refreshed_at")? {
+    let refreshed_at = mark.opt_int("refreshed_at")?;
+    // Read under the mark's lock, and never before the last refresh's: a refresh that waited for the
+    // lock behind another must not stamp an earlier time than the one it follows (the rates' tail
+    // would then be recounted from before what was already added).
+    let now = store.now().max(refreshed_at.unwrap_or(Millis::MIN));
+    let (folded, full, swept_through) = match refreshed_at {
         Some(refreshed_at) if !params.full => {
             let since = refreshed_at.saturating_sub(TOTALS_SETTLE_MS);
             let sweep = (params.sweep, mark.text("swept_through")?);

@@ -199,7 +199,7 @@ pub(crate) static SQL: Statements = Statements {
          SELECT u.value ->> 0, u.value ->> 1, u.value ->> 2, u.value ->> 3, 0 FROM json_each(?1) AS u \
          WHERE NOT EXISTS (SELECT 1 FROM a2_heads h WHERE h.session = u.value ->> 0 AND h.consumer = u.value ->> 1 \
            AND h.kind = 0) \
-         ON CONFLICT DO NOTHING",
+         ON CONFLICT DO NOTHING RETURNING session",
     ),
     // `WHERE true`: an upsert's SELECT needs a WHERE, or its ON reads as a join's.
     sessions_open_many: Some(RowsStatement::JsonRows(
@@ -233,7 +233,7 @@ pub(crate) static SQL: Statements = Statements {
          failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, next_attempt_at = NULL \
          WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4",
     event_head_settle: "DELETE FROM a2_heads WHERE session = ?1 AND consumer = ?2 AND lane = ?3 AND idx = ?4",
-    session_touch: "UPDATE a2_sessions SET updated_at = ?1 WHERE session = ?2",
+    session_touch: "UPDATE a2_sessions SET updated_at = MAX(updated_at, ?1) WHERE session = ?2",
     claim_waits: concat!(
         "SELECT MIN(CASE WHEN h.lease_holder IS NOT NULL AND h.lease_expires_at > ?4 THEN h.lease_expires_at END) AS busy_until, \
            MIN(CASE WHEN (h.lease_holder IS NULL OR h.lease_expires_at <= ?4) AND h.next_attempt_at > ?4 \

@@ -86,4 +86,4 @@ pub const TOTALS_SETTLE_MS: i64 = 2_000;
 /// Sessions each incremental refresh re-checks in key order whether they
 /// changed or not, so kept totals heal from any missed change within one
 /// walk of the store.
-pub const TOTALS_SWEEP_SESSIONS: u32 = 500;
+pub const TOTALS_SWEEP_SESSIONS: u32 = 250;

@@ -1,10 +1,12 @@
 //! The web mode: the Studio's UI and commands over HTTP, on 127.0.0.1 only.
 //! `POST /api/<command>` takes the same `{ "request": … }` body as the Tauri
 //! command and answers with its result (200) or its `ApiError` (4xx/5xx).
-//! Every API call must carry this server's random token, as the cookie the
-//! printed URL's one-time code is exchanged for (or in an `x-a2-token`
-//! header, for scripts): another local user or a web page cannot drive it,
-//! and the token itself never appears in an address bar or a browser's history.
+//! Every API call must carry this server's random token in an `x-a2-token`
+//! header: another local user or a web page cannot drive it. The printed URL
+//! carries a one-time code, not the token: the page trades it once
+//! (`POST /login`) for the token, which it keeps in this origin's storage
+//! (a cookie would also go to every other port of 127.0.0.1), so the token
+//! never appears in an address bar or a browser's history.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,18 +103,12 @@ pub fn url(listener: &tokio::net::TcpListener, token: &str) -> std::io::Result<S
 }
 
 /// The code the printed URL carries, derived one way from the token (so the
-/// server needs keep nothing more): the first page load that brings it gets
-/// the token as a cookie, and the code is spent.
+/// server needs keep nothing more): the first page that trades it gets the
+/// token, and the code is spent.
 pub fn one_time_code(token: &str) -> String {
     use sha1::Digest as _;
     let digest = sha1::Sha1::digest(format!("a2-studio-login:{token}").as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The cookie that carries the token: one name a port, since a browser
-/// keeps cookies by host, not port, and two servers may run side by side.
-pub fn cookie_name(port: u16) -> String {
-    format!("a2_token_{port}")
 }
 
 /// Serve until `shutdown` resolves.
@@ -127,6 +123,7 @@ pub async fn run(
     let web = Arc::new(Web { studio, assets, token, port, code_spent: AtomicBool::new(false) });
     let app = Router::new()
         .route("/api/{command}", post(command))
+        .route("/login", post(login))
         .fallback(get(asset))
         .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(web);
@@ -154,8 +151,7 @@ fn local_host(web: &Web, headers: &HeaderMap) -> bool {
     [format!("127.0.0.1:{}", web.port), format!("localhost:{}", web.port)].iter().any(|h| h == host)
 }
 
-/// A request from a page of another origin (its browser says so) is refused
-/// even with the cookie, which SameSite=Strict already keeps from it.
+/// A request from a page of another origin (its browser says so) is refused.
 fn same_origin(web: &Web, headers: &HeaderMap) -> bool {
     match headers.get(header::ORIGIN).map(|v| v.to_str().unwrap_or("")) {
         None => true,
@@ -165,45 +161,32 @@ fn same_origin(web: &Web, headers: &HeaderMap) -> bool {
     }
 }
 
-/// The token a request carries: the `x-a2-token` header, else this server's cookie.
-fn token_of<'a>(web: &Web, headers: &'a HeaderMap) -> &'a str {
-    if let Some(token) = headers.get("x-a2-token").and_then(|v| v.to_str().ok()).filter(|t| !t.is_empty()) {
-        return token;
-    }
-    let name = cookie_name(web.port);
-    let cookies = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok());
-    let mut pairs = cookies.flat_map(|c| c.split(';')).filter_map(|pair| pair.trim().split_once('='));
-    pairs.find(|(key, _)| *key == name).map_or("", |(_, value)| value)
-}
-
 /// Only a page served by this server, from this machine, may call the API.
 fn allowed(web: &Web, headers: &HeaderMap) -> bool {
-    let token = token_of(web, headers);
+    let token = headers.get("x-a2-token").and_then(|v| v.to_str().ok()).unwrap_or("");
     constant_time_eq(token.as_bytes(), web.token.as_bytes()) && local_host(web, headers) && same_origin(web, headers)
 }
 
-/// The printed URL's first load: its code, once, becomes the token's cookie
-/// (HttpOnly, SameSite=Strict) and the browser goes on to `/`, so no
-/// address it shows or keeps holds the token. A code spent or wrong gets
-/// no cookie, and a page that says why.
-fn exchange_code(web: &Web, code: &str) -> Response {
+/// The page's trade of the printed URL's code for the token, once: a code
+/// spent or wrong gets nothing (restart the server for a new link).
+async fn login(State(web): State<Arc<Web>>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let code = serde_json::from_slice::<serde_json::Value>(&body).ok();
+    let code = code.as_ref().and_then(|b| b.get("code")).and_then(|c| c.as_str()).unwrap_or("");
     let expected = one_time_code(&web.token);
-    let fresh = constant_time_eq(code.as_bytes(), expected.as_bytes())
+    let fresh = local_host(&web, &headers)
+        && same_origin(&web, &headers)
+        && constant_time_eq(code.as_bytes(), expected.as_bytes())
         && web.code_spent.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok();
     if !fresh {
-        let message = "this link's one-time code was already used (or is wrong): the browser that opened it first \
-                       keeps the Studio's cookie; restart `a2 serve` for a new link";
-        return (StatusCode::FORBIDDEN, message).into_response();
+        let error = ApiError::new(
+            ErrorCode::Unauthorized,
+            "this link's one-time code was already used (or is wrong): the tab that opened it first has the \
+             Studio's token; restart `a2 serve` for a new link",
+        );
+        return error_response(StatusCode::FORBIDDEN, error);
     }
-    let cookie = format!("{}={}; HttpOnly; SameSite=Strict; Path=/", cookie_name(web.port), web.token);
-    let mut response = (StatusCode::SEE_OTHER, "").into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::LOCATION, HeaderValue::from_static("/"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        headers.insert(header::SET_COOKIE, value);
-    }
+    let mut response = axum::Json(serde_json::json!({ "token": web.token })).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
 
@@ -271,10 +254,6 @@ async fn asset(State(web): State<Arc<Web>>, headers: HeaderMap, uri: Uri) -> Res
     if !local_host(&web, &headers) {
         return (StatusCode::MISDIRECTED_REQUEST, "this server answers to 127.0.0.1 and localhost only")
             .into_response();
-    }
-    let code = uri.query().and_then(|q| q.split('&').find_map(|pair| pair.strip_prefix("code=")));
-    if let Some(code) = code {
-        return exchange_code(&web, code);
     }
     let path = uri.path().trim_start_matches('/');
     let found = if plain_asset_path(path) { web.assets.get(path) } else { None };

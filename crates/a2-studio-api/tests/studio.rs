@@ -447,12 +447,11 @@ async fn a_store_with_a_shop_contract_runs_no_demo_code_unless_asked() {
     assert_eq!(studio.session_consume(run).await.err().map(|e| e.code), Some(ErrorCode::InvalidInput));
 }
 
-/// The printed link carries a one-time code, never the token: its first
-/// load gets the token as an HttpOnly, SameSite=Strict cookie of this port
-/// and goes on to `/`; the code works once; the cookie drives the API from
-/// this origin only.
+/// The printed link carries a one-time code, never the token: the page
+/// trades it once (`POST /login`) for the token, from this origin only; a
+/// code spent, wrong, or offered by a page of another origin gets nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_printed_link_is_a_one_time_code_for_a_cookie() {
+async fn the_printed_link_is_a_one_time_code_for_the_token() {
     let dir = scratch();
     let url = format!("sqlite:{}", dir.join("web.sqlite").display());
     Operator::connect(&Connect::new(url.clone()), &Registry).await.unwrap_or_else(|e| panic!("{e}"));
@@ -465,28 +464,27 @@ async fn the_printed_link_is_a_one_time_code_for_a_cookie() {
     assert!(printed.contains("/?code=") && !printed.contains(&token), "the token is not in the link: {printed}");
     let code = a2_studio_api::web::one_time_code(&token);
 
-    let (status, head, _) = common::http_with_head(port, "GET", &format!("/?code={code}"), &[], "").await;
-    assert_eq!(status, 303, "{head}");
-    let head = head.to_lowercase();
-    let cookie = format!("{}={token}", a2_studio_api::web::cookie_name(port));
-    assert!(head.contains(&format!("set-cookie: {cookie}; httponly; samesite=strict; path=/")), "{head}");
-    assert!(head.contains("location: /\r\n"), "{head}");
-
-    let json = ("content-type", "application/json");
-    let with_cookie = [("cookie", cookie.as_str()), json];
-    let (status, body) = http(port, "POST", "/api/contract_list", &with_cookie, r#"{"request":{}}"#).await;
-    assert_eq!(status, 200, "the cookie drives the API: {body}");
-    let elsewhere = [("cookie", cookie.as_str()), ("origin", "http://evil.example"), json];
-    let (status, _) = http(port, "POST", "/api/contract_list", &elsewhere, r#"{"request":{}}"#).await;
-    assert_eq!(status, 401, "not from a page of another origin");
-    let other_port = format!("{}=guess", a2_studio_api::web::cookie_name(port));
-    let (status, _) = http(port, "POST", "/api/contract_list", &[("cookie", other_port.as_str()), json], "{}").await;
-    assert_eq!(status, 401);
-
     let (status, head, body) = common::http_with_head(port, "GET", &format!("/?code={code}"), &[], "").await;
-    assert_eq!(status, 403, "a code works once: {body}");
-    assert!(!head.to_lowercase().contains("set-cookie"), "{head}");
-    let (status, _) = http(port, "GET", "/?code=0000", &[], "").await;
+    assert!(status == 200 && body.contains("A2 Studio"), "the link opens the page: {status}");
+    assert!(!head.to_lowercase().contains("set-cookie"), "no cookie: it would go to every port of 127.0.0.1: {head}");
+    let json = ("content-type", "application/json");
+    let login = serde_json::json!({ "code": code }).to_string();
+    let elsewhere = [("origin", "http://evil.example"), json];
+    let (status, _) = http(port, "POST", "/login", &elsewhere, &login).await;
+    assert_eq!(status, 403, "a page of another origin gets nothing");
+    let (status, body) = http(port, "POST", "/login", &[json], &login).await;
+    assert_eq!((status, body), (200, serde_json::json!({ "token": token }).to_string()));
+    let (status, body) = http(port, "POST", "/login", &[json], &login).await;
+    assert!(status == 403 && body.contains("already used"), "a code works once: {status} {body}");
+    let wrong = serde_json::json!({ "code": "0000" }).to_string();
+    let (status, _) = http(port, "POST", "/login", &[json], &wrong).await;
     assert_eq!(status, 403);
+
+    let with_token = [("x-a2-token", token.as_str()), json];
+    let (status, _) = http(port, "POST", "/api/contract_list", &with_token, r#"{"request":{}}"#).await;
+    assert_eq!(status, 200, "the token traded for drives the API");
+    let from_elsewhere = [("x-a2-token", token.as_str()), ("origin", "http://evil.example"), json];
+    let (status, _) = http(port, "POST", "/api/contract_list", &from_elsewhere, r#"{"request":{}}"#).await;
+    assert_eq!(status, 401, "not from a page of another origin");
     served.stop().await;
 }

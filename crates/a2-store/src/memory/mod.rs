@@ -781,8 +781,12 @@ impl Store for MemoryStore {
             .filter(|(key, _)| params.contract.as_ref().is_none_or(|c| c == crate::split_session_key(key).0));
         // In key order, as a backend's index reads them, up to the bound.
         let mut letters: Vec<_> = rows.flat_map(|(_, row)| row.dead_letters()).collect();
+        // The storage key's order: contract, then session id (the separator sorts before any id character).
         letters.sort_by(|a, b| {
-            (&a.session_id, &a.consumer, &a.lane, a.index).cmp(&(&b.session_id, &b.consumer, &b.lane, b.index))
+            let key = |d: &crate::DeadLetter| {
+                (d.contract.clone(), d.session_id.clone(), d.consumer.clone(), d.lane.clone(), d.index)
+            };
+            key(a).cmp(&key(b))
         });
         let scan = params.scan_limit();
         {
