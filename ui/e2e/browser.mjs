@@ -46,8 +46,11 @@ function expect(condition, message) {
   if (!condition) throw new Error(`expected: ${message}`);
 }
 
+// A page load each time (a query of its own: a change of hash alone would keep the page and its cached reads).
+let loads = 0;
 async function open(hash) {
-  await page.goto(`${base}${hash}`);
+  loads += 1;
+  await page.goto(`${base}?load=${loads}${hash}`);
 }
 
 const rows = () => page.locator("[data-testid=dead-letter-row]");

@@ -138,15 +138,5 @@ pub(crate) async fn kept<B: SqlBackend>(
 ) -> Result<Vec<AttemptRate>, StoreError> {
     let args = vec![Arg::OptText(params.contract.clone()), Arg::Int(floor(params.since, MINUTE_MS))];
     let rows = store.backend.read().await?.fetch(store.sql().totals.rates_kept, args).await?;
-    rows.iter()
-        .map(|r| {
-            Ok(AttemptRate {
-                contract: r.text("contract")?,
-                consumer: r.text("consumer")?,
-                bucket_start: r.int("bucket")?,
-                completed: r.u64("completed")?,
-                failed: r.u64("failed")?,
-            })
-        })
-        .collect()
+    rows.iter().map(crate::rows::attempt_rate).collect()
 }

@@ -129,6 +129,17 @@ pub fn dead_letter(row: &Row) -> Result<DeadLetter, StoreError> {
     })
 }
 
+/// One consumer's attempts that ended in one bucket (counted, or as kept).
+pub fn attempt_rate(row: &Row) -> Result<AttemptRate, StoreError> {
+    Ok(AttemptRate {
+        contract: row.text("contract")?,
+        consumer: row.text("consumer")?,
+        bucket_start: row.int("bucket")?,
+        completed: row.u64("completed")?,
+        failed: row.u64("failed")?,
+    })
+}
+
 /// A group of dead letters by cause, with its first dead letter (`session, lane, idx`) as the sample.
 pub fn dead_letter_group(row: &Row) -> Result<DeadLetterGroup, StoreError> {
     let consumer = row.text("consumer")?;

@@ -670,17 +670,7 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         let (lo, hi) = contract_range(params.contract.as_deref());
         let args = vec![Arg::Text(lo), Arg::Text(hi), Arg::Int(params.since), Arg::Int(params.bucket_ms.max(1))];
         let rows = self.backend.read().await?.fetch(self.sql().attempt_rates, args).await?;
-        rows.iter()
-            .map(|r| {
-                Ok(AttemptRate {
-                    contract: r.text("contract")?,
-                    consumer: r.text("consumer")?,
-                    bucket_start: r.int("bucket")?,
-                    completed: r.u64("completed")?,
-                    failed: r.u64("failed")?,
-                })
-            })
-            .collect()
+        rows.iter().map(crate::rows::attempt_rate).collect()
     }
     async fn dead_letter_groups(&self, params: DeadLetterGroups) -> Result<Vec<DeadLetterGroup>, StoreError> {
         let (lo, hi) = contract_range(params.contract.as_deref());
