@@ -779,35 +779,36 @@ impl Store for MemoryStore {
         let rows = sessions
             .iter()
             .filter(|(key, _)| params.contract.as_ref().is_none_or(|c| c == crate::split_session_key(key).0));
-        // In key order, as a backend's index reads them, up to the bound.
+        // In the storage key's order (contract, then session id: the separator sorts before any id
+        // character), as a backend's index reads them, up to the bound.
         let mut letters: Vec<_> = rows.flat_map(|(_, row)| row.dead_letters()).collect();
-        // The storage key's order: contract, then session id (the separator sorts before any id character).
         letters.sort_by(|a, b| {
-            let key = |d: &crate::DeadLetter| {
-                (d.contract.clone(), d.session_id.clone(), d.consumer.clone(), d.lane.clone(), d.index)
-            };
-            key(a).cmp(&key(b))
+            (&a.contract, &a.session_id, &a.consumer, &a.lane, a.index).cmp(&(
+                &b.contract,
+                &b.session_id,
+                &b.consumer,
+                &b.lane,
+                b.index,
+            ))
         });
         let scan = params.scan_limit();
-        {
-            for letter in letters.into_iter().take(scan as usize) {
-                let cause = letter_cause(&letter);
-                let id = (letter.contract.clone(), letter.consumer.clone(), cause.clone());
-                let group = groups.entry(id).or_insert_with(|| DeadLetterGroup {
-                    contract: letter.contract.clone(),
-                    consumer: letter.consumer.clone(),
-                    cause,
-                    count: 0,
-                    first_failed_at: letter.failed_at,
-                    last_failed_at: letter.failed_at,
-                    sample_error: letter.last_error.clone().unwrap_or_default(),
-                    sample: letter.key(),
-                    partial: false,
-                });
-                group.count += 1;
-                group.first_failed_at = group.first_failed_at.min(letter.failed_at);
-                group.last_failed_at = group.last_failed_at.max(letter.failed_at);
-            }
+        for letter in letters.into_iter().take(scan as usize) {
+            let cause = letter_cause(&letter);
+            let id = (letter.contract.clone(), letter.consumer.clone(), cause.clone());
+            let group = groups.entry(id).or_insert_with(|| DeadLetterGroup {
+                contract: letter.contract.clone(),
+                consumer: letter.consumer.clone(),
+                cause,
+                count: 0,
+                first_failed_at: letter.failed_at,
+                last_failed_at: letter.failed_at,
+                sample_error: letter.last_error.clone().unwrap_or_default(),
+                sample: letter.key(),
+                partial: false,
+            });
+            group.count += 1;
+            group.first_failed_at = group.first_failed_at.min(letter.failed_at);
+            group.last_failed_at = group.last_failed_at.max(letter.failed_at);
         }
         let groups = crate::attempts::mark_partial(groups.into_values().collect(), scan);
         Ok(crate::attempts::largest_first(groups))
