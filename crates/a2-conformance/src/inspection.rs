@@ -319,13 +319,19 @@ pub async fn audit_log_keeps_actions_newest_first(factory: &dyn StoreFactory) {
         ids.push(store.audit_append(entry(n)).await.expect("audit append"));
     }
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids grow: {ids:?}");
-    let all = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit list");
+    let all = store.audit_list(AuditList { before: None, limit: 10, action: None }).await.expect("audit list");
     assert_eq!(all.iter().map(|r| r.id).collect::<Vec<_>>(), ids.iter().rev().copied().collect::<Vec<_>>());
     assert_eq!(all[2].entry, entry(1), "an entry reads back as written");
     assert_eq!(all[0].entry, entry(3), "an entry without a database role reads back without one");
     assert_eq!(all[1].entry.session_id, None);
-    let older = store.audit_list(AuditList { before: Some(ids[2]), limit: 1 }).await.expect("keyset");
+    let older = store.audit_list(AuditList { before: Some(ids[2]), limit: 1, action: None }).await.expect("keyset");
     assert_eq!(older.iter().map(|r| r.id).collect::<Vec<_>>(), vec![ids[1]]);
+    let of = |action: &str, before: Option<u64>| AuditList { before, limit: 10, action: Some(action.into()) };
+    let clears = store.audit_list(of("clear", None)).await.expect("by action");
+    assert_eq!(clears.iter().map(|r| r.id).collect::<Vec<_>>(), vec![ids[2], ids[0]], "only that action's entries");
+    let older_clears = store.audit_list(of("clear", Some(ids[2]))).await.expect("by action, keyset");
+    assert_eq!(older_clears.iter().map(|r| r.id).collect::<Vec<_>>(), vec![ids[0]]);
+    assert!(store.audit_list(of("demo.seed", None)).await.expect("none").is_empty());
 }
 
 pub async fn redrive_and_clear_record_their_audit_entry_with_the_outcome(factory: &dyn StoreFactory) {
@@ -353,7 +359,7 @@ pub async fn redrive_and_clear_record_their_audit_entry_with_the_outcome(factory
         .await
         .expect("clear");
     assert!(!missed.cleared);
-    let log = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit");
+    let log = store.audit_list(AuditList { before: None, limit: 10, action: None }).await.expect("audit");
     let outcomes: Vec<(String, serde_json::Value)> =
         log.iter().map(|r| (r.entry.action.clone(), r.entry.outcome.clone())).collect();
     assert_eq!(

@@ -30,7 +30,7 @@ pub async fn cursor_advance_is_one_transaction(factory: &dyn StoreFactory) {
     let moved = store.cursor_advance(advance("s", "c", Some(600), Some(audit_entry("consume.ack", 1)))).await;
     assert_eq!(moved.expect("advance"), CursorAdvanced::Moved { from: 1, next: 601 });
     assert_eq!(cursor_next(&*store, "s", "c").await, Some(601));
-    let audit = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit");
+    let audit = store.audit_list(AuditList { before: None, limit: 10, action: None }).await.expect("audit");
     assert_eq!(audit.len(), 1, "one record for the whole move: {audit:?}");
     assert_eq!(audit[0].entry.outcome, json!({ "outcome": "moved", "from": 1, "next": 601 }));
 
@@ -133,7 +133,7 @@ pub async fn paused_consumer_is_not_claimed(factory: &dyn StoreFactory) {
     assert!(page.session_ids.is_empty(), "a paused consumer's work is nobody's to rescue: {page:?}");
 
     // The same name in another contract is its own consumer.
-    let audit = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit");
+    let audit = store.audit_list(AuditList { before: None, limit: 10, action: None }).await.expect("audit");
     assert_eq!(audit.len(), 3, "each pause is recorded with its outcome");
     assert_eq!(audit[2].entry.outcome["actor"], json!("ana"));
 }
@@ -159,7 +159,7 @@ pub async fn resume_heals_paused_work(factory: &dyn StoreFactory) {
     assert!(store.consumer_resume(resume(Some(audit_entry("consumer.resume", 1)))).await.expect("resume"));
     assert!(!store.consumer_resume(resume(None)).await.expect("resume again"), "nothing left to resume");
     assert!(store.consumer_pause_list(None).await.expect("list").is_empty());
-    let audit = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit");
+    let audit = store.audit_list(AuditList { before: None, limit: 10, action: None }).await.expect("audit");
     assert_eq!(audit[0].entry.outcome, json!({ "resumed": true }));
 
     let walk = SessionsRunnable { contract: CONTRACT.into(), consumers: vec!["c".into()], after: None, limit: 50 };

@@ -136,8 +136,10 @@ pub async fn run_clearing_its_session_ends_its_attempt(factory: &dyn StoreFactor
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("the run cleared its session", || taken(&codes).len() == 3).await;
     // The clear records the run that made it, in its own transaction.
-    let audit =
-        store.audit_list(a2_store::AuditList { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let audit = store
+        .audit_list(a2_store::AuditList { before: None, limit: 10, action: None })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let clears: Vec<_> = audit.iter().filter(|r| r.entry.action == "run.clear").collect();
     assert_eq!(clears.len(), 1, "one audited clear: {audit:#?}");
     let entry = &clears[0].entry;

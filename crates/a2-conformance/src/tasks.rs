@@ -126,7 +126,7 @@ pub async fn failed_delivery_is_retried_and_operators_can_hasten_or_cancel(facto
     let cancelled = store.task_cancel(change("t-b", "timer.cancel")).await.expect("cancel").expect("a task");
     assert_eq!(cancelled.id, "t-b");
     assert!(store.task_cancel(change("t-b", "timer.cancel")).await.expect("cancel").is_none(), "cancelled once");
-    let audit = store.audit_list(AuditList { before: None, limit: 10 }).await.expect("audit");
+    let audit = store.audit_list(AuditList { before: None, limit: 10, action: None }).await.expect("audit");
     let actions: Vec<_> = audit.iter().map(|r| (r.entry.action.as_str(), r.entry.outcome.clone())).collect();
     assert_eq!(
         actions,

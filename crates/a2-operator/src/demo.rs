@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2_engine::{AppendInput, BoxError, Consumer, Contract, DrainTimings, PresencePatch, Reducer, Server, Timing};
-use a2_store::{Backoff, Store};
+use a2_store::{AuditList, Backoff, Store};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -306,6 +306,7 @@ impl Operator {
     /// Seed the demo contract into this store; returns the events appended.
     pub async fn demo_seed(&self, options: DemoOptions) -> Result<u64, OperatorError> {
         self.writable("demo.seed")?;
+        self.demo_may_seed().await?;
         let parameters = serde_json::json!({
             "sessions": options.sessions, "seed": options.seed, "fail_rate": options.fail_rate, "bulk": options.bulk,
         });
@@ -320,15 +321,37 @@ impl Operator {
         seeded
     }
 
+    /// Whether the demo may seed here: an empty store, or one it seeded
+    /// before (its `demo.seed` entry is in the audit log). Its consumers run
+    /// on every `shop` session, so a real store with that contract is refused.
+    async fn demo_may_seed(&self) -> Result<(), OperatorError> {
+        let contracts = self.store().contract_list().await?;
+        if contracts.is_empty() {
+            return Ok(());
+        }
+        let seeded = AuditList { before: None, limit: 1, action: Some("demo.seed".into()) };
+        if !self.store().audit_list(seeded).await?.is_empty() {
+            return Ok(());
+        }
+        Err(OperatorError::NotADemoStore {
+            why: format!(
+                "this store holds sessions ({}) and the demo never seeded it; the demo seeds an empty store or its own",
+                contracts.join(", ")
+            ),
+        })
+    }
+
     /// One demo session of `events` shipped orders (the Studio's scrolling test at scale).
     pub async fn demo_seed_long_session(&self, id: &str, events: u64) -> Result<u64, OperatorError> {
         self.writable("demo.seed")?;
+        self.demo_may_seed().await?;
         seed_long_session(self.attached.store.clone(), id, events).await
     }
 
     /// One demo session with `attempts` completed charger attempts (the timeline's test at scale).
     pub async fn demo_seed_long_history(&self, id: &str, attempts: u64) -> Result<u64, OperatorError> {
         self.writable("demo.seed")?;
+        self.demo_may_seed().await?;
         seed_long_history(self.attached.store.clone(), id, attempts).await
     }
 

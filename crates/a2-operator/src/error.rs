@@ -16,6 +16,10 @@ pub enum OperatorError {
     /// A live attempt holds what the action would move; it may succeed once that attempt ends.
     #[error("busy: {what}")]
     Busy { what: String },
+    /// The demo seeds only an empty store or one it seeded before: its
+    /// consumers would run on any `shop` sessions a real store holds.
+    #[error("refused: {why}")]
+    NotADemoStore { why: String },
     #[error("{0}")]
     Store(StoreError),
     #[error("{0}")]
@@ -33,6 +37,7 @@ impl OperatorError {
             Self::NotFound { .. } => "NOT_FOUND",
             Self::Invalid { .. } => "INVALID_INPUT",
             Self::Busy { .. } => "CONSUMER_BUSY",
+            Self::NotADemoStore { .. } => "NOT_A_DEMO_STORE",
             Self::Store(e) => e.code(),
             Self::Engine(e) => e.code(),
         }
@@ -45,7 +50,7 @@ impl OperatorError {
             Self::Store(e) => e.is_retryable(),
             Self::Engine(e) => e.is_retryable(),
             Self::Busy { .. } => true,
-            Self::ReadOnly { .. } | Self::NotFound { .. } | Self::Invalid { .. } => false,
+            Self::ReadOnly { .. } | Self::NotFound { .. } | Self::Invalid { .. } | Self::NotADemoStore { .. } => false,
         }
     }
 

@@ -138,6 +138,7 @@ macro_rules! on_every_store {
 
 on_every_store!(
     demo_seed_is_audited,
+    demo_seed_refuses_a_store_it_did_not_create,
     failed_consume_is_audited,
     import_checks_events_against_the_contract,
     read_only_overview_reads_kept_totals
@@ -265,7 +266,8 @@ async fn reads_and_actions(kind: StoreKind) {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((cleared.cleared, cleared.index), (true, 4));
-    let audit = op.audit_list(AuditList { before: None, limit: 50 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let audit =
+        op.audit_list(AuditList { before: None, limit: 50, action: None }).await.unwrap_or_else(|e| panic!("{e}"));
     let actions: Vec<&str> = audit.iter().map(|r| r.entry.action.as_str()).collect();
     assert_eq!(
         actions,
@@ -285,7 +287,7 @@ async fn reads_and_actions(kind: StoreKind) {
 
     // Read-only: every action refused before the store is touched.
     let ro = operator(store.clone(), kind, Mode::ReadOnly);
-    let before = op.audit_list(AuditList { before: None, limit: 50 }).await.map(|a| a.len()).ok();
+    let before = op.audit_list(AuditList { before: None, limit: 50, action: None }).await.map(|a| a.len()).ok();
     let refusals: Vec<Result<(), OperatorError>> = vec![
         ro.dead_letter_redrive(redrive("o-1", "charger", 1, RedriveAction::Retry)).await.map(|_| ()),
         ro.session_clear(ClearSession { contract: "shop".into(), session: "o-0".into(), if_last_index: None })
@@ -298,7 +300,7 @@ async fn reads_and_actions(kind: StoreKind) {
         assert_eq!((error.code(), error.exit_code()), ("READ_ONLY", 3));
     }
     assert_eq!(
-        op.audit_list(AuditList { before: None, limit: 50 }).await.map(|a| a.len()).ok(),
+        op.audit_list(AuditList { before: None, limit: 50, action: None }).await.map(|a| a.len()).ok(),
         before,
         "nothing was written"
     );
@@ -320,9 +322,6 @@ async fn postgres_reads_and_actions() {
     reads_and_actions(StoreKind::Postgres).await;
 }
 
-/// A consume in run mode that fails halfway (here its consumer is paused
-/// after the second event) has moved the cursor: the audit log holds its
-/// start and its end, with the error and how far it got.
 /// Seeding the demo writes sessions and runs consumers: it is on record
 /// like every other write, with what it wrote.
 async fn demo_seed_is_audited(kind: StoreKind) {
@@ -330,7 +329,8 @@ async fn demo_seed_is_audited(kind: StoreKind) {
     let op = operator(store, kind, Mode::ReadWrite);
     let options = a2_operator::demo::DemoOptions { sessions: 2, fail_rate: 0.0, bulk: true, ..Default::default() };
     let events = op.demo_seed(options).await.unwrap_or_else(|e| panic!("{e}"));
-    let audit = op.audit_list(AuditList { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let audit =
+        op.audit_list(AuditList { before: None, limit: 10, action: None }).await.unwrap_or_else(|e| panic!("{e}"));
     let seeded = audit.iter().map(|r| &r.entry).find(|e| e.action == "demo.seed");
     let seeded = seeded.unwrap_or_else(|| panic!("no demo.seed entry: {audit:?}"));
     assert_eq!(seeded.contract.as_deref(), Some("shop"));
@@ -338,6 +338,28 @@ async fn demo_seed_is_audited(kind: StoreKind) {
     assert_eq!(seeded.outcome, json!({ "events": events }));
 }
 
+/// The demo's consumers run on every `shop` session: it seeds an empty store
+/// or one it seeded before, never a store whose sessions are someone's own.
+async fn demo_seed_refuses_a_store_it_did_not_create(kind: StoreKind) {
+    let store = store_of(kind).await;
+    seed(&*store).await;
+    let op = operator(store.clone(), kind, Mode::ReadWrite);
+    let before = store.session_count("shop").await.unwrap_or_else(|e| panic!("{e}"));
+    let options = a2_operator::demo::DemoOptions { sessions: 2, fail_rate: 0.0, bulk: true, ..Default::default() };
+    let error = op.demo_seed(options).await.expect_err("a store the demo did not create");
+    assert_eq!(error.code(), "NOT_A_DEMO_STORE", "{error}");
+    assert!(error.to_string().contains("shop"), "names what the store holds: {error}");
+    assert_eq!(store.session_count("shop").await.ok(), Some(before), "nothing written");
+    let long = op.demo_seed_long_session("long-00000", 3).await.expect_err("nor one long session");
+    assert_eq!(long.code(), "NOT_A_DEMO_STORE");
+    let fresh = operator(store_of(kind).await, kind, Mode::ReadWrite);
+    fresh.demo_seed(options).await.unwrap_or_else(|e| panic!("an empty store is seeded: {e}"));
+    fresh.demo_seed(options).await.unwrap_or_else(|e| panic!("and its own store again: {e}"));
+}
+
+/// A consume in run mode that fails halfway (here its consumer is paused
+/// after the second event) has moved the cursor: the audit log holds its
+/// start and its end, with the error and how far it got.
 async fn failed_consume_is_audited(kind: StoreKind) {
     use a2_engine::{AppendInput, BoxError, Consumer, Contract, Server};
 
@@ -377,7 +399,8 @@ async fn failed_consume_is_audited(kind: StoreKind) {
     op.host(server);
     let failed = op.session_consume(&consume("o-9", "mailer", None), ConsumeMode::Run, None).await;
     assert_eq!(failed.map_err(|e| e.code()), Err("CONSUMER_PAUSED"));
-    let audit = op.audit_list(AuditList { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let audit =
+        op.audit_list(AuditList { before: None, limit: 10, action: None }).await.unwrap_or_else(|e| panic!("{e}"));
     let actions: Vec<&str> = audit.iter().map(|r| r.entry.action.as_str()).collect();
     assert_eq!(actions, vec!["consume.run", "consume.run.start"], "its start and its end");
     assert_eq!(audit[1].entry.parameters, json!({ "consumer": "mailer", "through": null, "from": 1 }));
@@ -704,7 +727,8 @@ async fn timers_list_deliver_and_cancel(kind: StoreKind) {
     let cancelled = rw.timer_cancel(&second).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(cancelled.id, second.id);
     assert!(matches!(rw.timer_cancel(&second).await, Err(OperatorError::NotFound { .. })));
-    let audit = store.audit_list(AuditList { before: None, limit: 10 }).await.unwrap_or_else(|e| panic!("{e}"));
+    let audit =
+        store.audit_list(AuditList { before: None, limit: 10, action: None }).await.unwrap_or_else(|e| panic!("{e}"));
     let actions: Vec<&str> = audit.iter().map(|r| r.entry.action.as_str()).collect();
     assert_eq!(&actions[..2], ["timer.cancel", "timer.deliver"], "{actions:?}");
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 pub use a2_store::Access;
 use a2_store::{Appended, Clock, DatabaseServer, EventAppend, StoreError};
-use a2_store_sql::{Batcher, Conn, SqlBackend, SqlStore, Transaction};
+use a2_store_sql::{Batcher, Conn, Ledger, SqlBackend, SqlStore, Transaction};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 
@@ -563,15 +563,17 @@ async fn refuse_other_databases(pool: &Db, server: &DatabaseServer) -> Result<()
     let mut conn = pool.conn().await?;
     let contents = server::contents(&mut conn).await?;
     conn.done().await?;
-    if contents == server::Contents::Other {
-        return Err(StoreError::NotAStore {
-            message: format!(
-                "database '{}' on {} has tables and none of A2's: it was left untouched; `a2 init` creates an A2 store in it",
-                server.database, server.host
-            ),
-        });
-    }
-    Ok(())
+    let why = match contents {
+        server::Contents::Empty | server::Contents::A2Store => return Ok(()),
+        server::Contents::Other => "has tables and no A2 migration ledger".to_owned(),
+        server::Contents::Foreign(why) => why,
+    };
+    Err(StoreError::NotAStore {
+        message: format!(
+            "database '{}' on {} {why}: it was left untouched; `a2 init` creates an A2 store in it",
+            server.database, server.host
+        ),
+    })
 }
 
 fn newer_schema(version: i64) -> StoreError {
@@ -593,6 +595,9 @@ async fn check_schema(reader: &mut sqlx::PgConnection) -> Result<(), StoreError>
         return Err(StoreError::Schema {
             message: "the database has no A2 schema: connect read-write once to create it".into(),
         });
+    }
+    if let Ledger::Foreign { why } = server::ledger(&mut *reader).await? {
+        return Err(StoreError::NotAStore { message: format!("this database {why}: A2 will not read or write it") });
     }
     let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
         .persistent(false)

@@ -29,6 +29,28 @@ pub struct UrlRoute {
     pub listen_url: Option<String>,
 }
 
+/// The URL parameters sqlx-postgres reads; any other it would log with its value.
+const DRIVER_PARAMETERS: &[&str] = &[
+    "sslmode",
+    "ssl-mode",
+    "sslrootcert",
+    "ssl-root-cert",
+    "ssl-ca",
+    "sslcert",
+    "ssl-cert",
+    "sslkey",
+    "ssl-key",
+    "statement-cache-capacity",
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "application_name",
+    "options",
+];
+
 /// Split A2's parameters (`pgbouncer`, `listen_url`) off a Postgres URL.
 pub fn url_route(url: &str) -> Result<UrlRoute, StoreError> {
     let Ok(mut parsed) = url::Url::parse(url) else {
@@ -48,7 +70,14 @@ pub fn url_route(url: &str) -> Result<UrlRoute, StoreError> {
                 }
             }
             "listen_url" => listen_url = Some(value.into_owned()),
-            _ => kept.push((key.into_owned(), value.into_owned())),
+            known if DRIVER_PARAMETERS.contains(&known) => kept.push((key.into_owned(), value.into_owned())),
+            // The driver would log it, value and all (a mistyped `pasword=` is a password in the log).
+            unknown => {
+                return Err(StoreError::invalid(format!(
+                    "the URL parameter {unknown:?} is not one A2 or its Postgres driver reads (they are: pgbouncer, listen_url, {})",
+                    DRIVER_PARAMETERS.join(", ")
+                )))
+            }
         }
     }
     if !pooled && listen_url.is_some() {
@@ -179,6 +208,16 @@ mod tests {
         assert!(!url_route("postgres://ops@db/app?pgbouncer=false").expect("url").pooled);
         assert_eq!(url_route("postgres://ops@db/app?pgbouncer=yes").expect_err("typo").code(), "INVALID_INPUT");
         assert_eq!(url_route("postgres://ops@db/app?listen_url=x").expect_err("unpooled").code(), "INVALID_INPUT");
+    }
+
+    #[test]
+    fn unknown_url_parameters_are_refused_by_name_without_their_value() {
+        let error = url_route("postgres://ops@db/app?sslmode=require&pasword=hunter2").expect_err("a typo");
+        assert_eq!(error.code(), "INVALID_INPUT");
+        let text = error.to_string();
+        assert!(text.contains("\"pasword\"") && !text.contains("hunter2"), "{text}");
+        let known = url_route("postgres://ops@db/app?application_name=x&sslrootcert=/ca.pem&options=-c%20a%3Db");
+        assert!(known.is_ok(), "{known:?}");
     }
 
     #[test]

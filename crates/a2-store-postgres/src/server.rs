@@ -6,6 +6,7 @@ use sqlx::postgres::{PgConnectOptions, PgSslMode};
 use sqlx::PgConnection;
 
 use a2_store::{DatabaseServer, StoreError, TlsState};
+use a2_store_sql::{read_ledger, Ledger};
 
 use crate::db_error;
 
@@ -106,31 +107,50 @@ const A2_TABLES: &str =
     "'a2_sessions', 'a2_events', 'a2_heads', 'a2_snapshots', 'a2_audit', 'a2_consumer_totals', 'a2_consumer_pauses', 'a2_attempts', 'a2_scheduled', 'a2_presence'";
 
 /// What the schema a read-write attach would migrate holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Contents {
     Empty,
     A2Store,
-    /// Tables, none of them A2's.
+    /// Tables, and no migration ledger: nothing proves any of them A2's
+    /// (a table that happens to be named `a2_events` does not).
     Other,
+    /// A migration ledger that is not A2's, or A2's with another file's migration.
+    Foreign(String),
 }
 
 pub(crate) async fn contents(conn: &mut PgConnection) -> Result<Contents, StoreError> {
-    let (tables, ours, has_events): (i64, i64, bool) = sqlx::query_as(&format!(
-        "SELECT COUNT(*), COUNT(*) FILTER (WHERE tablename IN ({A2_TABLES}, '_sqlx_migrations')), \
-         bool_or(tablename = 'a2_events') IS TRUE \
-         FROM pg_tables WHERE schemaname = current_schema()"
-    ))
+    let (tables, has_ledger): (i64, bool) = sqlx::query_as(
+        "SELECT COUNT(*), bool_or(tablename = '_sqlx_migrations') IS TRUE \
+         FROM pg_tables WHERE schemaname = current_schema()",
+    )
     .persistent(false)
-    .fetch_one(conn)
+    .fetch_one(&mut *conn)
     .await
     .map_err(db_error)?;
-    Ok(match (tables, ours, has_events) {
-        (0, _, _) => Contents::Empty,
-        (_, _, true) => Contents::A2Store,
+    if tables == 0 {
+        return Ok(Contents::Empty);
+    }
+    if !has_ledger {
+        return Ok(Contents::Other);
+    }
+    Ok(match ledger(conn).await? {
         // Only sqlx's bookkeeping table: a first migration that stopped half-way is ours to finish.
-        (tables, ours, false) if tables == ours => Contents::A2Store,
-        _ => Contents::Other,
+        Ledger::Empty if tables == 1 => Contents::A2Store,
+        Ledger::Empty => Contents::Other,
+        Ledger::Ours => Contents::A2Store,
+        Ledger::Foreign { why } => Contents::Foreign(why),
     })
+}
+
+/// The migration ledger of the connection's schema, judged against this binary's migrations.
+pub(crate) async fn ledger(conn: &mut PgConnection) -> Result<Ledger, StoreError> {
+    let applied: Vec<(i64, Vec<u8>)> =
+        sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations ORDER BY version")
+            .persistent(false)
+            .fetch_all(conn)
+            .await
+            .map_err(db_error)?;
+    Ok(read_ledger(crate::MIGRATOR.iter().map(|m| (m.version, m.checksum.as_ref())), &applied))
 }
 
 /// Whether the connected role could change any A2 table in any way: a

@@ -94,7 +94,7 @@ pub(crate) static SQL: Statements = Statements {
                  AND l.lane = h.lane AND l.idx < h.idx) \
                ELSE TRUE END) AS runnable \
          FROM page p ORDER BY p.session",
-    audit_list: "SELECT * FROM a2_audit WHERE id < $1 ORDER BY id DESC LIMIT $2",
+    audit_list: "SELECT * FROM a2_audit WHERE id < $1 AND ($3::text IS NULL OR action = $3) ORDER BY id DESC LIMIT $2",
     explain: ("EXPLAIN", "QUERY PLAN"),
 
     audit_insert: "INSERT INTO a2_audit (at, user_name, host, action, contract, session_id, parameters, outcome, db_user) \

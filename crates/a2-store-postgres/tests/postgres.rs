@@ -407,3 +407,33 @@ async fn an_invalid_payload_index_is_rebuilt() {
     store.close().await;
     a2_test_support::drop_schema(&schema).await;
 }
+
+/// A table that happens to be named `a2_events` proves nothing: only a
+/// migration ledger whose checksums are A2's makes a schema an A2 store.
+#[tokio::test]
+async fn not_an_a2_store_check_reads_the_ledger() {
+    let pool = admin().await;
+    let run = |sql: String| {
+        let pool = pool.clone();
+        async move { sqlx::raw_sql(&sql).execute(&pool).await.unwrap_or_else(|e| panic!("{sql}: {e}")) }
+    };
+    let schema = fresh_schema();
+    run(format!("CREATE SCHEMA {schema}; CREATE TABLE {schema}.a2_events (id text)")).await;
+    let error = connect(&schema, Access::ReadWrite).await.expect_err("someone else's a2_events");
+    assert_eq!(error.code(), "NOT_AN_A2_STORE", "{error}");
+    let tables: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM pg_tables WHERE schemaname = $1")
+        .bind(&schema)
+        .fetch_one(&pool)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(tables, 1, "left untouched: no ledger, no A2 tables");
+
+    let schema = fresh_schema();
+    connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).close().await;
+    run(format!("UPDATE {schema}._sqlx_migrations SET checksum = '\\x00' WHERE version = 2")).await;
+    for access in [Access::ReadWrite, Access::ReadOnly] {
+        let error = connect(&schema, access).await.expect_err("a migration from another file");
+        assert_eq!(error.code(), "NOT_AN_A2_STORE", "{access:?}: {error}");
+        assert!(error.to_string().contains("migration 2"), "{error}");
+    }
+}

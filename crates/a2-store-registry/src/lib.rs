@@ -158,5 +158,10 @@ pub async fn open(url: &str, options: &OpenOptions, clock: Arc<dyn Clock>) -> Re
         };
         return Ok(Opened::Postgres(Postgres::connect(url, pg, clock).await?));
     }
-    Err(StoreError::invalid(format!("{url:?} is not a store URL: use sqlite:PATH, postgres://… or memory:")))
+    // The scheme alone: the rest of a mistyped URL may hold its password.
+    let what = match url.split_once(':') {
+        Some((scheme, _)) => format!("a URL with the scheme {scheme:?}"),
+        None => format!("{url:?}"),
+    };
+    Err(StoreError::invalid(format!("{what} is not a store URL: use sqlite:PATH, postgres://… or memory:")))
 }

@@ -26,3 +26,13 @@ async fn development_gets_the_sqlite_dev_file_tests_memory_production_must_name_
     assert!(dev_store_path().ends_with("dev.sqlite"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_url_of_no_known_scheme_is_refused_without_echoing_its_password() {
+    let clock: std::sync::Arc<dyn a2_store::Clock> = std::sync::Arc::new(a2_store::SystemClock);
+    let options = a2_store::OpenOptions::default();
+    let error = a2_store_registry::open("postgress://ops:hunter2@db/app", &options, clock).await.expect_err("typo");
+    assert_eq!(error.code(), "INVALID_INPUT");
+    let text = error.to_string();
+    assert!(text.contains("\"postgress\"") && !text.contains("hunter2"), "{text}");
+}

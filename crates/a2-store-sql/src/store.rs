@@ -687,7 +687,8 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         Ok(id)
     }
     async fn audit_list(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError> {
-        let args = vec![Arg::Int(params.before.map_or(i64::MAX, to_i64)), page(params.limit)];
+        let before = Arg::Int(params.before.map_or(i64::MAX, to_i64));
+        let args = vec![before, page(params.limit), Arg::OptText(params.action)];
         let rows = self.backend.read().await?.fetch(self.sql().audit_list, args).await?;
         rows.iter().map(crate::rows::audit_record).collect()
     }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 pub use a2_store::Access;
 use a2_store::{Clock, StoreError};
-use a2_store_sql::{Conn, SqlBackend, SqlStore, Transaction};
+use a2_store_sql::{read_ledger, Conn, Ledger, SqlBackend, SqlStore, Transaction};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
 pub use error::db_error;
@@ -247,21 +247,43 @@ async fn refuse_other_files(path: &Path) -> Result<(), StoreError> {
     let read = async {
         let reader = SqlitePoolOptions::new().max_connections(1).connect_with(options(path, Access::ReadOnly)).await?;
         let tables = sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'").fetch_all(&reader).await;
+        let ledger = match &tables {
+            Ok(tables) if tables.iter().any(|t| t == "_sqlx_migrations") => Some(ledger_rows(&reader).await),
+            _ => None,
+        };
         reader.close().await;
-        tables
+        Ok::<_, sqlx::Error>((tables?, ledger.transpose()?))
     };
-    let tables: Vec<String> = match read.await {
-        Ok(tables) => tables,
+    let (tables, applied): (Vec<String>, Option<Vec<(i64, Vec<u8>)>>) = match read.await {
+        Ok(read) => read,
         Err(sqlx::Error::Database(e)) if e.message().contains("not a database") => {
             return Err(not_ours("is not a SQLite database".into()))
         }
         Err(e) => return Err(open_error(path, e)),
     };
-    let ours = |t: &String| t.starts_with("a2_") || t == "_sqlx_migrations";
-    if !tables.is_empty() && !tables.iter().any(|t| t == "a2_events") && !tables.iter().all(ours) {
-        return Err(not_ours(format!("holds tables ({}) and none of A2's", tables.join(", "))));
+    if tables.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    // Only a ledger with A2's checksums proves the tables A2's (a table named `a2_events` does not).
+    match applied.map(|applied| read_ledger(known_migrations(), &applied)) {
+        None => Err(not_ours(format!("holds tables ({}) and no A2 migration ledger", tables.join(", ")))),
+        // Only sqlx's bookkeeping table: a first migration that stopped half-way is ours to finish.
+        Some(Ledger::Empty) if tables.len() == 1 => Ok(()),
+        Some(Ledger::Empty) => {
+            Err(not_ours(format!("holds tables ({}) and an empty migration ledger", tables.join(", "))))
+        }
+        Some(Ledger::Ours) => Ok(()),
+        Some(Ledger::Foreign { why }) => Err(not_ours(why)),
+    }
+}
+
+/// Every row of the migration ledger: (version, checksum).
+async fn ledger_rows(reader: &SqlitePool) -> Result<Vec<(i64, Vec<u8>)>, sqlx::Error> {
+    sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations ORDER BY version").fetch_all(reader).await
+}
+
+fn known_migrations() -> impl Iterator<Item = (i64, &'static [u8])> {
+    MIGRATOR.iter().map(|m| (m.version, m.checksum.as_ref()))
 }
 
 fn newer_schema(path: &Path, version: i64) -> StoreError {
@@ -284,6 +306,12 @@ async fn check_schema(reader: &SqlitePool, path: &Path) -> Result<(), StoreError
     if tables.is_none() {
         return Err(StoreError::Schema {
             message: format!("{} has no A2 schema: open it read-write once to create it", path.display()),
+        });
+    }
+    let ledger = ledger_rows(reader).await.map_err(db_error)?;
+    if let Ledger::Foreign { why } = read_ledger(known_migrations(), &ledger) {
+        return Err(StoreError::NotAStore {
+            message: format!("{} {why}: A2 will not read or write it", path.display()),
         });
     }
     let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")

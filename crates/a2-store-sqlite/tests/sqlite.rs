@@ -181,3 +181,31 @@ async fn consumer_totals_in_chunks_match_the_whole() {
     let chunked = whole.clone().totals_chunk(2);
     a2_conformance::consumer_totals_in_chunks_match_the_whole(Arc::new(whole), Arc::new(chunked)).await;
 }
+
+/// A table that happens to be named `a2_events` proves nothing: only a
+/// migration ledger whose checksums are A2's makes a file an A2 store.
+#[tokio::test]
+async fn not_an_a2_store_check_reads_the_ledger() {
+    let run = |path: PathBuf, sql: &'static str| async move {
+        let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}?mode=rwc", path.display()))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        sqlx::raw_sql(sql).execute(&pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        pool.close().await;
+    };
+    let path = fresh_path();
+    run(path.clone(), "CREATE TABLE a2_events (id TEXT)").await;
+    let before = std::fs::read(&path).unwrap_or_default();
+    let error = open(&path, Access::ReadWrite).await.expect_err("someone else's a2_events");
+    assert_eq!(error.code(), "NOT_AN_A2_STORE", "{error}");
+    assert_eq!(std::fs::read(&path).unwrap_or_default(), before, "not a byte changed");
+
+    let path = fresh_path();
+    open(&path, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}")).close().await;
+    run(path.clone(), "UPDATE _sqlx_migrations SET checksum = x'00' WHERE version = 2").await;
+    for access in [Access::ReadWrite, Access::ReadOnly] {
+        let error = open(&path, access).await.expect_err("a migration from another file");
+        assert_eq!(error.code(), "NOT_AN_A2_STORE", "{access:?}: {error}");
+        assert!(error.to_string().contains("migration 2"), "{error}");
+    }
+}

@@ -813,4 +813,6 @@ pub struct AuditRecord {
 pub struct AuditList {
     pub before: Option<u64>,
     pub limit: u32,
+    /// Only entries of this action (e.g. `demo.seed`).
+    pub action: Option<String>,
 }

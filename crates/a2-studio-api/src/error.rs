@@ -71,6 +71,8 @@ error_codes! {
     ConsumerPaused = "CONSUMER_PAUSED",
     /// A live attempt holds the cursor an acknowledgement would move.
     ConsumerBusy = "CONSUMER_BUSY",
+    /// The demo seeds only an empty store or one it seeded before.
+    NotADemoStore = "NOT_A_DEMO_STORE",
     SessionCleared = "SESSION_CLEARED",
     ConsumeCycle = "CONSUME_CYCLE",
     Cancelled = "CANCELLED",
@@ -188,6 +190,7 @@ mod tests {
                 OperatorError::ReadOnly { action: text(), why: text() },
                 OperatorError::invalid("x"),
                 OperatorError::Busy { what: text() },
+                OperatorError::NotADemoStore { why: text() },
             ]);
         for error in operator {
             let code = error.code();

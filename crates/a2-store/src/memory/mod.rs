@@ -821,7 +821,15 @@ impl Store for MemoryStore {
     async fn audit_list(&self, params: AuditList) -> Result<Vec<AuditRecord>, StoreError> {
         let audit = self.audit.lock().unwrap_or_else(|p| p.into_inner());
         let before = params.before.unwrap_or(u64::MAX);
-        Ok(audit.iter().rev().filter(|r| r.id < before).take(page_size(params.limit)).cloned().collect())
+        let of_action = |r: &&AuditRecord| params.action.as_ref().is_none_or(|action| &r.entry.action == action);
+        Ok(audit
+            .iter()
+            .rev()
+            .filter(|r| r.id < before)
+            .filter(of_action)
+            .take(page_size(params.limit))
+            .cloned()
+            .collect())
     }
 
     async fn task_schedule(&self, params: TaskSchedule) -> Result<bool, StoreError> {

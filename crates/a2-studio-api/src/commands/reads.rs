@@ -112,7 +112,7 @@ impl Studio {
     }
 
     pub async fn audit_list(&self, request: AuditQuery) -> Result<Vec<AuditView>, ApiError> {
-        let query = AuditList { before: request.before, limit: request.limit };
+        let query = AuditList { before: request.before, limit: request.limit, action: None };
         let records = self.operator()?.audit_list(query).await?;
         Ok(records
             .into_iter()
