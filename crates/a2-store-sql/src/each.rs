@@ -27,9 +27,9 @@ macro_rules! list {
 fn transpose(rows: &[Vec<Arg>]) -> Result<Vec<Arg>, StoreError> {
     let Some(first) = rows.first() else { return Ok(Vec::new()) };
     let mut columns = Vec::with_capacity(first.len());
-    for column in 0..first.len() {
+    for (column, kind) in first.iter().enumerate() {
         let cells = rows.iter().map(|row| row.get(column).cloned());
-        let list = match &first[column] {
+        let list = match kind {
             Arg::Text(_) => list!(cells, column, Text, Texts),
             Arg::OptText(_) => list!(cells, column, OptText, OptTexts),
             Arg::Int(_) => list!(cells, column, Int, Ints),

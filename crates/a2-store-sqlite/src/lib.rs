@@ -254,7 +254,7 @@ async fn refuse_other_files(path: &Path) -> Result<(), StoreError> {
         reader.close().await;
         Ok::<_, sqlx::Error>((tables?, ledger.transpose()?))
     };
-    let (tables, applied): (Vec<String>, Option<Vec<(i64, Vec<u8>)>>) = match read.await {
+    let (tables, applied): (Vec<String>, Option<LedgerRows>) = match read.await {
         Ok(read) => read,
         Err(sqlx::Error::Database(e)) if e.message().contains("not a database") => {
             return Err(not_ours("is not a SQLite database".into()))
@@ -277,8 +277,10 @@ async fn refuse_other_files(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-/// Every row of the migration ledger: (version, checksum).
-async fn ledger_rows(reader: &SqlitePool) -> Result<Vec<(i64, Vec<u8>)>, sqlx::Error> {
+/// The migration ledger's rows: (version, checksum).
+type LedgerRows = Vec<(i64, Vec<u8>)>;
+
+async fn ledger_rows(reader: &SqlitePool) -> Result<LedgerRows, sqlx::Error> {
     sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations ORDER BY version").fetch_all(reader).await
 }
 
