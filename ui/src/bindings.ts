@@ -268,6 +268,8 @@ export type ConnectionInfo = {
 	replica: boolean,
 	/**  On a replica, how far it trails the primary (ms), as of this answer; `None` before it replayed anything. */
 	replica_delay_ms: number | null,
+	/**  Postgres: the schema migrations this open applied (on record in the audit log as `store.migrate`). */
+	migrated: number[],
 };
 
 export type ConnectionOpen = {
@@ -460,7 +462,9 @@ export type ErrorCode = "READ_ONLY" | "NOT_FOUND" | "INVALID_INPUT" | "NOT_CONNE
 /**  Another server took the upkeep lease: this one's refresh wrote nothing. */
 "UPKEEP_LEASE_LOST" | "UNKNOWN_EVENT_TYPE" | "INVALID_PAYLOAD" | "INVALID_EVENT_ID" | "INVALID_SESSION_ID" | "INVALID_CONSUMER" | "INVALID_CONTRACT" | "UNKNOWN_CONSUMER" | "UNKNOWN_REDUCER" | "INVALID_ARGUMENT" | "STORE_NOT_CONFIGURED" | "SUPERSEDED_ATTEMPT" | "CLAIM_EXPIRED" | "CONSUMER_DEAD_LETTERED" | "CONSUMER_PAUSED" | 
 /**  A live attempt holds the cursor an acknowledgement would move. */
-"CONSUMER_BUSY" | "SESSION_CLEARED" | "CONSUME_CYCLE" | "CANCELLED" | 
+"CONSUMER_BUSY" | 
+/**  The demo seeds only an empty store or one it seeded before. */
+"NOT_A_DEMO_STORE" | "SESSION_CLEARED" | "CONSUME_CYCLE" | "CANCELLED" | 
 /**  A drain's task panicked (a bug, not the store); the rescuer drains the session again. */
 "DRAIN_PANICKED" | 
 /**  `session.schedule`'s scheduler did not take the task: nothing was scheduled. */

@@ -13,11 +13,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use a2_studio_api::{
-    web, ApiError, AttemptKey, AttemptQuery, AuditQuery, ClearSession, ConnectionInfo, ConnectionOpen, ConsumeMode,
-    ConsumeRequest, ConsumerRef, CopyRequest, DeadLetterGroupQuery, DeadLetterQuery, DeadLetterRef, DemoSeed,
-    EventFilterRequest, EventQuery, HeadKey, ImportRequest, JobProgress, JobRef, Limits, NoArgs, PauseQuery,
-    PauseRequest, ProcessQuery, ProcessRef, ReaderGrant, Redrive, RedriveAction, RedriveAll, SearchHit, SearchRequest,
-    SessionListRequest, SessionRef, SessionSort, Studio, ThroughputQuery, TimerQuery, TimerRef, TotalsQuery,
+    default_mode, web, ApiError, AttemptKey, AttemptQuery, AuditQuery, ClearSession, ConnectionInfo, ConnectionOpen,
+    ConsumeMode, ConsumeRequest, ConsumerRef, CopyRequest, DeadLetterGroupQuery, DeadLetterQuery, DeadLetterRef,
+    DemoSeed, EventFilterRequest, EventQuery, HeadKey, ImportRequest, JobProgress, JobRef, Limits, Mode, NoArgs,
+    PauseQuery, PauseRequest, ProcessQuery, ProcessRef, ReaderGrant, Redrive, RedriveAction, RedriveAll, SearchHit,
+    SearchRequest, SessionListRequest, SessionRef, SessionSort, Studio, ThroughputQuery, TimerQuery, TimerRef,
+    TotalsQuery,
 };
 use args::{Action, Cli, Command, ConsumeKind, GroupBy, IndexKind, Sort, TimerAction};
 use clap::Parser;
@@ -113,13 +114,29 @@ fn open_request(cli: &Cli, read_only: Option<bool>) -> ConnectionOpen {
     ConnectionOpen { url: Some(cli.store.clone()), profile: None, password: None, read_only }
 }
 
-/// Writing to a Postgres database is a step of its own: say which one, before anything is written.
+/// Writing to a Postgres database is a step of its own: say which one
+/// before opening it (a read-write open of an older store migrates it).
+fn announce_opening(cli: &Cli, read_only: Option<bool>) {
+    let read_write = read_only.map_or(default_mode(&cli.store) == Mode::ReadWrite, |read_only| !read_only);
+    if read_write && cli.store.trim().starts_with("postgres") {
+        eprintln!(
+            "a2: opening {} read-write (an older A2 schema is migrated, on record in its audit log)",
+            a2_studio_api::profiles::redact(&cli.store)
+        );
+    }
+}
+
+/// Which database was opened read-write, as which role, and what its open migrated.
 fn announce_writes(info: &ConnectionInfo) {
     if let (false, Some(server)) = (info.read_only, &info.server) {
         eprintln!(
             "a2: read-write on database '{}' at {}:{} (PostgreSQL {}) as role {}",
             server.database, server.host, server.port, server.version, server.session_user
         );
+    }
+    if !info.migrated.is_empty() {
+        let versions: Vec<String> = info.migrated.iter().map(i64::to_string).collect();
+        eprintln!("a2: applied schema migrations {} (audit log: store.migrate)", versions.join(", "));
     }
 }
 
@@ -152,6 +169,7 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
         ));
     }
     let read_only = if matches!(cli.command, Command::Init) { Some(false) } else { read_only_of(&cli) };
+    announce_opening(&cli, read_only);
     let info = if matches!(cli.command, Command::Init) {
         studio.connection_init(open_request(&cli, read_only)).await?
     } else {

@@ -491,3 +491,33 @@ async fn pgsslmode_from_the_environment_is_named_in_the_header() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("TLS off") && !out.contains("PGSSLMODE"), "the URL chose: {out}");
 }
+
+/// A read-write open of an older (here: empty) Postgres schema migrates it:
+/// `a2` names the database before opening it, says what it applied, and
+/// the migration is on record in the store's audit log; an open with
+/// nothing to apply records nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_write_attach_names_the_database_and_audits_its_migrations() {
+    let base = a2_test_support::postgres_url();
+    let schema = a2_test_support::fresh_schema("cli_migrate");
+    let admin = sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap_or_else(|e| panic!("{e}"));
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{separator}options=-c%20search_path%3D{schema}");
+    let (code, _, err) = a2(&url, &["contracts"]);
+    assert_eq!(code, 0, "{err}");
+    let opening = err.find("opening postgres").unwrap_or_else(|| panic!("named before opening: {err}"));
+    let applied = err.find("applied schema migrations 1, 2").unwrap_or_else(|| panic!("says what it applied: {err}"));
+    assert!(opening < applied, "{err}");
+    let (code, _, err) = a2(&url, &["contracts"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("applied schema migrations"), "up to date, nothing applied: {err}");
+    let (code, out, err) = a2(&url, &["--read-only", "--json", "audit"]);
+    assert_eq!(code, 0, "{err}");
+    let entries = json_of(&out);
+    let migrations: Vec<&Value> =
+        entries.as_array().into_iter().flatten().filter(|e| e["action"] == json!("store.migrate")).collect();
+    assert_eq!(migrations.len(), 1, "one open migrated: {entries}");
+    let applied = migrations[0]["outcome"]["applied"].as_array().map_or(0, Vec::len);
+    assert!(applied >= 14, "every migration of the new schema: {}", migrations[0]);
+}

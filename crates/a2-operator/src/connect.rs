@@ -67,6 +67,8 @@ pub struct Attached {
     pub role_can_write: Option<bool>,
     /// A database server's host, database and role, and the connection's TLS.
     pub server: Option<DatabaseServer>,
+    /// The schema migrations this attach applied (Postgres), oldest first.
+    pub migrated: Vec<i64>,
     /// The same store as opened, for what only some backends do (granting a
     /// reader role, a payload index); `None` for a store attached by hand.
     pub(crate) opened: Option<Arc<dyn OpenedStore>>,
@@ -75,7 +77,7 @@ pub struct Attached {
 impl Attached {
     /// A store attached by hand (benchmarks, tests), with nothing backend-specific.
     pub fn new(store: Arc<dyn Store>, kind: StoreKind, mode: Mode) -> Self {
-        Self { store, kind, mode, role_can_write: None, server: None, opened: None }
+        Self { store, kind, mode, role_can_write: None, server: None, migrated: Vec::new(), opened: None }
     }
 }
 
@@ -113,7 +115,8 @@ pub async fn attach(connect: &Connect, opener: &dyn StoreOpener) -> Result<Attac
         None => None,
     };
     let server = opened.server().cloned();
-    Ok(Attached { store: opened.store(), kind, mode, role_can_write, server, opened: Some(opened) })
+    let migrated = opened.migrations_applied();
+    Ok(Attached { store: opened.store(), kind, mode, role_can_write, server, migrated, opened: Some(opened) })
 }
 
 #[cfg(test)]

@@ -189,6 +189,21 @@ impl Operator {
         Ok(())
     }
 
+    /// Put on record the schema migrations this attach applied (`store.migrate`):
+    /// a read-write open of an older production store changes its schema.
+    /// Nothing is written when it applied none.
+    pub async fn audit_migrations(&self) -> Result<()> {
+        let migrated = &self.attached.migrated;
+        if migrated.is_empty() {
+            return Ok(());
+        }
+        let database = self.attached.server.as_ref().map(|s| format!("{}:{}/{}", s.host, s.port, s.database));
+        let mut entry = self.wide_entry("store.migrate", None, serde_json::json!({ "database": database }));
+        entry.outcome = serde_json::json!({ "applied": migrated });
+        self.store().audit_append(entry).await?;
+        Ok(())
+    }
+
     /// An audit entry for an action on a session; the outcome is filled in when known.
     fn entry(&self, action: &str, contract: &str, session: &str, parameters: serde_json::Value) -> AuditEntry {
         AuditEntry {

@@ -99,6 +99,8 @@ pub struct Postgres {
     /// Session keys to announce, gathered so one NOTIFY carries many.
     announce: tokio::sync::mpsc::UnboundedSender<String>,
     server: DatabaseServer,
+    /// The schema migrations this open applied, oldest first (none when it was up to date).
+    migrated: Vec<i64>,
     /// Group commit: appends arriving while one flush runs share the next one's statement and commit.
     appends: Batcher<EventAppend, Result<Option<Appended>, StoreError>>,
     /// The LISTEN task, stopped when the last clone of the store goes, so
@@ -248,8 +250,9 @@ impl Postgres {
         if options.access == Access::ReadWrite && !options.init {
             refuse_other_databases(&pool, &server).await?;
         }
+        let mut migrated = Vec::new();
         if options.access == Access::ReadWrite {
-            migrate::run(&pool, &MIGRATOR).await?;
+            migrated = migrate::run(&pool, &MIGRATOR).await?;
             // Tables a migration added are the reader roles' to read too. A
             // role that may write but not grant (not the owner) leaves that
             // to the owner's next open: it is not a reason to refuse this one.
@@ -292,6 +295,7 @@ impl Postgres {
             changes,
             announce,
             server,
+            migrated,
             appends,
             _listening: listening,
         };
@@ -336,6 +340,11 @@ impl Postgres {
     /// The server, database and role this store is attached to, and its TLS.
     pub fn server(&self) -> &DatabaseServer {
         &self.server
+    }
+
+    /// The schema migrations this open applied, oldest first.
+    pub fn migrations_applied(&self) -> &[i64] {
+        &self.migrated
     }
 
     /// On a hot standby, how far it trails the primary (ms); `None` on a primary.

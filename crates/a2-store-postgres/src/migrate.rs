@@ -15,18 +15,44 @@ use sqlx::PgConnection;
 use crate::route::{simple, Db};
 use crate::{db_error, newer_schema};
 
-/// Bring the schema up to `migrator`'s newest version.
-pub(crate) async fn run(pool: &Db, migrator: &Migrator) -> Result<(), StoreError> {
+/// Bring the schema up to `migrator`'s newest version; returns the versions
+/// this call applied (empty when it was up to date), so the open can put
+/// a change of a production schema on record.
+pub(crate) async fn run(pool: &Db, migrator: &Migrator) -> Result<Vec<i64>, StoreError> {
+    let before = applied_versions(pool).await?;
     if pool.prepared() {
-        return migrator.run(&pool.pool).await.map_err(|e| match e {
+        migrator.run(&pool.pool).await.map_err(|e| match e {
             MigrateError::VersionMissing(v) => newer_schema(v),
             MigrateError::Execute(e) => db_error(e),
             other => StoreError::Schema { message: format!("migrating: {other}") },
-        });
+        })?;
+    } else {
+        let mut conn = pool.conn().await?;
+        in_one_transaction(&mut conn, migrator).await?;
+        conn.done().await?;
     }
+    let after = applied_versions(pool).await?;
+    Ok(after.into_iter().filter(|version| !before.contains(version)).collect())
+}
+
+/// The versions the ledger records as applied (none when there is no ledger yet).
+async fn applied_versions(pool: &Db) -> Result<Vec<i64>, StoreError> {
     let mut conn = pool.conn().await?;
-    in_one_transaction(&mut conn, migrator).await?;
-    conn.done().await
+    let ledger: Option<String> = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
+        .persistent(false)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    let versions = match ledger {
+        None => Vec::new(),
+        Some(_) => sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+            .persistent(false)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_error)?,
+    };
+    conn.done().await?;
+    Ok(versions)
 }
 
 /// sqlx's own lock key for this database, so a direct migrator and a pooled one exclude each other.

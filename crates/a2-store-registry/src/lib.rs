@@ -68,6 +68,14 @@ impl OpenedStore for Opened {
         }
     }
 
+    fn migrations_applied(&self) -> Vec<i64> {
+        match self {
+            Self::Postgres(store) => store.migrations_applied().to_vec(),
+            // A file or memory: the developer's own, its schema made by the open that created it.
+            Self::Memory(_) | Self::Sqlite(_) => Vec::new(),
+        }
+    }
+
     async fn role_can_write(&self) -> Option<Result<bool, StoreError>> {
         match self {
             Self::Postgres(store) => Some(store.role_can_write().await),

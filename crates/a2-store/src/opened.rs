@@ -67,6 +67,12 @@ pub trait OpenedStore: Debug + Send + Sync {
         None
     }
 
+    /// The schema migrations this open applied, oldest first: a read-write
+    /// open of an older store changes its schema, and that goes on record.
+    fn migrations_applied(&self) -> Vec<i64> {
+        Vec::new()
+    }
+
     /// Whether the logged-in role could change A2's tables (a read-only attach
     /// with such a role is protected by its session setting alone); `None`
     /// where there is no role.

@@ -21,8 +21,8 @@ pub use a2_operator::model::{
     TotalsSnapshot,
 };
 pub use a2_operator::{
-    ConsumeMode, Consumed, ContractPresence, HeadView, JobProgress, PresenceCellView, ProcessView, Redriven, StoreKind,
-    TimerCursor, TimerDelivered, TimerQuery, TimerRef, TimerView,
+    default_mode, ConsumeMode, Consumed, ContractPresence, HeadView, JobProgress, Mode, PresenceCellView, ProcessView,
+    Redriven, StoreKind, TimerCursor, TimerDelivered, TimerQuery, TimerRef, TimerView,
 };
 pub use a2_store_registry::sqlite_url;
 pub use commands::{Limits, Studio};

@@ -108,6 +108,8 @@ pub struct ConnectionInfo {
     pub replica: bool,
     /// On a replica, how far it trails the primary (ms), as of this answer; `None` before it replayed anything.
     pub replica_delay_ms: Option<i64>,
+    /// Postgres: the schema migrations this open applied (on record in the audit log as `store.migrate`).
+    pub migrated: Vec<i64>,
 }
 
 /// A saved connection. Its password, if any, is in the OS keychain.

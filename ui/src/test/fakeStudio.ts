@@ -56,6 +56,7 @@ export function connectionInfo(overrides: Partial<ConnectionInfo> = {}): Connect
     replica: false,
     pooled: false,
     replica_delay_ms: null,
+    migrated: [],
     ...overrides,
   };
 }

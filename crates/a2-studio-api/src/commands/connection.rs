@@ -92,6 +92,7 @@ impl Studio {
         connect.must_exist = self.limits.web;
         let actor = if self.limits.web { Actor::current().through_web_mode() } else { Actor::current() };
         let mut operator = Operator::new(a2_operator::attach(&connect, &Registry).await?, actor);
+        operator.audit_migrations().await?;
         let attached = operator.attached().clone();
         let read_only = attached.mode == Mode::ReadOnly;
         let hosts_demo = host_demo && !read_only && operator.contract_list().await?.iter().any(|c| c == demo::CONTRACT);
@@ -138,6 +139,7 @@ impl Studio {
                 session_user: s.session_user.clone(),
             }),
             locked_read_only: self.limits.read_only,
+            migrated: attached.migrated.clone(),
             replica,
             replica_delay_ms,
         };
