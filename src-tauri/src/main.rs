@@ -35,8 +35,9 @@ struct Args {
     /// The port for `--serve` (0: any free one).
     #[arg(long, default_value_t = 0)]
     port: u16,
-    /// A SQLite file to open, as a file manager's "Open with" passes it. One
-    /// that is not an A2 store is left untouched and the connect screen shows.
+    /// A SQLite file to open, as a file manager's "Open with" passes it: read-only
+    /// until the window is asked for read-write. One that is not an A2 store is
+    /// left untouched and the connect screen shows.
     #[arg(conflicts_with_all = ["store", "dev_store"])]
     file: Option<PathBuf>,
     /// Write `ui/src/bindings.ts` from the commands and exit.
@@ -110,9 +111,8 @@ async fn open_at_start(studio: &Studio, args: &Args) -> Result<(), a2_studio_api
     if let Some(path) = &args.dev_store {
         studio.open_dev_store(path).await?;
     } else if let Some(file) = &args.file {
-        let request = ConnectionOpen { url: Some(sqlite_url(file)), profile: None, password: None, read_only: None };
         // Started from a file manager there is no terminal: the window opens on the connect screen instead.
-        if let Err(error) = studio.connection_open(request).await {
+        if let Err(error) = studio.file_open(file).await {
             tracing::warn!(code = %error.code, "could not open {}: {}", file.display(), error.message);
         }
     } else if let Some(url) = &args.store {

@@ -7,6 +7,7 @@ import { commands } from "./commands";
 import { unwrap } from "./api";
 import { gate } from "./gate";
 import { useLiveRefresh, useSwitchConnection } from "./live";
+import { OpenReadWrite } from "./OpenReadWrite";
 import { Palette } from "./Palette";
 import { go, href, useRoute } from "./route";
 import type { Transport } from "./transport";
@@ -143,9 +144,12 @@ export function App({ transport }: { transport: Transport }) {
             {info.kind}: <code>{info.url}</code>
           </span>
           {info.read_only ? (
-            <span className="badge ro" data-testid="read-only-badge" title="Every action is refused, by this app and by the store">
-              READ-ONLY
-            </span>
+            <>
+              <span className="badge ro" data-testid="read-only-badge" title="Every action is refused, by this app and by the store">
+                READ-ONLY
+              </span>
+              <OpenReadWrite info={info} onOpened={switchConnection} />
+            </>
           ) : (
             <span className="badge rw">read-write</span>
           )}

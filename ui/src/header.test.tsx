@@ -2,7 +2,7 @@
 // The header says how the views refresh: live (notifications), or polling,
 // and through a pooler, that the pooler is why.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { cleanup, render, screen } from "@testing-library/react";
+import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import type { ConnectionInfo } from "./bindings";
 import { App } from "./App";
@@ -10,7 +10,11 @@ import { setBackend } from "./commands";
 import { FakeStudio, connectionInfo } from "./test/fakeStudio";
 
 function renderWith(info: ConnectionInfo) {
-  const studio = new FakeStudio()
+  return renderOn(new FakeStudio(), info);
+}
+
+function renderOn(fake: FakeStudio, info: ConnectionInfo) {
+  const studio = fake
     .on("connection_get", () => info)
     .on("contract_list", () => [])
     .on("consumer_overview", () => ({ computed_at: 0, totals: [] }))
@@ -23,6 +27,7 @@ function renderWith(info: ConnectionInfo) {
       <App transport="tauri" />
     </QueryClientProvider>,
   );
+  return studio;
 }
 
 beforeEach(() => {
@@ -57,5 +62,34 @@ describe("the header's refresh state", () => {
     const state = await screen.findByTestId("live-state");
     expect(state.textContent).toBe("polling (pooler)");
     expect(state.getAttribute("title")).toMatch(/pooler.*LISTEN.*listen_url/);
+  });
+});
+
+describe("a SQLite file opened read-only", () => {
+  it("becomes read-write only when asked, after saying what that changes", async () => {
+    const file = connectionInfo({ kind: "sqlite", url: "sqlite:/home/me/orders.sqlite", read_only: true });
+    const studio = renderOn(
+      new FakeStudio().on("connection_open", () => ({ ...file, read_only: false, migrated: [13] })),
+      file,
+    );
+    fireEvent.click(await screen.findByTestId("open-read-write"));
+    const dialog = await screen.findByRole("dialog");
+    expect(dialog.textContent).toMatch(/orders\.sqlite.*change this file.*migrated/s);
+    expect(studio.sent("connection_open")).toEqual([]);
+    fireEvent.click(screen.getByRole("button", { name: "Open read-write" }));
+    await waitFor(() => expect(screen.getByTestId("outcome").textContent).toMatch(/migrated \(13\)/));
+    expect(studio.sent("connection_open")).toEqual([
+      { url: "sqlite:/home/me/orders.sqlite", profile: null, password: null, read_only: false },
+    ]);
+  });
+
+  it("offers nothing under a read-only ceiling, nor for Postgres", async () => {
+    renderWith(connectionInfo({ kind: "sqlite", read_only: true, locked_read_only: true }));
+    await screen.findByTestId("read-only-badge");
+    expect(screen.queryByTestId("open-read-write")).toBeNull();
+    cleanup();
+    renderWith(connectionInfo({ kind: "postgres", read_only: true }));
+    await screen.findByTestId("read-only-badge");
+    expect(screen.queryByTestId("open-read-write")).toBeNull();
   });
 });

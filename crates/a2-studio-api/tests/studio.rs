@@ -488,3 +488,32 @@ async fn the_printed_link_is_a_one_time_code_for_the_token() {
     assert_eq!(status, 401, "not from a page of another origin");
     served.stop().await;
 }
+
+/// A `.sqlite` a file manager hands the app opens read-only: an older
+/// schema is not migrated (the open is refused, the file keeps its ledger),
+/// and writing is the person's next step, asked for in so many words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_from_the_file_manager_opens_read_only_until_asked() {
+    let (url, _) = seeded(StoreKind::Sqlite).await;
+    let path = std::path::PathBuf::from(url.trim_start_matches("sqlite:"));
+    let studio = Studio::new(&scratch());
+    let info = studio.file_open(&path).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(info.read_only, "opened read-only");
+    let clear = ClearSession { contract: "shop".into(), session: "order-00001".into(), if_last_index: None };
+    assert_eq!(studio.session_clear(clear).await.err().map(|e| e.code), Some(ErrorCode::ReadOnly));
+    let info = studio.connection_open(open(&url, Some(false))).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!info.read_only, "read-write once asked");
+    studio.connection_close(NoArgs {}).await.unwrap_or_else(|e| panic!("{e}"));
+
+    // An older schema: the newest migration un-recorded.
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap_or_else(|e| panic!("{e}"));
+    let newest = "DELETE FROM _sqlx_migrations WHERE version = (SELECT MAX(version) FROM _sqlx_migrations)";
+    sqlx::query(newest).execute(&pool).await.unwrap_or_else(|e| panic!("{e}"));
+    let count = "SELECT COUNT(*) FROM _sqlx_migrations";
+    let before: i64 = sqlx::query_scalar(count).fetch_one(&pool).await.unwrap_or_else(|e| panic!("{e}"));
+    let refused = studio.file_open(&path).await.expect_err("an older schema is not migrated unasked");
+    assert_eq!(refused.code, ErrorCode::SchemaMismatch, "{refused:?}");
+    let after: i64 = sqlx::query_scalar(count).fetch_one(&pool).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(after, before, "the file's schema is as it was");
+    pool.close().await;
+}

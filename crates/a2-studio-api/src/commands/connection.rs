@@ -19,6 +19,15 @@ impl Studio {
         self.open_with(request, self.host_demo.load(std::sync::atomic::Ordering::Relaxed), false).await
     }
 
+    /// Open a SQLite file a file manager handed over ("Open with"): read-only,
+    /// so nothing in it changes (not its journal mode, not an older schema)
+    /// until the person asks for read-write in the window.
+    pub async fn file_open(&self, path: &std::path::Path) -> Result<ConnectionInfo, ApiError> {
+        let url = a2_store_registry::sqlite_url(path);
+        self.connection_open(ConnectionOpen { url: Some(url), profile: None, password: None, read_only: Some(true) })
+            .await
+    }
+
     /// Open a store creating the A2 schema even beside other tables: `a2
     /// init`'s own path, on no command list, so neither a page of the web
     /// mode nor the app's IPC can migrate a database it was pointed at.
