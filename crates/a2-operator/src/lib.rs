@@ -39,8 +39,8 @@ pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, Proc
 /// name them through the operator and depend on no store crate.
 pub mod model {
     pub use a2_store::{
-        Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, AuditList, Cause, Cleared, ConsumerTotal, DeadLetter,
-        DeadLetterGroup, DeadLetterList, Event, EventMatch, HeadKey, HeadKind, HeadRef, LeasedHead, Millis,
+        Access, Attempt, AttemptKey, AttemptOutcome, AttemptRate, AuditEntry, AuditList, Cause, Cleared, ConsumerTotal,
+        DeadLetter, DeadLetterGroup, DeadLetterList, Event, EventMatch, HeadKey, HeadKind, HeadRef, LeasedHead, Millis,
         PausedConsumer, RedriveAction, ScheduledBy, Serving, SessionSummary, TotalsOrigin, TotalsSnapshot,
     };
     pub use a2_store::{DatabaseServer, TlsState};
@@ -200,6 +200,25 @@ impl Operator {
         let database = self.attached.server.as_ref().map(|s| format!("{}:{}/{}", s.host, s.port, s.database));
         let mut entry = self.wide_entry("store.migrate", None, serde_json::json!({ "database": database }));
         entry.outcome = serde_json::json!({ "applied": migrated });
+        self.store().audit_append(entry).await?;
+        Ok(())
+    }
+
+    /// An audit entry for `action` on a session, by this operator: for shells
+    /// that record what they did with what they read (an export, a copy).
+    pub fn audit_entry(
+        &self,
+        action: &str,
+        contract: &str,
+        session: &str,
+        parameters: serde_json::Value,
+    ) -> AuditEntry {
+        self.entry(action, contract, session, parameters)
+    }
+
+    /// Put `entry` in the store's audit log (refused on a read-only connection).
+    pub async fn audit_record(&self, entry: AuditEntry) -> Result<()> {
+        self.writable(&entry.action)?;
         self.store().audit_append(entry).await?;
         Ok(())
     }

@@ -11,6 +11,7 @@ mod error;
 mod jobs;
 pub mod profiles;
 mod search;
+mod takeout;
 mod transfer;
 mod types;
 pub mod web;
@@ -30,6 +31,7 @@ pub use commands::{Limits, Studio};
 /// `0.1.0 (commit 1a2b3c4d5e6f)`: what `--version` prints in every shell.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("A2_COMMIT"), ")");
 pub use error::{ApiError, ErrorCode};
+pub use takeout::{Takeout, TAKEOUTS_FILE};
 pub use types::*;
 
 /// Every command the Studio serves, as `name(Request) -> Response;`, handed

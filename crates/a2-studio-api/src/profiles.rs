@@ -214,6 +214,11 @@ impl Profiles {
         Self { file: dir.join("profiles.json"), lock: std::sync::Mutex::new(()) }
     }
 
+    /// The directory the profiles are kept in (the Studio's config directory).
+    pub fn dir(&self) -> &Path {
+        self.file.parent().unwrap_or(Path::new("."))
+    }
+
     fn read(&self) -> Result<Book, ApiError> {
         match std::fs::read(&self.file) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {

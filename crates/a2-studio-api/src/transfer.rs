@@ -16,6 +16,8 @@ impl Studio {
     pub async fn session_export(&self, request: SessionRef) -> Result<String, ApiError> {
         let target = a2_operator::SessionRef::new(request.contract, request.session);
         let copy = self.operator()?.session_export(&target).await?;
+        self.record_takeout("session.export", &target, "the caller (a download, or the CLI's output)", copy.counts())
+            .await?;
         let mut text = Vec::new();
         copy.write(&mut text).map_err(|e| ApiError::new(ErrorCode::Internal, format!("writing the export: {e}")))?;
         String::from_utf8(text).map_err(|e| ApiError::new(ErrorCode::Internal, format!("the export is not UTF-8: {e}")))
@@ -61,6 +63,7 @@ impl Studio {
         }
         let from = a2_operator::SessionRef::new(request.contract, request.session);
         let copy = source.session_export(&from).await?;
+        self.record_takeout("session.copy", &from, &path.display().to_string(), copy.counts()).await?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", dir.display())))?;

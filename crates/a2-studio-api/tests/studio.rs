@@ -517,3 +517,46 @@ async fn a_file_from_the_file_manager_opens_read_only_until_asked() {
     assert_eq!(after, before, "the file's schema is as it was");
     pool.close().await;
 }
+
+/// Production data taken off a store goes on record: in the store's audit
+/// log when the connection may write; from a read-only attach, which writes
+/// nothing to its database, in this machine's `takeouts.jsonl` (0600).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exports_and_copies_from_production_are_audited() {
+    let (url, _) = seeded(StoreKind::Postgres).await;
+    let config = scratch();
+    let studio = Studio::new(&config);
+    studio.connection_open(open(&url, Some(true))).await.unwrap_or_else(|e| panic!("{e}"));
+    let order = || SessionRef { contract: "shop".into(), session: "order-00001".into() };
+    studio.session_export(order()).await.unwrap_or_else(|e| panic!("{e}"));
+    let to = scratch().join("copy.sqlite");
+    let copy = CopyRequest {
+        contract: "shop".into(),
+        session: "order-00001".into(),
+        as_session: None,
+        to: Some(to.display().to_string()),
+    };
+    studio.session_copy(copy).await.unwrap_or_else(|e| panic!("{e}"));
+    let path = config.join(TAKEOUTS_FILE);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("no local record at {}: {e}", path.display()));
+    let lines: Vec<Takeout> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect();
+    let actions: Vec<&str> = lines.iter().map(|l| l.entry.action.as_str()).collect();
+    assert_eq!(actions, vec!["session.export", "session.copy"], "{text}");
+    assert!(lines.iter().all(|l| l.store == profiles::redact(&url) && l.entry.session_id.as_deref() == Some("order-00001")));
+    assert!(lines[0].entry.parameters["events"].as_u64().is_some_and(|n| n > 0), "{text}");
+    assert_eq!(lines[1].entry.parameters["to"], serde_json::json!(to.display().to_string()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&path).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        assert_eq!(mode, 0o600, "this user's alone");
+    }
+
+    // Read-write: the store's own audit log has it, and this machine's record does not grow.
+    studio.connection_open(open(&url, Some(false))).await.unwrap_or_else(|e| panic!("{e}"));
+    studio.session_export(order()).await.unwrap_or_else(|e| panic!("{e}"));
+    let audit = studio.audit_list(AuditQuery { before: None, limit: 20 }).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(audit.iter().any(|a| a.action == "session.export" && a.session.as_deref() == Some("order-00001")));
+    assert_eq!(std::fs::read_to_string(&path).map(|t| t.lines().count()).ok(), Some(2));
+}

@@ -59,7 +59,7 @@ pub struct Studio {
     /// happens to have a contract named like the demo's.
     host_demo: std::sync::atomic::AtomicBool,
     jobs: Mutex<Jobs>,
-    profiles: Profiles,
+    pub(crate) profiles: Profiles,
     versions: tokio::sync::watch::Sender<u32>,
     /// SQLite files this process copied sessions into: the web mode may open them.
     pub(crate) copies: Mutex<std::collections::HashSet<String>>,
