@@ -43,7 +43,13 @@ fn read_only_of(cli: &Cli) -> Option<bool> {
 
 /// The Studio's web mode: the same commands as the desktop app, over HTTP with a token.
 async fn serve(cli: &Cli, port: u16, demo_traffic: bool, export_dir: PathBuf) -> Result<(), ApiError> {
-    let limits = Limits { read_only: cli.read_only, web: true, started_with: Some(cli.store.clone()), export_dir };
+    let limits = Limits {
+        read_only: cli.read_only,
+        web: true,
+        started_with: Some(cli.store.clone()),
+        export_dir,
+        ..Limits::default()
+    };
     let studio = Arc::new(Studio::with_limits(&a2_studio_api::profiles::default_dir()?, limits));
     // Demo traffic runs the demo's consumers in this process, so it hosts them.
     studio.set_host_demo(demo_traffic);
@@ -396,9 +402,10 @@ async fn run(cli: Cli) -> Result<Done, ApiError> {
             return Ok(if resumed { Done::Changed } else { Done::Unchanged });
         }
         Command::Export(t) => {
-            let text = studio.session_export(t.into()).await?;
-            let mut stdout = std::io::stdout().lock();
-            std::io::Write::write_all(&mut stdout, text.as_bytes())
+            // Streamed a page at a time: a session of any length costs one page of memory.
+            let mut stdout = std::io::BufWriter::new(std::io::stdout());
+            studio.session_export_write(t.into(), &mut stdout).await?;
+            std::io::Write::flush(&mut stdout)
                 .map_err(|e| ApiError::invalid(format!("cannot write the export: {e}")))?;
         }
         Command::Import { file, as_session, park } => {

@@ -32,7 +32,10 @@ pub use search::{path_pattern, SearchQuery};
 pub use timers::{
     TimerCursor, TimerDelivered, TimerEvent, TimerQuery, TimerRef, TimerTrigger, TimerView, OVERDUE_AFTER_MS,
 };
-pub use transfer::{ExportCounts, ExportHeader, ImportPending, Imported, SessionCopy, EXPORT_FORMAT, PARKED_ON_IMPORT};
+pub use transfer::{
+    ExportCounts, ExportHeader, ImportPending, Imported, SessionCopy, EXPORT_FORMAT, PARKED_ON_IMPORT,
+    WHOLE_SESSION_MAX_EVENTS,
+};
 pub use views::{reason, ConsumeMode, ConsumePlan, Consumed, HeadView, Page, ProcessView, Redriven};
 
 /// The store's own values, as operator calls take and return them: shells

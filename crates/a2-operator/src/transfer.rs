@@ -52,6 +52,23 @@ enum Line {
     End(ExportCounts),
 }
 
+fn write_line(out: &mut impl Write, line: &Line) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, line)?;
+    out.write_all(b"\n")
+}
+
+/// Why a session too long to hold in memory was refused, and what streams it.
+fn too_many(what: String, max_events: u64) -> String {
+    format!(
+        "{what}, more than the {max_events} a copy, an import or an export through the Studio holds in memory: \
+         `a2 export` streams a session of any length to a file"
+    )
+}
+
+/// The most events a session may have to be taken whole into memory (a copy,
+/// an import, the Studio's export): at ~1 kB an event, about 100 MB.
+pub const WHOLE_SESSION_MAX_EVENTS: u64 = 100_000;
+
 /// A session as an export file holds it.
 #[derive(Debug, Clone)]
 pub struct SessionCopy {
@@ -72,27 +89,25 @@ impl SessionCopy {
 
     /// Write the copy as JSON Lines.
     pub fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
-        let mut line = |value: &Line| -> std::io::Result<()> {
-            serde_json::to_writer(&mut *out, value)?;
-            out.write_all(b"\n")
-        };
-        line(&Line::Header(self.header.clone()))?;
+        write_line(out, &Line::Header(self.header.clone()))?;
         for event in &self.events {
-            line(&Line::Event(event.clone()))?;
+            write_line(out, &Line::Event(event.clone()))?;
         }
         for head in &self.heads {
-            line(&Line::Head(head.clone()))?;
+            write_line(out, &Line::Head(head.clone()))?;
         }
         for snapshot in &self.snapshots {
-            line(&Line::Snapshot(snapshot.clone()))?;
+            write_line(out, &Line::Snapshot(snapshot.clone()))?;
         }
-        line(&Line::End(self.counts()))
+        write_line(out, &Line::End(self.counts()))
     }
 
     /// Read an export, every line checked: its JSON, its place (header
     /// first, end last, nothing after), the format version and the counts.
-    /// The first fault is named with its line number.
-    pub fn read(input: impl BufRead) -> Result<Self> {
+    /// The first fault is named with its line number. A copy is held whole
+    /// in memory, so one of more than `max_events` events is refused as soon
+    /// as its reading passes that many.
+    pub fn read(input: impl BufRead, max_events: u64) -> Result<Self> {
         let bad = |n: usize, what: String| OperatorError::invalid(format!("line {n} of the export: {what}"));
         let mut header = None;
         let (mut events, mut heads, mut snapshots) = (Vec::new(), Vec::new(), Vec::new());
@@ -116,6 +131,9 @@ impl SessionCopy {
                 }
                 (_, None) => return Err(bad(n, "the first line must be the header".into())),
                 (Line::Header(_), Some(_)) => return Err(bad(n, "a second header".into())),
+                (Line::Event(_), _) if events.len() as u64 >= max_events => {
+                    return Err(bad(n, too_many(format!("holds more than {max_events} events"), max_events)))
+                }
                 (Line::Event(e), _) => events.push(e),
                 (Line::Head(h), _) => heads.push(h),
                 (Line::Snapshot(s), _) => snapshots.push(s),
@@ -161,36 +179,55 @@ pub enum ImportPending {
 pub const PARKED_ON_IMPORT: &str = "parked on import: redrive to run it here";
 
 impl Operator {
-    /// Read a session whole. Heads and snapshots are read before the events,
-    /// so appends made meanwhile only add events; a clear meanwhile makes
-    /// the copy inconsistent, and its import refuses it.
-    pub async fn session_export(&self, target: &SessionRef) -> Result<SessionCopy> {
+    /// Read a session whole, into memory: refused when it has more than
+    /// `max_events` events (stream it with [`Operator::session_export_write`]).
+    /// Heads and snapshots are read before the events, so appends made
+    /// meanwhile only add events; a clear meanwhile makes the copy
+    /// inconsistent, and its import refuses it.
+    pub async fn session_export(&self, target: &SessionRef, max_events: u64) -> Result<SessionCopy> {
+        let (header, heads, snapshots) = self.export_start(target).await?;
+        let count = header.head.saturating_sub(header.clear_index);
+        if count > max_events {
+            let what = format!("{}/{} has {count} events", target.contract, target.session);
+            return Err(OperatorError::invalid(too_many(what, max_events)));
+        }
+        let mut events = Vec::new();
+        self.export_events(target, &header, |event| {
+            events.push(event);
+            Ok(())
+        })
+        .await?;
+        Ok(SessionCopy { header, events, heads, snapshots })
+    }
+
+    /// Write a session as an export to `out` a page of events at a time, so
+    /// a session of any length costs one page of memory.
+    pub async fn session_export_write(&self, target: &SessionRef, out: &mut impl Write) -> Result<ExportCounts> {
+        let failed = |e: std::io::Error| OperatorError::invalid(format!("writing the export: {e}"));
+        let (header, heads, snapshots) = self.export_start(target).await?;
+        let mut counts = ExportCounts { events: 0, heads: heads.len() as u64, snapshots: snapshots.len() as u64 };
+        write_line(out, &Line::Header(header.clone())).map_err(failed)?;
+        self.export_events(target, &header, |event| {
+            counts.events += 1;
+            write_line(out, &Line::Event(event)).map_err(failed)
+        })
+        .await?;
+        for head in heads {
+            write_line(out, &Line::Head(head)).map_err(failed)?;
+        }
+        for snapshot in snapshots {
+            write_line(out, &Line::Snapshot(snapshot)).map_err(failed)?;
+        }
+        write_line(out, &Line::End(counts)).map_err(failed)?;
+        Ok(counts)
+    }
+
+    /// The header, heads and snapshots of an export: everything but its events.
+    async fn export_start(&self, target: &SessionRef) -> Result<(ExportHeader, Vec<ImportedHead>, Vec<Snapshot>)> {
         let key = target.key()?;
         let heads = self.store().head_list(&key).await?;
         let snapshots = self.store().snapshot_list(&key).await?;
         let summary = self.session_get(target).await?;
-        let mut events = Vec::new();
-        let mut after = Some(summary.clear_index);
-        loop {
-            let list = EventList {
-                session: key.clone(),
-                after,
-                before: Some(summary.head + 1),
-                limit: PAGE,
-                newest_first: false,
-            };
-            let page = self.store().event_list(list).await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.index);
-            let full = page.len() >= PAGE as usize;
-            events.extend(page.into_iter().map(|mut e| {
-                e.session.clone_from(&target.session);
-                e
-            }));
-            if !full {
-                break;
-            }
-        }
         let snapshot = |s: a2_store::SnapshotInfo| Snapshot {
             reducer: s.reducer,
             index: s.index,
@@ -198,21 +235,48 @@ impl Operator {
             pins: s.pins,
             created_at: s.created_at,
         };
-        Ok(SessionCopy {
-            header: ExportHeader {
-                format: EXPORT_FORMAT.into(),
-                contract: target.contract.clone(),
-                session: target.session.clone(),
-                head: summary.head,
-                clear_index: summary.clear_index,
-                created_at: summary.created_at,
-                updated_at: summary.updated_at,
-                exported_at: self.now(),
-            },
-            events,
-            heads: heads.iter().map(ImportedHead::from).collect(),
-            snapshots: snapshots.into_iter().map(snapshot).collect(),
-        })
+        let header = ExportHeader {
+            format: EXPORT_FORMAT.into(),
+            contract: target.contract.clone(),
+            session: target.session.clone(),
+            head: summary.head,
+            clear_index: summary.clear_index,
+            created_at: summary.created_at,
+            updated_at: summary.updated_at,
+            exported_at: self.now(),
+        };
+        Ok((header, heads.iter().map(ImportedHead::from).collect(), snapshots.into_iter().map(snapshot).collect()))
+    }
+
+    /// Hand each event between the header's clear boundary and head to `each`, a page at a time.
+    async fn export_events(
+        &self,
+        target: &SessionRef,
+        header: &ExportHeader,
+        mut each: impl FnMut(Event) -> Result<()>,
+    ) -> Result<()> {
+        let key = target.key()?;
+        let mut after = Some(header.clear_index);
+        loop {
+            let list = EventList {
+                session: key.clone(),
+                after,
+                before: Some(header.head + 1),
+                limit: PAGE,
+                newest_first: false,
+            };
+            let page = self.store().event_list(list).await?;
+            let Some(last) = page.last() else { return Ok(()) };
+            after = Some(last.index);
+            let full = page.len() >= PAGE as usize;
+            for mut event in page {
+                event.session.clone_from(&target.session);
+                each(event)?;
+            }
+            if !full {
+                return Ok(());
+            }
+        }
     }
 
     /// Write a copy into this store, under its own id or `as_session`, in one
@@ -327,9 +391,18 @@ mod tests {
     }
 
     #[test]
+    fn an_export_of_more_events_than_held_whole_is_refused_as_read() {
+        let written = text(&copy());
+        let error = SessionCopy::read(written.as_bytes(), 0).map(|_| ()).expect_err("one event over");
+        assert_eq!(error.code(), "INVALID_INPUT");
+        assert!(error.to_string().contains("line 2") && error.to_string().contains("a2 export"), "{error}");
+        assert!(SessionCopy::read(written.as_bytes(), 1).is_ok());
+    }
+
+    #[test]
     fn an_export_reads_back_as_written() {
         let written = text(&copy());
-        let read = SessionCopy::read(written.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let read = SessionCopy::read(written.as_bytes(), WHOLE_SESSION_MAX_EVENTS).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(read.header, copy().header);
         assert_eq!(read.events, copy().events);
         assert_eq!(written.lines().count(), 3);
@@ -349,7 +422,11 @@ mod tests {
             (whole.replace("order.placed\"", "order.placed"), "line 2 of the export"),
         ];
         for (text, expected) in cases {
-            let error = SessionCopy::read(text.as_bytes()).map(|_| ()).err().map(|e| e.to_string()).unwrap_or_default();
+            let error = SessionCopy::read(text.as_bytes(), WHOLE_SESSION_MAX_EVENTS)
+                .map(|_| ())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
             assert!(error.contains(expected), "expected {expected:?} in {error:?}");
         }
     }

@@ -444,7 +444,7 @@ async fn import_checks_events_against_the_contract(kind: StoreKind) {
     let session = server(source.clone()).session("o-1").unwrap_or_else(|e| panic!("{e}"));
     session.append(placed).await.unwrap_or_else(|e| panic!("{e}"));
     let copy = operator(source, StoreKind::Memory, Mode::ReadWrite)
-        .session_export(&shop("o-1"))
+        .session_export(&shop("o-1"), a2_operator::WHOLE_SESSION_MAX_EVENTS)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
 

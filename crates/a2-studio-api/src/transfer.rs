@@ -12,10 +12,11 @@ use crate::commands::lock_error;
 use crate::*;
 
 impl Studio {
-    /// A session as an `a2.session/1` JSON Lines text.
+    /// A session as an `a2.session/1` JSON Lines text, held whole (up to
+    /// [`Limits::whole_session_events`] events).
     pub async fn session_export(&self, request: SessionRef) -> Result<String, ApiError> {
         let target = a2_operator::SessionRef::new(request.contract, request.session);
-        let copy = self.operator()?.session_export(&target).await?;
+        let copy = self.operator()?.session_export(&target, self.limits.whole_session_events).await?;
         self.record_takeout("session.export", &target, "the caller (a download, or the CLI's output)", copy.counts())
             .await?;
         let mut text = Vec::new();
@@ -23,10 +24,23 @@ impl Studio {
         String::from_utf8(text).map_err(|e| ApiError::new(ErrorCode::Internal, format!("the export is not UTF-8: {e}")))
     }
 
+    /// A session written to `out` as an `a2.session/1` export a page at a
+    /// time, whatever its length: the CLI's `a2 export` (not a command of
+    /// the app, whose IPC carries one text).
+    pub async fn session_export_write(
+        &self,
+        request: SessionRef,
+        out: &mut impl std::io::Write,
+    ) -> Result<(), ApiError> {
+        let target = a2_operator::SessionRef::new(request.contract, request.session);
+        let counts = self.operator()?.session_export_write(&target, out).await?;
+        self.record_takeout("session.export", &target, "the CLI's output", counts).await
+    }
+
     /// Write an exported session into the open store, whole or not at all.
     pub async fn session_import(&self, request: ImportRequest) -> Result<ImportOutcome, ApiError> {
         let operator = self.writable_operator("import")?;
-        let copy = SessionCopy::read(request.text.as_bytes())?;
+        let copy = SessionCopy::read(request.text.as_bytes(), self.limits.whole_session_events)?;
         let as_session = request.as_session.as_deref().filter(|s| !s.is_empty());
         let pending = if request.park { a2_operator::ImportPending::Park } else { a2_operator::ImportPending::Run };
         let (target, imported) = operator.session_import(copy, as_session, pending).await?;
@@ -62,7 +76,7 @@ impl Studio {
             ));
         }
         let from = a2_operator::SessionRef::new(request.contract, request.session);
-        let copy = source.session_export(&from).await?;
+        let copy = source.session_export(&from, self.limits.whole_session_events).await?;
         self.record_takeout("session.copy", &from, &path.display().to_string(), copy.counts()).await?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)

@@ -543,7 +543,9 @@ async fn exports_and_copies_from_production_are_audited() {
         text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect();
     let actions: Vec<&str> = lines.iter().map(|l| l.entry.action.as_str()).collect();
     assert_eq!(actions, vec!["session.export", "session.copy"], "{text}");
-    assert!(lines.iter().all(|l| l.store == profiles::redact(&url) && l.entry.session_id.as_deref() == Some("order-00001")));
+    assert!(lines
+        .iter()
+        .all(|l| l.store == profiles::redact(&url) && l.entry.session_id.as_deref() == Some("order-00001")));
     assert!(lines[0].entry.parameters["events"].as_u64().is_some_and(|n| n > 0), "{text}");
     assert_eq!(lines[1].entry.parameters["to"], serde_json::json!(to.display().to_string()));
     #[cfg(unix)]
@@ -559,4 +561,45 @@ async fn exports_and_copies_from_production_are_audited() {
     let audit = studio.audit_list(AuditQuery { before: None, limit: 20 }).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(audit.iter().any(|a| a.action == "session.export" && a.session.as_deref() == Some("order-00001")));
     assert_eq!(std::fs::read_to_string(&path).map(|t| t.lines().count()).ok(), Some(2));
+}
+
+/// A session held whole in memory (the Studio's export, an import, a copy)
+/// is bounded, and refused past the bound by name; `a2 export`'s path
+/// streams any length a page at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_streams_and_whole_copies_are_bounded() {
+    let (url, first) = seeded(StoreKind::Sqlite).await;
+    let order = || SessionRef { contract: "shop".into(), session: "order-00001".into() };
+    let head = first.session_get(order()).await.unwrap_or_else(|e| panic!("{e}")).head;
+    assert!(head >= 2, "a session of a few events: {head}");
+    let limits = Limits { whole_session_events: head - 1, ..Limits::default() };
+    let studio = Studio::with_limits(&scratch(), limits);
+    studio.connection_open(open(&url, Some(false))).await.unwrap_or_else(|e| panic!("{e}"));
+
+    let refused = studio.session_export(order()).await.expect_err("longer than held whole");
+    assert_eq!(refused.code, ErrorCode::InvalidInput);
+    assert!(
+        refused.message.contains(&format!("has {head} events")) && refused.message.contains("a2 export"),
+        "{refused:?}"
+    );
+
+    let mut streamed = Vec::new();
+    studio.session_export_write(order(), &mut streamed).await.unwrap_or_else(|e| panic!("{e}"));
+    let copy = a2_operator::SessionCopy::read(streamed.as_slice(), u64::MAX).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(copy.events.len() as u64, head, "every event, streamed");
+
+    let text = String::from_utf8(streamed).unwrap_or_default();
+    let import = ImportRequest { text, as_session: Some("imported".into()), park: true };
+    let refused = studio.session_import(import).await.expect_err("an import longer than held whole");
+    assert_eq!(refused.code, ErrorCode::InvalidInput);
+    let to = scratch().join("bounded-copy.sqlite");
+    let copy = CopyRequest {
+        contract: "shop".into(),
+        session: "order-00001".into(),
+        as_session: None,
+        to: Some(to.display().to_string()),
+    };
+    let refused = studio.session_copy(copy).await.expect_err("a copy longer than held whole");
+    assert_eq!(refused.code, ErrorCode::InvalidInput);
+    assert!(!to.exists(), "nothing written");
 }

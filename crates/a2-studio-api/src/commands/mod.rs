@@ -42,11 +42,20 @@ pub struct Limits {
     pub started_with: Option<String>,
     /// Where consume's export writes (`--export-dir`).
     pub export_dir: PathBuf,
+    /// The most events of a session held whole in memory: an export through
+    /// the Studio, an import, a copy (`a2 export` streams any length).
+    pub whole_session_events: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { read_only: false, web: false, started_with: None, export_dir: PathBuf::from(".a2/exports") }
+        Self {
+            read_only: false,
+            web: false,
+            started_with: None,
+            export_dir: PathBuf::from(".a2/exports"),
+            whole_session_events: a2_operator::WHOLE_SESSION_MAX_EVENTS,
+        }
     }
 }
 
