@@ -151,11 +151,56 @@ async fn tls_badge_says_what_was_checked() {
     let refused = studio.connection_open(open(&url(cluster.port, "verify-full", &elsewhere_ca))).await.err();
     let refused = refused.unwrap_or_else(|| panic!("verify-full let in a certificate for another host"));
     assert_eq!(refused.code, ErrorCode::TlsFailed, "{refused}");
-    // With this build (rustls 0.23 reports the name mismatch with its context, which
-    // sqlx 0.8's verify-ca verifier does not forgive) verify-ca refuses it too; the
-    // badge above does not count on that.
-    let refused = studio.connection_open(open(&url(cluster.port, "verify-ca", &elsewhere_ca))).await.err();
-    assert_eq!(refused.map(|e| e.code), Some(ErrorCode::TlsFailed));
+    // verify-ca as libpq means it: the chain to sslrootcert's CA is checked, the host is not.
+    let (code, _, err) = a2(&url(cluster.port, "verify-ca", &elsewhere_ca), &["init"], &config);
+    assert_eq!(code, 0, "verify-ca lets in a certificate of its CA for another host: {err}");
+    let info = studio.connection_open(open(&url(cluster.port, "verify-ca", &elsewhere_ca))).await;
+    let info = info.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(info.tls, Some(TlsView::VerifiedCaOnly), "and the badge says the host was not checked");
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `sslrootcert=` trusts that CA alone, as libpq does: a server whose
+/// certificate chains to a CA the system trusts (here the system's roots
+/// are `SSL_CERT_FILE`) but not to the named one is refused. Without a named
+/// CA the system's roots are what verify-full trusts.
+#[tokio::test(flavor = "multi_thread")]
+async fn sslrootcert_trusts_that_ca_alone() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("a2-tls-pinned-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let config = dir.join("config");
+    let public = pki("a publicly trusted CA");
+    let ours = pki("the CA the URL names");
+    let (public_ca, our_ca) = (dir.join("public-ca.pem"), dir.join("our-ca.pem"));
+    std::fs::write(&public_ca, &public.ca_pem).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&our_ca, &ours.ca_pem).unwrap_or_else(|e| panic!("{e}"));
+    // The server presents a certificate of the "public" CA, as a relaying attacker with one would.
+    let cluster =
+        cluster::Cluster::start_tls(cluster::ServerTls { cert_pem: &public.cert_pem, key_pem: &public.key_pem })
+            .unwrap_or_else(|e| panic!("{e}"));
+    let port = cluster.port;
+    let a2_trusting = |url: &str, args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_a2"))
+            .args(["--store", url])
+            .args(args)
+            .env("A2_STUDIO_CONFIG_DIR", &config)
+            .env("SSL_CERT_FILE", &public_ca)
+            .env("SSL_CERT_DIR", dir.join("no-such-dir"))
+            .output()
+            .unwrap_or_else(|e| panic!("running a2: {e}"));
+        (output.status.code().unwrap_or(-1), String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let system = format!("postgres://postgres@localhost:{port}/postgres?sslmode=verify-full");
+    let (code, err) = a2_trusting(&system, &["init"]);
+    assert_eq!(code, 0, "the system's roots trust the public CA: {err}");
+    for mode in ["verify-full", "verify-ca"] {
+        let pinned =
+            format!("postgres://postgres@localhost:{port}/postgres?sslmode={mode}&sslrootcert={}", our_ca.display());
+        let (code, err) = a2_trusting(&pinned, &["consumers"]);
+        assert_eq!(code, 1, "{mode}: a CA the URL did not name was trusted: {err}");
+        assert!(err.contains("TLS_FAILED") && err.contains("sslrootcert"), "{mode}: {err}");
+    }
     drop(cluster);
     let _ = std::fs::remove_dir_all(dir);
 }

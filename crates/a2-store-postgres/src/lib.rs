@@ -12,6 +12,7 @@ mod conn;
 mod error;
 mod grants;
 mod migrate;
+mod pinned;
 mod plans;
 mod route;
 mod server;
@@ -103,6 +104,8 @@ pub struct Postgres {
     migrated: Vec<i64>,
     /// Group commit: appends arriving while one flush runs share the next one's statement and commit.
     appends: Batcher<EventAppend, Result<Option<Appended>, StoreError>>,
+    /// The TLS links that trust sslrootcert's CA alone (`pinned.rs`), closed with the store.
+    _links: Vec<Arc<pinned::PinnedLink>>,
     /// The LISTEN task, stopped when the last clone of the store goes, so
     /// its connection and the pools close with the store.
     _listening: Option<Arc<Listening>>,
@@ -188,6 +191,10 @@ impl Postgres {
     pub async fn connect(url: &str, options: PgOptions, clock: Arc<dyn Clock>) -> Result<PgStore, StoreError> {
         let route = url_route(url)?;
         let connect = route_options(&route, &options)?;
+        // With sslrootcert= and verification asked, every pool reaches the server through a link
+        // that trusts that CA alone; `connect` stays as the URL said, for the badge.
+        let (through, pinned) = pinned::route(&route.url, connect.clone()).await?;
+        let mut links: Vec<Arc<pinned::PinnedLink>> = pinned.into_iter().collect();
         let timeout = ("statement_timeout", options.statement_timeout.as_millis().to_string());
         let mut work_settings: Vec<(&str, String)> =
             plans::WORK_PLANS.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
@@ -205,9 +212,9 @@ impl Postgres {
         let settle = |own: &[(&'static str, String)], read_only: bool| {
             if route.pooled {
                 let all = [session.clone(), own.to_vec()].concat();
-                (connect.clone(), Some(route::begin_statement(read_only, &all)))
+                (through.clone(), Some(route::begin_statement(read_only, &all)))
             } else {
-                (connect.clone().options(own.iter().map(|(k, v)| (*k, v.as_str()))), None)
+                (through.clone().options(own.iter().map(|(k, v)| (*k, v.as_str()))), None)
             }
         };
         let (reader_connect, reader_begin) = settle(&[timeout], read_only);
@@ -280,10 +287,12 @@ impl Postgres {
             (_, true, _) | (None, false, true) => None,
             (None, false, false) => Some(Arc::new(listen(pool.pool.clone(), changes.clone()))),
             (Some(direct), false, _) => {
+                let (listen_connect, pinned) = pinned::route(direct, connect_options(direct, &options)?).await?;
+                links.extend(pinned);
                 let listen_pool = PgPoolOptions::new()
                     .max_connections(1)
                     .acquire_timeout(options.connect_timeout)
-                    .connect_lazy_with(connect_options(direct, &options)?);
+                    .connect_lazy_with(listen_connect);
                 Some(Arc::new(listen(listen_pool, changes.clone())))
             }
         };
@@ -296,6 +305,7 @@ impl Postgres {
             announce,
             server,
             migrated,
+            _links: links,
             appends,
             _listening: listening,
         };
