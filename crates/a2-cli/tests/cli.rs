@@ -520,4 +520,14 @@ async fn read_write_attach_names_the_database_and_audits_its_migrations() {
     assert_eq!(migrations.len(), 1, "one open migrated: {entries}");
     let applied = migrations[0]["outcome"]["applied"].as_array().map_or(0, Vec::len);
     assert!(applied >= 14, "every migration of the new schema: {}", migrations[0]);
+
+    // A SQLite file's migrations are on record the same way.
+    let file = format!("sqlite:{}", store_path("migrated").display());
+    let (code, _, err) = a2(&file, &["contracts"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("applied schema migrations 1, 2"), "{err}");
+    let (_, out, _) = a2(&file, &["--json", "audit"]);
+    let entries = json_of(&out);
+    let migrated = entries.as_array().into_iter().flatten().filter(|e| e["action"] == json!("store.migrate")).count();
+    assert_eq!(migrated, 1, "{entries}");
 }

@@ -71,8 +71,8 @@ impl OpenedStore for Opened {
     fn migrations_applied(&self) -> Vec<i64> {
         match self {
             Self::Postgres(store) => store.migrations_applied().to_vec(),
-            // A file or memory: the developer's own, its schema made by the open that created it.
-            Self::Memory(_) | Self::Sqlite(_) => Vec::new(),
+            Self::Sqlite(store) => store.migrations_applied().to_vec(),
+            Self::Memory(_) => Vec::new(),
         }
     }
 

@@ -36,6 +36,8 @@ pub struct Sqlite {
     /// Absent on a read-only store.
     writer: Option<SqlitePool>,
     reader: SqlitePool,
+    /// The schema migrations this open applied, oldest first (none when it was up to date).
+    migrated: Vec<i64>,
 }
 
 fn options(path: &Path, access: Access) -> SqliteConnectOptions {
@@ -108,11 +110,15 @@ impl Sqlite {
             ),
             Access::ReadOnly => None,
         };
+        let mut migrated = Vec::new();
         if let Some(writer) = &writer {
+            let before = applied_versions(writer).await.map_err(db_error)?;
             MIGRATOR.run(writer).await.map_err(|e| match e {
                 sqlx::migrate::MigrateError::VersionMissing(v) => newer_schema(&path, v),
                 other => StoreError::Schema { message: format!("migrating {}: {other}", path.display()) },
             })?;
+            let after = applied_versions(writer).await.map_err(db_error)?;
+            migrated = after.into_iter().filter(|v| !before.contains(v)).collect();
         }
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
@@ -120,7 +126,7 @@ impl Sqlite {
             .await
             .map_err(|e| open_error(&path, e))?;
         check_schema(&reader, &path).await?;
-        let store = SqlStore::new(Self { path, writer, reader }, &sql::SQL, clock);
+        let store = SqlStore::new(Self { path, writer, reader, migrated }, &sql::SQL, clock);
         // One fsync a commit is SQLite's cost, not its statements: concurrent appends share a
         // commit, and so do completions (one writer connection: one flush at a time).
         Ok(if access == Access::ReadWrite { store.with_append_batching().with_completion_batching(1) } else { store })
@@ -145,6 +151,11 @@ impl Sqlite {
 
     pub fn is_read_only(&self) -> bool {
         self.writer.is_none()
+    }
+
+    /// The schema migrations this open applied, oldest first.
+    pub fn migrations_applied(&self) -> &[i64] {
+        &self.migrated
     }
 
     fn writer(&self) -> Result<&SqlitePool, StoreError> {
@@ -275,6 +286,18 @@ async fn refuse_other_files(path: &Path) -> Result<(), StoreError> {
         Some(Ledger::Ours) => Ok(()),
         Some(Ledger::Foreign { why }) => Err(not_ours(why)),
     }
+}
+
+/// The versions the ledger records as applied (none before it exists).
+async fn applied_versions(pool: &SqlitePool) -> Result<Vec<i64>, sqlx::Error> {
+    let ledger: Option<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
+            .fetch_optional(pool)
+            .await?;
+    if ledger.is_none() {
+        return Ok(Vec::new());
+    }
+    sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version").fetch_all(pool).await
 }
 
 /// The migration ledger's rows: (version, checksum).
