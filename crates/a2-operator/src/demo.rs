@@ -321,18 +321,23 @@ impl Operator {
         seeded
     }
 
-    /// Whether the demo may seed here: an empty store, or one it seeded
-    /// before (its `demo.seed` entry is in the audit log). Its consumers run
-    /// on every `shop` session, so a real store with that contract is refused.
-    async fn demo_may_seed(&self) -> Result<(), OperatorError> {
-        let contracts = self.store().contract_list().await?;
-        if contracts.is_empty() {
-            return Ok(());
+    /// Whether this store is the demo's: empty, or seeded by it before (its
+    /// `demo.seed` entry is in the audit log). The demo's consumers run on
+    /// every `shop` session, so they are seeded and hosted on no other store.
+    pub async fn demo_owns_store(&self) -> Result<bool, OperatorError> {
+        if self.store().contract_list().await?.is_empty() {
+            return Ok(true);
         }
         let seeded = AuditList { before: None, limit: 1, action: Some("demo.seed".into()) };
-        if !self.store().audit_list(seeded).await?.is_empty() {
+        Ok(!self.store().audit_list(seeded).await?.is_empty())
+    }
+
+    /// `NOT_A_DEMO_STORE` unless [`Operator::demo_owns_store`].
+    async fn demo_may_seed(&self) -> Result<(), OperatorError> {
+        if self.demo_owns_store().await? {
             return Ok(());
         }
+        let contracts = self.store().contract_list().await?;
         Err(OperatorError::NotADemoStore {
             why: format!(
                 "this store holds sessions ({}) and the demo never seeded it; the demo seeds an empty store or its own",

@@ -193,7 +193,8 @@ impl Postgres {
         let connect = route_options(&route, &options)?;
         // With sslrootcert= and verification asked, every pool reaches the server through a link
         // that trusts that CA alone; `connect` stays as the URL said, for the badge.
-        let (through, pinned) = pinned::route(&route.url, connect.clone()).await?;
+        let (through, pinned) = pinned::route(&route.url, connect.clone(), options.connect_timeout).await?;
+        let main_pinned = pinned.is_some();
         let mut links: Vec<Arc<pinned::PinnedLink>> = pinned.into_iter().collect();
         let timeout = ("statement_timeout", options.statement_timeout.as_millis().to_string());
         let mut work_settings: Vec<(&str, String)> =
@@ -287,7 +288,15 @@ impl Postgres {
             (_, true, _) | (None, false, true) => None,
             (None, false, false) => Some(Arc::new(listen(pool.pool.clone(), changes.clone()))),
             (Some(direct), false, _) => {
-                let (listen_connect, pinned) = pinned::route(direct, connect_options(direct, &options)?).await?;
+                let listen_options = connect_options(direct, &options)?;
+                let (listen_connect, pinned) = pinned::route(direct, listen_options, options.connect_timeout).await?;
+                // The same password rides on it: it may not trust more than the main URL does.
+                if main_pinned && pinned.is_none() {
+                    return Err(StoreError::invalid(
+                        "the URL trusts its sslrootcert= CA alone, and listen_url does not: give listen_url \
+                         the same sslmode and sslrootcert",
+                    ));
+                }
                 links.extend(pinned);
                 let listen_pool = PgPoolOptions::new()
                     .max_connections(1)

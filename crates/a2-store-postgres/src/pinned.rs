@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use a2_store::StoreError;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -63,7 +64,7 @@ fn wanted(url: &str, connect: &PgConnectOptions) -> Option<Wanted> {
         _ => return None,
     };
     // A Unix socket carries no TLS.
-    if connect.get_host().starts_with('/') {
+    if connect.get_host().starts_with('/') || connect.get_socket().is_some() {
         return None;
     }
     let ca = parameter(url, &["sslrootcert", "ssl-root-cert", "ssl-ca"], "PGSSLROOTCERT")?;
@@ -80,36 +81,51 @@ fn wanted(url: &str, connect: &PgConnectOptions) -> Option<Wanted> {
 pub(crate) async fn route(
     url: &str,
     connect: PgConnectOptions,
+    timeout: Duration,
 ) -> Result<(PgConnectOptions, Option<Arc<PinnedLink>>), StoreError> {
     let Some(wanted) = wanted(url, &connect) else { return Ok((connect, None)) };
-    let link = Arc::new(Link::new(&wanted, connect.get_host(), connect.get_port())?);
+    let link = Arc::new(Link::new(&wanted, connect.get_host(), connect.get_port(), timeout)?);
     drop(link.open().await?);
     let dir = socket_dir()?;
     let socket = dir.join(format!(".s.PGSQL.{}", connect.get_port()));
-    let listener = UnixListener::bind(&socket)
-        .map_err(|e| StoreError::unavailable(format!("cannot make the TLS link's socket {}: {e}", socket.display())))?;
+    let listener = UnixListener::bind(&socket).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&dir);
+        StoreError::unavailable(format!("cannot make the TLS link's socket {}: {e}", socket.display()))
+    })?;
     let task = tokio::spawn(serve(listener, link)).abort_handle();
     let through = connect.socket(&dir).ssl_mode(PgSslMode::Disable);
     Ok((through, Some(Arc::new(PinnedLink { dir, task }))))
 }
 
-/// A new directory only this user can enter, short enough for a socket path.
+/// A new directory only this user can enter, short enough for a socket
+/// path. Its name is not guessable ahead (a pid repeats across restarts, and
+/// one left by a killed process, or made by another user, is passed over).
 fn socket_dir() -> Result<PathBuf, StoreError> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir =
-        std::env::temp_dir().join(format!("a2-tls-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
     let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder
-        .create(&dir)
-        .map_err(|e| StoreError::unavailable(format!("cannot make the TLS link's directory {}: {e}", dir.display())))?;
-    Ok(dir)
+    let mut last = None;
+    for _ in 0..16 {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("a2-tls-{}-{n}-{nanos:08x}", std::process::id()));
+        match builder.create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) => last = Some((dir, e)),
+        }
+    }
+    let (dir, e) = last.unwrap_or_else(|| (std::env::temp_dir(), std::io::Error::other("no attempt")));
+    Err(StoreError::unavailable(format!("cannot make the TLS link's directory {}: {e}", dir.display())))
 }
 
 async fn serve(listener: UnixListener, link: Arc<Link>) {
     loop {
-        let Ok((local, _)) = listener.accept().await else { continue };
+        let Ok((local, _)) = listener.accept().await else {
+            // Out of descriptors, say: wait rather than spin.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
         let link = link.clone();
         tokio::spawn(async move {
             if let Err(error) = carry(local, &link).await {
@@ -133,10 +149,12 @@ struct Link {
     port: u16,
     name: ServerName<'static>,
     connector: TlsConnector,
+    /// How long one connection's TCP connect and TLS handshake may take (the store's connect timeout).
+    timeout: Duration,
 }
 
 impl Link {
-    fn new(wanted: &Wanted, host: &str, port: u16) -> Result<Self, StoreError> {
+    fn new(wanted: &Wanted, host: &str, port: u16, timeout: Duration) -> Result<Self, StoreError> {
         let tls = |what: String| StoreError::Tls { message: what };
         let read = |path: &Path| std::fs::read(path).map_err(|e| tls(format!("cannot read {}: {e}", path.display())));
         let mut roots = RootCertStore::empty();
@@ -169,15 +187,28 @@ impl Link {
                 builder.with_client_auth_cert(chain, key).map_err(|e| tls(e.to_string()))?
             }
         };
+        // An IPv6 address is written in brackets in a URL, and without them everywhere else.
+        let host = host.trim_start_matches('[').trim_end_matches(']');
         let name = ServerName::try_from(host.to_owned())
             .map_err(|e| StoreError::invalid(format!("{host:?} is no host name TLS can check: {e}")))?;
-        Ok(Self { host: host.to_owned(), port, name, connector: TlsConnector::from(Arc::new(config)) })
+        let connector = TlsConnector::from(Arc::new(config));
+        Ok(Self { host: host.to_owned(), port, name, connector, timeout })
     }
 
-    /// One connection to the server, TLS begun and the certificate checked.
+    /// One connection to the server, TLS begun and the certificate checked,
+    /// within the store's connect timeout.
     async fn open(&self) -> Result<TlsStream<TcpStream>, StoreError> {
+        let late = || {
+            let (host, port, secs) = (&self.host, self.port, self.timeout.as_secs());
+            StoreError::unavailable(format!("{host}:{port}: no TLS connection within {secs} s"))
+        };
+        tokio::time::timeout(self.timeout, self.handshake()).await.unwrap_or_else(|_| Err(late()))
+    }
+
+    async fn handshake(&self) -> Result<TlsStream<TcpStream>, StoreError> {
         let unreachable = |e: std::io::Error| StoreError::unavailable(format!("{}:{}: {e}", self.host, self.port));
         let mut tcp = TcpStream::connect((self.host.as_str(), self.port)).await.map_err(unreachable)?;
+        tcp.set_nodelay(true).map_err(unreachable)?;
         tcp.write_all(&SSL_REQUEST).await.map_err(unreachable)?;
         let mut answer = [0u8; 1];
         tcp.read_exact(&mut answer).await.map_err(unreachable)?;

@@ -70,7 +70,10 @@ pub fn url_route(url: &str) -> Result<UrlRoute, StoreError> {
                 }
             }
             "listen_url" => listen_url = Some(value.into_owned()),
-            known if DRIVER_PARAMETERS.contains(&known) => kept.push((key.into_owned(), value.into_owned())),
+            // `options[search_path]=…`: sqlx's own form of one server setting.
+            known if DRIVER_PARAMETERS.contains(&known) || known.starts_with("options[") => {
+                kept.push((key.into_owned(), value.into_owned()))
+            }
             // The driver would log it, value and all (a mistyped `pasword=` is a password in the log).
             unknown => {
                 return Err(StoreError::invalid(format!(

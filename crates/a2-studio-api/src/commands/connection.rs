@@ -104,7 +104,11 @@ impl Studio {
         operator.audit_migrations().await?;
         let attached = operator.attached().clone();
         let read_only = attached.mode == Mode::ReadOnly;
-        let hosts_demo = host_demo && !read_only && operator.contract_list().await?.iter().any(|c| c == demo::CONTRACT);
+        // The demo's code runs only on the demo's own store, never on a real one with a `shop` contract.
+        let hosts_demo = host_demo
+            && !read_only
+            && operator.contract_list().await?.iter().any(|c| c == demo::CONTRACT)
+            && operator.demo_owns_store().await?;
         if hosts_demo {
             operator.demo_host()?;
         }
