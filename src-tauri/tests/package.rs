@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{click, find, launch, ready};
+use common::{click, count, find, launch, ready};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -93,11 +93,17 @@ async fn the_deb_installs_and_its_app_paints_the_overview() {
     let _ = client.close().await;
     drop(driver);
 
-    // From a file manager: `a2-studio FILE` opens that store.
+    // From a file manager: `a2-studio FILE` opens that store read-only; writing is asked for.
     let file = dir.join("orders.sqlite");
     output(&a2, &["--store", &format!("sqlite:{}", file.display()), "demo", "--sessions", "5"]);
     let (client, driver) = launch(&studio, &dir, vec![file.display().to_string()]).await;
+    find(&client, "[data-testid=read-only-badge]").await;
+    click(&client, "[data-testid=open-read-write]").await;
+    click(&client, ".modal button.primary").await;
+    find(&client, "[data-testid=outcome]").await;
+    click(&client, ".modal button[data-autofocus]").await;
     let row = find(&client, "[data-testid=consumers-table] tbody tr").await;
+    assert_eq!(count(&client, "[data-testid=read-only-badge]").await, 0, "read-write once asked");
     assert!(row.text().await.unwrap_or_default().contains("shop"), "the overview of the file's store");
     let _ = client.close().await;
     drop(driver);

@@ -68,10 +68,13 @@ describe("the header's refresh state", () => {
 describe("a SQLite file opened read-only", () => {
   it("becomes read-write only when asked, after saying what that changes", async () => {
     const file = connectionInfo({ kind: "sqlite", url: "sqlite:/home/me/orders.sqlite", read_only: true });
-    const studio = renderOn(
-      new FakeStudio().on("connection_open", () => ({ ...file, read_only: false, migrated: [13] })),
-      file,
-    );
+    let current = file;
+    const fake = new FakeStudio().on("connection_open", () => {
+      current = { ...file, read_only: false, migrated: [13] };
+      return current;
+    });
+    const studio = renderOn(fake, file);
+    studio.on("connection_get", () => current);
     fireEvent.click(await screen.findByTestId("open-read-write"));
     const dialog = await screen.findByRole("dialog");
     expect(dialog.textContent).toMatch(/orders\.sqlite.*change this file.*migrated/s);
@@ -81,6 +84,9 @@ describe("a SQLite file opened read-only", () => {
     expect(studio.sent("connection_open")).toEqual([
       { url: "sqlite:/home/me/orders.sqlite", profile: null, password: null, read_only: false },
     ]);
+    fireEvent.click(screen.getByRole("button", { name: "Close" }));
+    await waitFor(() => expect(screen.queryByTestId("read-only-badge")).toBeNull());
+    expect(screen.queryByTestId("open-read-write")).toBeNull();
   });
 
   it("offers nothing under a read-only ceiling, nor for Postgres", async () => {

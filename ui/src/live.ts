@@ -86,12 +86,19 @@ export function useCloseAfter(change: Change, onClose: (changed: boolean) => voi
   };
 }
 
-/** Open another store (or none): nothing read from the previous one is kept. */
+/**
+ * Open another store (or the same one another way, e.g. read-write): nothing
+ * read from the previous one is kept. The connection's own query is updated
+ * in place, not cleared and made anew, so the app re-renders with it even
+ * when nothing else (a route) changes; every other query is dropped, and the
+ * views fetch theirs again as they re-render.
+ */
 export function useSwitchConnection(): (next: ConnectionInfo | null) => void {
   const client = useQueryClient();
   return useCallback(
     (next: ConnectionInfo | null) => {
-      client.clear();
+      const connection = keys.connection()[0];
+      client.removeQueries({ predicate: (query) => query.queryKey[0] !== connection });
       client.setQueryData(keys.connection(), next);
     },
     [client],
