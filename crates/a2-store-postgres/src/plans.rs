@@ -97,13 +97,18 @@ impl Postgres {
         let text = |value: &str| format!("'{}'", value.replace('\'', "''"));
         let keys = sessions.iter().map(|s| text(s)).collect::<Vec<_>>().join(", ");
         let (contract, lo, hi) = (text(contract), text(&lo), text(&hi));
+        // In the refresh's order, each under the plan mode it runs with: the rates and the changed
+        // sessions custom, the per-chunk parts generic.
         let statements = [
+            ("totals: rates count", sql.rates_count, format!("{lo}, {hi}, {since}, {}, 1000", since + 4_000)),
             ("totals: changed sessions", sql.changed_sessions, format!("{contract}, {since}, {lo}, {hi}")),
             ("totals: parts of sessions", sql.parts_of, format!("ARRAY[{keys}]::text[]")),
-            ("totals: rates count", sql.rates_count, format!("{lo}, {hi}, {since}, {}, 1000", since + 4_000)),
         ];
         let mut plans = Vec::new();
         for (n, (name, statement, values)) in statements.into_iter().enumerate() {
+            if let (2, Some(generic)) = (n, sql.refresh_generic) {
+                sqlx::raw_sql(generic).execute(&mut *tx).await.map_err(db_error)?;
+            }
             let prepared = format!("a2_totals_explain_{n}");
             sqlx::raw_sql(&format!("PREPARE {prepared} AS {statement}")).execute(&mut *tx).await.map_err(db_error)?;
             let explain = format!("EXPLAIN EXECUTE {prepared}({values})");

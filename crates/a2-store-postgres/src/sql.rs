@@ -101,6 +101,7 @@ pub(crate) static SQL: Statements = Statements {
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
     totals: TotalsStatements {
         refresh_begin: Some("SET LOCAL plan_cache_mode = force_custom_plan"),
+        refresh_generic: Some("SET LOCAL plan_cache_mode = force_generic_plan"),
         mark_lock: "INSERT INTO a2_totals_marks (contract) VALUES ($1) \
              ON CONFLICT (contract) DO UPDATE SET contract = EXCLUDED.contract RETURNING refreshed_at, swept_through",
         mark_put: "UPDATE a2_totals_marks SET refreshed_at = $2, swept_through = $3 WHERE contract = $1",

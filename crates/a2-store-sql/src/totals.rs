@@ -28,6 +28,10 @@ pub struct TotalsStatements {
     /// the values at hand (the engine's pool plans generic, and a generic
     /// `updated_at >= $2` looks like a third of the table: a scan).
     pub refresh_begin: Option<&'static str>,
+    /// Run once the changed sessions are found: back to the pool's generic
+    /// plans for the per-chunk statements, which are keyed (planning each
+    /// chunk's CTE afresh cost ~30 ms a refresh).
+    pub refresh_generic: Option<&'static str>,
     /// (contract) → refreshed_at, swept_through: the contract's mark, created if new, locked
     /// where the database locks rows (so two refreshes never fold one change twice)
     pub mark_lock: &'static str,
@@ -186,8 +190,9 @@ async fn refresh_contract<B: SqlBackend>(
         Some(refreshed_at) if !params.full => {
             let since = refreshed_at.saturating_sub(TOTALS_SETTLE_MS);
             let sweep = (params.sweep, mark.text("swept_through")?);
-            let (folded, swept) = fold_changed(store, tx.as_mut(), contract, since, sweep, now).await?;
+            // The rates first: their count reads a time range, planned for the values at hand.
             crate::rates::fold(store, tx.as_mut(), contract, refreshed_at, now).await?;
+            let (folded, swept) = fold_changed(store, tx.as_mut(), contract, since, sweep, now).await?;
             (folded, false, swept)
         }
         _ => {
@@ -263,6 +268,9 @@ async fn fold_changed<B: SqlBackend>(
         sessions.extend(slice);
         next
     };
+    if let Some(generic) = sql.refresh_generic {
+        conn.execute(generic, Vec::new()).await?;
+    }
 
     let mut delta: BTreeMap<String, Sum> = BTreeMap::new();
     let sessions: Vec<String> = sessions.into_iter().collect();

@@ -119,6 +119,7 @@ pub(crate) static SQL: Statements = Statements {
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
     totals: TotalsStatements {
         refresh_begin: None,
+        refresh_generic: None,
         mark_lock: "INSERT INTO a2_totals_marks (contract) VALUES (?1) \
              ON CONFLICT (contract) DO UPDATE SET contract = excluded.contract RETURNING refreshed_at, swept_through",
         mark_put: "UPDATE a2_totals_marks SET refreshed_at = ?2, swept_through = ?3 WHERE contract = ?1",
