@@ -124,10 +124,11 @@ pub(crate) static SQL: Statements = Statements {
              ON CONFLICT (contract) DO UPDATE SET contract = excluded.contract RETURNING refreshed_at, swept_through",
         mark_put: "UPDATE a2_totals_marks SET refreshed_at = ?2, swept_through = ?3 WHERE contract = ?1",
         mark_forget: "UPDATE a2_totals_marks SET refreshed_at = NULL WHERE contract = ?1",
-        // The first half is a range of a2_sessions_by_activity, the second of a2_attempts_by_end (named:
-        // without statistics SQLite would walk the contract's attempts by primary key instead).
+        // The first half is a range of a2_sessions_by_activity, the second of a2_attempts_by_end, both
+        // named: for the UNION's ORDER BY SQLite would walk every session by key, and without
+        // statistics the contract's attempts by primary key.
         changed_sessions: concat!(
-            "SELECT session FROM a2_sessions WHERE ",
+            "SELECT session FROM a2_sessions INDEXED BY a2_sessions_by_activity WHERE ",
             contract_of!("session"),
             " = ?1 AND updated_at >= ?2 \
              UNION SELECT session FROM a2_attempts INDEXED BY a2_attempts_by_end \

@@ -749,6 +749,17 @@ async fn run() -> Result<(), String> {
     if args.iter().any(|a| a == "--memory") {
         return worker_memory(&url).await;
     }
+    if args.iter().any(|a| a == "--sqlite-reads-only") {
+        // The SQLite store's read and refresh figures alone (100,000 sessions, 1M events).
+        let dir = std::env::temp_dir().join(format!("a2-bench-{}", std::process::id()));
+        let sqlite: Arc<dyn Store> =
+            open_with(&format!("sqlite:{}", dir.join("reads.sqlite").display()), OpenOptions::default())
+                .await
+                .map_err(|e| e.to_string())?;
+        let measured = reads("sqlite", sqlite, 100_000, None, false).await;
+        let _ = std::fs::remove_dir_all(dir);
+        return measured;
+    }
     let schema = format!("a2_bench_{}", std::process::id());
     let options = OpenOptions { schema: Some(schema.clone()), max_connections: Some(32), ..OpenOptions::default() };
     let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
