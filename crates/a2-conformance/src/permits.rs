@@ -65,6 +65,9 @@ pub async fn lapse_charges_only_started_attempts(factory: &dyn StoreFactory, pac
     assert_eq!(started.load(Ordering::SeqCst), 2);
 
     // The process stops (its drains abandon what runs); a new one takes over once the leases lapsed.
+    // On a loaded machine a hung run's lease can lapse before the stop, freeing its permit for the
+    // next head: count the runs that started in the crashed process, whatever their number.
+    let started_in_crashed = started.load(Ordering::SeqCst) as usize;
     crashed.shutdown();
     drop((crashed, session));
     tokio::time::sleep(pace.timings().claim_ttl * 2).await;
@@ -85,7 +88,7 @@ pub async fn lapse_charges_only_started_attempts(factory: &dyn StoreFactory, pac
         .collect();
     assert_eq!(
         crashed_lapses.len(),
-        2,
+        started_in_crashed,
         "a lapse is charged to each run that started, and to no other head: {attempts:#?}"
     );
     let completed = attempts.iter().filter(|a| a.outcome == AttemptOutcome::Completed).count();
