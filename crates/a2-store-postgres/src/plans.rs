@@ -102,7 +102,7 @@ impl Postgres {
         let statements = [
             ("totals: rates count", sql.rates_count, format!("{lo}, {hi}, {since}, {}, 1000", since + 4_000)),
             ("totals: changed sessions", sql.changed_sessions, format!("{contract}, {since}, {lo}, {hi}")),
-            ("totals: parts of sessions", sql.parts_of, format!("ARRAY[{keys}]::text[]")),
+            ("totals: parts that changed", sql.parts_changed, format!("ARRAY[{keys}]::text[]")),
         ];
         let mut plans = Vec::new();
         for (n, (name, statement, values)) in statements.into_iter().enumerate() {

@@ -121,18 +121,23 @@ pub(crate) static SQL: Statements = Statements {
                FROM a2_heads p WHERE p.kind <> 0 AND p.session >= $1 AND p.session < $2 GROUP BY p.session, p.consumer) \
              SELECT session, consumer, SUM(lag)::bigint AS lag, SUM(dead)::bigint AS dead FROM per \
              GROUP BY session, consumer",
-        // Each cursor's session head by its primary key: a join may hash the whole sessions table.
-        parts_of: "WITH per AS ( \
+        // Each cursor's session head by its primary key: a join may hash the whole sessions table. Only
+        // the parts that differ from the kept ones come back (most of a chunk did not move).
+        parts_changed: "WITH per AS ( \
                SELECT h.session, h.consumer, \
                  GREATEST((SELECT s.head FROM a2_sessions s WHERE s.session = h.session) - h.idx + 1, 0) AS lag, \
                  CASE WHEN h.failed_at IS NULL THEN 0 ELSE 1 END AS dead \
                FROM a2_heads h WHERE h.kind = 0 AND h.session = ANY($1::text[]) \
                UNION ALL \
                SELECT p.session, p.consumer, COUNT(*), COUNT(*) FILTER (WHERE p.failed_at IS NOT NULL) \
-               FROM a2_heads p WHERE p.kind <> 0 AND p.session = ANY($1::text[]) GROUP BY p.session, p.consumer) \
-             SELECT session, consumer, SUM(lag)::bigint AS lag, SUM(dead)::bigint AS dead FROM per \
-             GROUP BY session, consumer",
-        parts_kept: "SELECT session, consumer, lag, dead FROM a2_totals_by_session WHERE session = ANY($1::text[])",
+               FROM a2_heads p WHERE p.kind <> 0 AND p.session = ANY($1::text[]) GROUP BY p.session, p.consumer), \
+             now AS (SELECT session, consumer, SUM(lag)::bigint AS lag, SUM(dead)::bigint AS dead FROM per \
+               GROUP BY session, consumer), \
+             was AS (SELECT session, consumer, lag, dead FROM a2_totals_by_session WHERE session = ANY($1::text[])) \
+             SELECT COALESCE(n.session, w.session) AS session, COALESCE(n.consumer, w.consumer) AS consumer, \
+               n.lag, n.dead, w.lag AS was_lag, w.dead AS was_dead \
+             FROM now n FULL JOIN was w ON w.session = n.session AND w.consumer = n.consumer \
+             WHERE n.lag IS DISTINCT FROM w.lag OR n.dead IS DISTINCT FROM w.dead",
         parts_drop: RowsStatement::Lists(
             "DELETE FROM a2_totals_by_session t USING UNNEST($1::text[], $2::text[]) AS d(s, c) \
              WHERE t.session = d.s AND t.consumer = d.c",

@@ -44,10 +44,10 @@ pub struct TotalsStatements {
     pub changed_sessions: &'static str,
     /// (lo, hi) → session, consumer, lag, dead: each session's part, computed from its heads
     pub parts_in_range: &'static str,
-    /// (sessions) → session, consumer, lag, dead: each session's part, computed from its heads
-    pub parts_of: &'static str,
-    /// (sessions) → session, consumer, lag, dead: each session's part as last kept
-    pub parts_kept: &'static str,
+    /// (sessions) → session, consumer, lag, dead, was_lag, was_dead: each part of those sessions
+    /// computed from their heads that differs from the one kept (`lag`/`dead` null for a part that
+    /// is no more, `was_*` null for a part not kept yet)
+    pub parts_changed: &'static str,
     /// per part (session, consumer): parts that are no more (the session has no head of the consumer now)
     pub parts_drop: RowsStatement,
     /// (lo, hi)
@@ -275,27 +275,33 @@ async fn fold_changed<B: SqlBackend>(
     let mut delta: BTreeMap<String, Sum> = BTreeMap::new();
     let sessions: Vec<String> = sessions.into_iter().collect();
     for chunk in sessions.chunks(FOLD_CHUNK) {
-        let computed = parts(&conn.fetch(sql.parts_of, vec![Arg::texts(chunk)]).await?)?;
-        let kept = parts(&conn.fetch(sql.parts_kept, vec![Arg::texts(chunk)]).await?)?;
-        let none = BTreeMap::new();
-        let changed: Vec<&String> =
-            chunk.iter().filter(|s| computed.get(*s).unwrap_or(&none) != kept.get(*s).unwrap_or(&none)).collect();
-        if changed.is_empty() {
-            continue;
-        }
-        let mut gone = Vec::new();
-        for session in &changed {
-            let (was, now) = (kept.get(*session).unwrap_or(&none), computed.get(*session).unwrap_or(&none));
-            add_parts(&mut delta, was, -1);
-            add_parts(&mut delta, now, 1);
-            let vanished = was.keys().filter(|consumer| !now.contains_key(*consumer));
-            gone.extend(vanished.map(|consumer| vec![Arg::text(*session), Arg::text(consumer)]));
+        let differ = conn.fetch(sql.parts_changed, vec![Arg::texts(chunk)]).await?;
+        let (mut gone, mut rows) = (Vec::new(), Vec::new());
+        for row in &differ {
+            let (session, consumer) = (row.text("session")?, row.text("consumer")?);
+            let part = |lag: &str, dead: &str| -> Result<Option<Part>, StoreError> {
+                match row.opt_int(lag)? {
+                    Some(lag) => Ok(Some(Part { lag, dead: row.opt_int(dead)?.unwrap_or(0) })),
+                    None => Ok(None),
+                }
+            };
+            let sum = delta.entry(consumer.clone()).or_default();
+            if let Some(was) = part("was_lag", "was_dead")? {
+                sum.add(was, -1);
+            }
+            match part("lag", "dead")? {
+                // Rewritten in place (a part's columns are in no index, so an update stays on its page).
+                Some(now) => {
+                    sum.add(now, 1);
+                    rows.push(vec![Arg::Text(session), Arg::Text(consumer), Arg::Int(now.lag), Arg::Int(now.dead)]);
+                }
+                // The session has no head of the consumer now.
+                None => gone.push(vec![Arg::Text(session), Arg::Text(consumer)]),
+            }
         }
         if !gone.is_empty() {
             run_each(conn, &sql.parts_drop, &[], &gone).await?;
         }
-        // Rewritten in place (a part's columns are in no index, so an update stays on its page).
-        let rows = part_rows(computed.iter().filter(|(s, _)| changed.contains(s)));
         if !rows.is_empty() {
             run_each(conn, &sql.parts_put, &[], &rows).await?;
         }

@@ -140,13 +140,19 @@ pub(crate) static SQL: Statements = Statements {
                SUM(h.failed_at IS NOT NULL) AS dead \
              FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
              WHERE h.session >= ?1 AND h.session < ?2 GROUP BY h.session, h.consumer",
-        parts_of: "SELECT h.session, h.consumer, \
-               SUM(CASE WHEN h.kind = 0 THEN MAX(s.head - h.idx + 1, 0) ELSE 1 END) AS lag, \
-               SUM(h.failed_at IS NOT NULL) AS dead \
-             FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
-             WHERE h.session IN (SELECT value FROM json_each(?1)) GROUP BY h.session, h.consumer",
-        parts_kept: "SELECT session, consumer, lag, dead FROM a2_totals_by_session \
-             WHERE session IN (SELECT value FROM json_each(?1))",
+        // Each part computed (grouped in key order) beside its kept one, and only those that differ
+        // returned: most of a chunk did not move, and every row costs a hop from SQLite's thread.
+        parts_changed: "SELECT session, consumer, SUM(lag) AS lag, SUM(dead) AS dead, \
+               SUM(was_lag) AS was_lag, SUM(was_dead) AS was_dead FROM ( \
+               SELECT h.session, h.consumer, \
+                 SUM(CASE WHEN h.kind = 0 THEN MAX(s.head - h.idx + 1, 0) ELSE 1 END) AS lag, \
+                 SUM(h.failed_at IS NOT NULL) AS dead, NULL AS was_lag, NULL AS was_dead \
+               FROM a2_heads h JOIN a2_sessions s ON s.session = h.session \
+               WHERE h.session IN (SELECT value FROM json_each(?1)) GROUP BY h.session, h.consumer \
+               UNION ALL \
+               SELECT session, consumer, NULL, NULL, lag, dead FROM a2_totals_by_session \
+               WHERE session IN (SELECT value FROM json_each(?1))) \
+             GROUP BY session, consumer HAVING SUM(lag) IS NOT SUM(was_lag) OR SUM(dead) IS NOT SUM(was_dead)",
         parts_drop: RowsStatement::JsonRows(
             "DELETE FROM a2_totals_by_session WHERE (session, consumer) IN \
              (SELECT u.value ->> 0, u.value ->> 1 FROM json_each(?1) AS u)",

@@ -389,7 +389,8 @@ async fn totals_refresh_figures(name: &str, store: &Arc<dyn Store>, sessions: us
         for i in 0..CHANGED {
             let id = format!("order-{:05}", ((round * CHANGED + i) * 7919) % sessions);
             let event = a2_store::NewEvent {
-                id: format!("bench-refresh-{round}-{i}"),
+                // Ids of this run's own: a store kept from an earlier run already holds that run's.
+                id: format!("bench-refresh-{}-{round}-{i}", std::process::id()),
                 event_type: "order.noted".into(),
                 payload: json!({ "round": round }),
                 cause: None,
@@ -751,12 +752,15 @@ async fn run() -> Result<(), String> {
     }
     if args.iter().any(|a| a == "--sqlite-reads-only") {
         // The SQLite store's read and refresh figures alone (100,000 sessions, 1M events).
+        // `--sqlite-reads-file PATH` keeps the seeded store there, and measures it again unseeded next time.
+        let kept = args.iter().position(|a| a == "--sqlite-reads-file").and_then(|i| args.get(i + 1));
         let dir = std::env::temp_dir().join(format!("a2-bench-{}", std::process::id()));
-        let sqlite: Arc<dyn Store> =
-            open_with(&format!("sqlite:{}", dir.join("reads.sqlite").display()), OpenOptions::default())
-                .await
-                .map_err(|e| e.to_string())?;
-        let measured = reads("sqlite", sqlite, 100_000, None, false).await;
+        let file = kept.map(std::path::PathBuf::from).unwrap_or_else(|| dir.join("reads.sqlite"));
+        let seeded = file.exists();
+        let sqlite: Arc<dyn Store> = open_with(&format!("sqlite:{}", file.display()), OpenOptions::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let measured = reads("sqlite", sqlite, 100_000, None, seeded).await;
         let _ = std::fs::remove_dir_all(dir);
         return measured;
     }
