@@ -281,3 +281,89 @@ pub async fn concurrent_completions_are_each_fenced(factory: &dyn StoreFactory) 
         assert!(recorded.iter().all(|a| a.outcome == AttemptOutcome::Completed && a.holder.as_deref() == Some("a")));
     }
 }
+
+/// Claims made at once in many sessions, as a process draining them makes
+/// them (a store may pick them all in one statement): each takes only its
+/// own session's heads, up to its own limit, and each session's claim is
+/// decided on its own — a lapse beside fresh sessions is charged once, a
+/// log consumer with no cursor yet gets one, a session whose only head is
+/// held says until when, and two claims of one holder in one session take
+/// different heads.
+pub async fn claims_in_many_sessions_at_once_are_each_their_own(factory: &dyn StoreFactory) {
+    let (store, clock) = open(factory).await;
+    let consumers = vec![StoreConsumer::targeted("par"), log("c")];
+    let per_event = |session: &str, n: usize| -> Vec<NewEvent> {
+        (0..n).map(|i| targeted(&format!("{session}-{i}"), "tick", &[("par", None)])).collect()
+    };
+    // A head leased by a holder that died (beside a fresh one), and one held by a live holder (their
+    // log cursors stand at the head, with nothing to take).
+    append(&*store, "lapsed", per_event("lapsed", 2), &consumers[..1]).await;
+    let mut dying = claim_params("lapsed", "dead", &consumers[..1]);
+    dying.limit = 1;
+    assert_eq!(store.head_claim(dying).await.expect("claim").heads.len(), 1);
+    clock.advance(TTL);
+    append(&*store, "held", per_event("held", 1), &consumers[..1]).await;
+    let held = claim(&*store, "held", "live", &consumers[..1]).await;
+    assert_eq!(held.heads.len(), 1);
+    for session in ["lapsed", "held"] {
+        store.cursor_wake(CursorWake { session: key(session), consumer: log("c") }).await.expect("wake");
+    }
+    // Fresh sessions: per-event heads and the log cursor on the first event, or (every third) no
+    // cursor yet: its claim makes it.
+    for s in 0..24 {
+        let session = format!("fresh-{s:02}");
+        let known = if s % 3 == 1 { &consumers[..1] } else { &consumers[..] };
+        append(&*store, &session, per_event(&session, 4), known).await;
+    }
+    let mut sessions: Vec<(String, u32)> = (0..24).map(|s| (format!("fresh-{s:02}"), 2 + (s % 5) as u32)).collect();
+    sessions.extend([("lapsed".into(), 8), ("held".into(), 8), ("empty".into(), 8), ("fresh-00".into(), 2)]);
+    let claims = sessions.iter().map(|(session, limit)| {
+        let store = store.clone();
+        let mut params = claim_params(session, "drainer", &consumers);
+        params.limit = *limit;
+        let session = session.clone();
+        async move { (session, store.head_claim(params).await.expect("claim")) }
+    });
+    let tasks: Vec<_> = claims.map(tokio::spawn).collect();
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await);
+    }
+    let mut taken = std::collections::HashSet::new();
+    let mut fresh_00 = 0;
+    for answer in answers {
+        let (session, claimed) = answer.expect("claim task");
+        for head in &claimed.heads {
+            assert_eq!(head.event.session, key(&session).as_str(), "{session} took another session's head");
+            assert!(taken.insert((session.clone(), head.head.clone())), "{:?} was claimed twice", head.head);
+        }
+        let limit = sessions.iter().filter(|(s, _)| *s == session).map(|(_, l)| *l).max().unwrap_or(0);
+        assert!(claimed.heads.len() <= limit as usize, "{session} took {} heads, past its limit", claimed.heads.len());
+        match session.as_str() {
+            "lapsed" => {
+                let attempts: Vec<_> =
+                    claimed.heads.iter().map(|h| (h.head.index, h.attempt, h.failure_count)).collect();
+                assert_eq!(
+                    attempts,
+                    vec![(1, 2, 1), (2, 1, 0)],
+                    "the lapsed head taken over, its lapse charged once, beside the fresh one"
+                );
+            }
+            "held" => {
+                assert!(claimed.heads.is_empty(), "a live lease is not taken");
+                assert_eq!(claimed.busy_until, Some(held.heads[0].lease_expires_at), "and says until when");
+            }
+            "empty" => assert!(claimed.heads.is_empty() && claimed.busy_until.is_none()),
+            "fresh-00" => fresh_00 += claimed.heads.len(),
+            _ => assert!(!claimed.heads.is_empty(), "{session} claimed nothing"),
+        }
+    }
+    // Two claims of 2 in fresh-00 (four per-event heads and its cursor): each took its own.
+    assert_eq!(fresh_00, 4, "both claims of fresh-00 took heads, different ones");
+    // Every fresh session's log cursor exists now, made by its claim where no wake made it.
+    for s in 0..24 {
+        let session = format!("fresh-{s:02}");
+        let heads = store.head_list(&key(&session)).await.expect("heads");
+        assert!(heads.iter().any(|h| h.consumer == "c"), "{session}: the claim made the log cursor");
+    }
+}

@@ -82,6 +82,7 @@ macro_rules! conformance_suite {
                     idempotent_reappend_by_id,
                     partial_duplicate_batch_is_refused_whole,
                     claim_is_exclusive_among_four_holders,
+                    claims_in_many_sessions_at_once_are_each_their_own,
                     lease_expiry_lets_another_holder_claim_with_next_attempt,
                     superseded_attempt_changes_nothing,
                     renewal_reports_superseded_heads,
