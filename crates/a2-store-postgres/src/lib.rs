@@ -41,10 +41,6 @@ const APPEND_FLUSHES: usize = 2;
 /// Completion flushes in flight at once (each one statement and one commit).
 const COMPLETE_FLUSHES: usize = 2;
 
-/// Picking statements in flight at once, each for every claim that arrived
-/// while the others ran (each one statement, autocommit).
-const CLAIM_FLUSHES: usize = 8;
-
 /// The channel appends notify on; the payload is the session key.
 pub const NOTIFY_CHANNEL: &str = "a2_events";
 
@@ -324,11 +320,7 @@ impl Postgres {
         };
         let read_write = store.access == Access::ReadWrite;
         let store = SqlStore::new(store, &sql::SQL, clock);
-        Ok(if read_write {
-            store.with_completion_batching(COMPLETE_FLUSHES).with_claim_batching(CLAIM_FLUSHES)
-        } else {
-            store
-        })
+        Ok(if read_write { store.with_completion_batching(COMPLETE_FLUSHES) } else { store })
     }
 
     /// Whether statements go through a transaction-mode pooler (`?pgbouncer=true`).

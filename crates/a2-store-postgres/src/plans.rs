@@ -42,9 +42,6 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
     if let Some(pick) = sql.claim_pick {
         hot.push(("claim pick", pick));
     }
-    if let Some(pick) = sql.claim_pick_many {
-        hot.push(("claim pick many", pick));
-    }
     hot.extend(sql.heads_complete.iter().map(|step| ("complete batch", rows_sql(step))));
     hot
 }

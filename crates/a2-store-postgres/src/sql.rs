@@ -20,19 +20,11 @@ macro_rules! summary {
 /// Heads a claim may take: not dead, within `through`, a lane's lowest only.
 macro_rules! runnable {
     () => {
-        runnable!("$1")
-    };
-    ($session:literal) => {
-        concat!(
-            "h.session = ",
-            $session,
-            " AND h.consumer = ANY($2) AND h.failed_at IS NULL AND ($3::bigint IS NULL OR h.idx <= $3) \
-             AND (h.kind <> 1 OR h.idx = (SELECT MIN(l.idx) FROM a2_heads l WHERE l.session = h.session \
-               AND l.consumer = h.consumer AND l.lane = h.lane)) \
-             AND NOT EXISTS (SELECT 1 FROM a2_consumer_pauses z WHERE z.contract = split_part(",
-            $session,
-            ", chr(31), 1) AND z.consumer = h.consumer)"
-        )
+        "h.session = $1 AND h.consumer = ANY($2) AND h.failed_at IS NULL AND ($3::bigint IS NULL OR h.idx <= $3) \
+         AND (h.kind <> 1 OR h.idx = (SELECT MIN(l.idx) FROM a2_heads l WHERE l.session = h.session \
+           AND l.consumer = h.consumer AND l.lane = h.lane)) \
+         AND NOT EXISTS (SELECT 1 FROM a2_consumer_pauses z WHERE z.contract = split_part($1, chr(31), 1) \
+           AND z.consumer = h.consumer)"
     };
 }
 
@@ -276,38 +268,6 @@ pub(crate) static SQL: Statements = Statements {
            (SELECT s.head FROM a2_sessions s WHERE s.session = $1) AS session_head \
          FROM picked p JOIN a2_events e ON e.session = p.session AND e.idx = p.idx \
          ORDER BY p.idx, p.consumer, p.lane"
-    )),
-    // `claim_pick` for many sessions at once (the claims a process makes while one such statement runs),
-    // each session's candidates found, locked and limited on their own (a lateral subquery a session),
-    // and each session's claim leased only when whole, as `claim_pick` alone leases.
-    claim_pick_many: Some(concat!(
-        "WITH r AS (SELECT * FROM UNNEST($1::text[], $5::int[]) AS r(s, lim)), \
-         c AS (SELECT p.* FROM r CROSS JOIN LATERAL (SELECT h.*, (h.lease_holder IS NULL AND (h.kind <> 0 \
-             OR EXISTS (SELECT 1 FROM a2_events e \
-               JOIN UNNEST($8::text[], $9::text[], $10::text[]) AS t(c, l, y) ON t.c = h.consumer AND t.l = h.lane \
-                 AND (t.y IS NULL OR t.y = e.type) \
-               WHERE e.session = h.session AND e.idx = h.idx))) AS fresh \
-           FROM a2_heads h WHERE ",
-        runnable!("r.s"),
-        " AND (h.lease_holder IS NULL OR h.lease_expires_at <= $4) \
-           AND (h.next_attempt_at IS NULL OR h.next_attempt_at <= $4) \
-           AND (h.kind <> 0 OR EXISTS (SELECT 1 FROM a2_events e WHERE e.session = h.session AND e.idx = h.idx)) \
-           ORDER BY h.idx, h.consumer, h.lane LIMIT r.lim FOR UPDATE OF h SKIP LOCKED) p), \
-         whole AS (SELECT r.s FROM r LEFT JOIN (SELECT DISTINCT session FROM c WHERE NOT c.fresh) x ON x.session = r.s \
-           WHERE x.session IS NULL AND ($11::int = 0 OR (SELECT count(*) FROM a2_heads k WHERE k.session = r.s \
-             AND k.kind = 0 AND k.consumer = ANY($8::text[])) >= $11::int)), \
-         taken AS (UPDATE a2_heads h SET attempt_count = h.attempt_count + 1, lease_holder = $6, \
-             lease_expires_at = $7, next_attempt_at = NULL, attempt_started_at = $4 \
-           FROM c JOIN whole w ON w.s = c.session \
-           WHERE c.fresh AND h.session = c.session AND h.consumer = c.consumer AND h.lane = c.lane \
-             AND h.idx = c.idx \
-           RETURNING h.*, true AS fresh), \
-         picked AS (SELECT * FROM taken UNION ALL SELECT * FROM c WHERE NOT c.fresh) \
-         SELECT p.*, e.id AS e_id, e.type AS e_type, e.payload AS e_payload, e.idx AS e_idx, \
-           e.created_at AS e_created_at, e.cause AS e_cause, \
-           (SELECT s.head FROM a2_sessions s WHERE s.session = p.session) AS session_head \
-         FROM picked p JOIN a2_events e ON e.session = p.session AND e.idx = p.idx \
-         ORDER BY p.session, p.idx, p.consumer, p.lane"
     )),
     // The holder is joined as a column of the rows, not compared with a constant: most heads have no
     // holder when the table is analyzed, so `lease_holder = $2` was estimated to match nothing, and the

@@ -101,8 +101,6 @@ pub struct SqlStore<B> {
     append_batcher: Option<group::AppendBatcher>,
     /// Completions waiting for a shared transaction ([`SqlStore::with_completion_batching`]).
     completion_batcher: Option<group::CompletionBatcher>,
-    /// Claims waiting to be picked by one statement ([`SqlStore::with_claim_batching`]).
-    claim_batcher: Option<claim::ClaimBatcher>,
     /// Sessions a consumer-totals statement aggregates at most ([`SqlStore::totals_chunk`]).
     totals_chunk: u32,
 }
@@ -115,15 +113,7 @@ pub const TOTALS_CHUNK: u32 = 50_000;
 impl<B: SqlBackend> SqlStore<B> {
     /// A store running the backend's `sql` on its connections, stamping times from `clock`.
     pub fn new(backend: B, sql: &'static Statements, clock: Arc<dyn Clock>) -> Self {
-        Self {
-            backend,
-            sql,
-            clock,
-            append_batcher: None,
-            completion_batcher: None,
-            claim_batcher: None,
-            totals_chunk: TOTALS_CHUNK,
-        }
+        Self { backend, sql, clock, append_batcher: None, completion_batcher: None, totals_chunk: TOTALS_CHUNK }
     }
 
     /// Consumer totals aggregated `sessions` at a time (default [`TOTALS_CHUNK`]); tests make it small.
@@ -146,8 +136,7 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
     /// one). For a backend whose commit, not its statements, is the cost
     /// (SQLite's fsync).
     pub fn with_append_batching(self) -> Self {
-        let append_batcher =
-            group::start_append_batcher(Self { completion_batcher: None, claim_batcher: None, ..self.clone() });
+        let append_batcher = group::start_append_batcher(Self { completion_batcher: None, ..self.clone() });
         Self { append_batcher: Some(append_batcher), ..self }
     }
 
@@ -156,25 +145,10 @@ impl<B: SqlBackend + Clone> SqlStore<B> {
     /// few times, not once a session.
     pub fn with_completion_batching(self, in_flight: usize) -> Self {
         let completion_batcher = group::start_completion_batcher(
-            Self { append_batcher: None, completion_batcher: None, claim_batcher: None, ..self.clone() },
+            Self { append_batcher: None, completion_batcher: None, ..self.clone() },
             in_flight,
         );
         Self { completion_batcher: Some(completion_batcher), ..self }
-    }
-
-    /// Claims this process makes while a picking statement runs are picked
-    /// by the next one, for every session at once (`in_flight` statements at
-    /// a time), where the backend has `claim_pick_many`: a drain of many
-    /// sessions claims in a few statements, not one a session.
-    pub fn with_claim_batching(self, in_flight: usize) -> Self {
-        if self.sql.claim_pick_many.is_none() {
-            return self;
-        }
-        let claim_batcher = claim::start_claim_batcher(
-            Self { append_batcher: None, completion_batcher: None, claim_batcher: None, ..self.clone() },
-            in_flight,
-        );
-        Self { claim_batcher: Some(claim_batcher), ..self }
     }
 }
 

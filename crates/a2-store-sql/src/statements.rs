@@ -100,11 +100,6 @@ pub struct Statements {
     /// event its consumer takes) already leased to the holder by the statement itself, the rest locked
     /// for the shared rules. `None`: every candidate goes through the rules (one writer, no row locks).
     pub claim_pick: Option<&'static str>,
-    /// (keys, consumers, through?, now, limits (one a key), holder, expires, log consumers, their lanes,
-    /// a type each takes or NULL for all, how many log consumers) → `claim_pick`'s rows for many sessions
-    /// at once, each with its `session`, in session order: each session's claim leased only when whole.
-    /// Claims that exclude heads are not merged. `None`: each claim picks alone.
-    pub claim_pick_many: Option<&'static str>,
     /// (key, holder, expires) then per head (consumer, lane, idx, attempt) → consumer, lane, idx kept
     pub heads_renew: RowsStatement,
     /// (now) then per head (key, consumer, lane, idx, attempt), heads of any sessions, run in order:

@@ -44,15 +44,7 @@ pub(crate) fn pick_args(params: &HeadClaim, names: Arg, through: Arg, now: Milli
         Arg::texts(excluded.iter().map(|h| lane_column(h.lane.as_deref()))),
         Arg::Ints(excluded.iter().map(|h| to_i64(h.index)).collect()),
     ];
-    let (takers, lanes, types, logs) = log_takers(params);
-    args.extend([takers, lanes, types, Arg::Int(i64::from(alone)), logs]);
-    args
-}
-
-/// What each log consumer of a claim takes, as `claim_pick` binds it: the
-/// consumers (a row a type, or one row with no type for all of them), their
-/// lanes, the types, and how many log consumers there are.
-pub(crate) fn log_takers(params: &HeadClaim) -> (Arg, Arg, Arg, Arg) {
+    // What each log consumer takes: a row a type, or one row with no type for all of them.
     let (mut takers, mut lanes, mut types) = (Vec::new(), Vec::new(), Vec::new());
     for consumer in &params.consumers {
         let Some(log) = &consumer.log else { continue };
@@ -70,8 +62,9 @@ pub(crate) fn log_takers(params: &HeadClaim) -> (Arg, Arg, Arg, Arg) {
     let mut logs = takers.clone();
     logs.sort_unstable();
     logs.dedup();
-    let logs = Arg::Int(i64::try_from(logs.len()).unwrap_or(i64::MAX));
-    (Arg::Texts(takers), Arg::Texts(lanes), Arg::OptTexts(types), logs)
+    args.extend([Arg::Texts(takers), Arg::Texts(lanes), Arg::OptTexts(types)]);
+    args.extend([Arg::Int(i64::from(alone)), Arg::Int(i64::try_from(logs.len()).unwrap_or(i64::MAX))]);
+    args
 }
 
 impl<B: SqlBackend> SqlStore<B> {

@@ -261,7 +261,6 @@ pub(crate) static SQL: Statements = Statements {
     ),
     // SQLite's writer holds the whole database: its rules pass is as quick as a statement.
     claim_pick: None,
-    claim_pick_many: None,
     heads_renew: RowsStatement::JsonRows(
         "UPDATE a2_heads SET lease_expires_at = ?3 \
          FROM (SELECT u.value ->> 0 AS c, u.value ->> 1 AS l, u.value ->> 2 AS i, u.value ->> 3 AS a \
