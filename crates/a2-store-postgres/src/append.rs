@@ -95,6 +95,13 @@ impl<'a> Columns<'a> {
     }
 }
 
+/// An append restamps its session's `updated_at` only when the stamp is a
+/// second old or more: the row of a session appended to faster than that
+/// keeps every indexed column, so its update is HOT (no index entry, less
+/// WAL). A second is inside the totals refresh's settling window, whose
+/// change query therefore still finds every session appended since.
+const _: () = assert!(1_000 < a2_store::TOTALS_SETTLE_MS);
+
 /// The CTEs of an append to many sessions, `$1`–`$18` (see
 /// [`append_batch_as_statement`]): `req` (sessions and counts) kept where
 /// `$gate` holds, so a statement that completes a head first appends only
@@ -108,7 +115,8 @@ macro_rules! append_ctes {
             "s AS ( \
        INSERT INTO a2_sessions AS t (session, head, clear_index, created_at, updated_at) \
        SELECT r.session, r.n, 0, $3, $3 FROM req r ORDER BY r.session \
-       ON CONFLICT (session) DO UPDATE SET head = t.head + EXCLUDED.head, updated_at = $3 \
+       ON CONFLICT (session) DO UPDATE SET head = t.head + EXCLUDED.head, \
+         updated_at = CASE WHEN t.updated_at > $3 - 1000 THEN t.updated_at ELSE $3 END \
        RETURNING t.session, t.head, t.clear_index), \
      b AS (SELECT s.session, s.head - r.n AS base, s.clear_index FROM s JOIN req r ON r.session = s.session), \
      ev AS ( \

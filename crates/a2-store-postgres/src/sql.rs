@@ -196,7 +196,9 @@ pub(crate) static SQL: Statements = Statements {
     ),
     // Appends to many sessions are one statement of their own (`append::append_batch_as_statement`).
     sessions_open_many: None,
-    session_advance: "UPDATE a2_sessions SET head = $1, updated_at = $2 WHERE session = $3",
+    // `updated_at` restamped only when a second old (see `append.rs`): the update stays HOT.
+    session_advance: "UPDATE a2_sessions SET head = $1, \
+         updated_at = CASE WHEN updated_at > $2 - 1000 THEN updated_at ELSE $2 END WHERE session = $3",
     untaken_skip: "UPDATE a2_heads h SET idx = COALESCE((SELECT MIN(e.idx) FROM a2_events e WHERE e.session = h.session \
            AND e.idx >= h.idx AND e.type = ANY($3)), $4), \
            attempt_count = 0, failure_count = 0, last_error = NULL, lease_holder = NULL, lease_expires_at = NULL, \

@@ -437,3 +437,57 @@ async fn not_an_a2_store_check_reads_the_ledger() {
         assert!(error.to_string().contains("migration 2"), "{error}");
     }
 }
+
+/// Appends within a second of a session's stamp leave `updated_at` alone (the
+/// session row's update then changes no indexed column and can be HOT); the
+/// first append a second or more after it restamps it. Both append paths:
+/// the grouped statement, and a run's append in the shared transaction.
+#[tokio::test]
+async fn appends_restamp_a_session_at_most_once_a_second() {
+    use a2_store::Clock;
+    let schema = fresh_schema();
+    let clock = Arc::new(a2_store::ManualClock::default());
+    let options = PgOptions {
+        schema: Some(schema.clone()),
+        access: Access::ReadWrite,
+        max_connections: 4,
+        ..PgOptions::default()
+    };
+    let store = Postgres::connect(&url(), options, clock.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    let admin = admin().await;
+    let append = |n: u32, origin: Option<u64>| EventAppend {
+        session: session_key("live", "s"),
+        events: vec![NewEvent {
+            id: format!("e{n}"),
+            event_type: "tick".into(),
+            payload: json!({}),
+            cause: None,
+            scheduled_by: None,
+            targets: Vec::new(),
+        }],
+        consumers: Vec::new(),
+        origin_index: origin,
+    };
+    let stamp = || async {
+        let stamp: i64 = sqlx::query_scalar(&format!("SELECT updated_at FROM {schema}.a2_sessions"))
+            .fetch_one(&admin)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        stamp
+    };
+    let start = clock.now_ms();
+    store.event_append(append(1, None)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stamp().await, start);
+    clock.advance(400);
+    store.event_append(append(2, None)).await.unwrap_or_else(|e| panic!("{e}"));
+    clock.advance(500);
+    store.event_append(append(3, Some(1))).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stamp().await, start, "appends within a second keep the stamp");
+    clock.advance(100);
+    store.event_append(append(4, None)).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stamp().await, start + 1_000, "a second on, the grouped append restamps");
+    clock.advance(1_000);
+    store.event_append(append(5, Some(2))).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stamp().await, start + 2_000, "and so does a run's append");
+    a2_test_support::drop_schema(&schema).await;
+}
