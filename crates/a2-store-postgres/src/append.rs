@@ -98,9 +98,10 @@ impl<'a> Columns<'a> {
 /// An append restamps its session's `updated_at` only when the stamp is a
 /// second old or more: the row of a session appended to faster than that
 /// keeps every indexed column, so its update is HOT (no index entry, less
-/// WAL). A second is inside the totals refresh's settling window, whose
-/// change query therefore still finds every session appended since.
-const _: () = assert!(1_000 < a2_store::TOTALS_SETTLE_MS);
+/// WAL). The totals refresh's change query looks back that much further
+/// (`SESSION_RESTAMP_MS`, the `1000` of the statements here and in
+/// `session_advance`).
+const _: () = assert!(a2_store::SESSION_RESTAMP_MS == 1_000);
 
 /// The CTEs of an append to many sessions, `$1`–`$18` (see
 /// [`append_batch_as_statement`]): `req` (sessions and counts) kept where

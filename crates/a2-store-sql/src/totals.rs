@@ -188,7 +188,8 @@ async fn refresh_contract<B: SqlBackend>(
     let now = store.now().max(refreshed_at.unwrap_or(Millis::MIN));
     let (folded, full, swept_through) = match refreshed_at {
         Some(refreshed_at) if !params.full => {
-            let since = refreshed_at.saturating_sub(TOTALS_SETTLE_MS);
+            // An append's stamp may be up to SESSION_RESTAMP_MS older than the append itself.
+            let since = refreshed_at.saturating_sub(TOTALS_SETTLE_MS + SESSION_RESTAMP_MS);
             let sweep = (params.sweep, mark.text("swept_through")?);
             // The rates first: their count reads a time range, planned for the values at hand.
             crate::rates::fold(store, tx.as_mut(), contract, refreshed_at, now).await?;

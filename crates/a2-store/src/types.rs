@@ -581,7 +581,9 @@ pub struct SessionSummary {
     pub clear_index: u64,
     pub created_at: Millis,
     /// The last append, clear or redrive (completions do not count: they
-    /// would make every head of a session queue on one row).
+    /// would make every head of a session queue on one row). On Postgres an
+    /// append restamps it at most once a second ([`crate::SESSION_RESTAMP_MS`]),
+    /// so it may lag the last append by up to that.
     pub updated_at: Millis,
     pub dead_letters: u64,
     /// Events behind every head of the session, summed.

@@ -83,6 +83,12 @@ pub struct TotalsRefreshed {
 /// rolling sweep ([`TotalsRefresh::sweep`]).
 pub const TOTALS_SETTLE_MS: i64 = 2_000;
 
+/// How stale a session's `updated_at` may be after an append where the
+/// store restamps it at most this often (Postgres: so the session row's
+/// update changes no indexed column and stays HOT). A refresh's change query
+/// looks back this much further than [`TOTALS_SETTLE_MS`].
+pub const SESSION_RESTAMP_MS: i64 = 1_000;
+
 /// Sessions each incremental refresh re-checks in key order whether they
 /// changed or not, so kept totals heal from any missed change within one
 /// walk of the store.

@@ -378,7 +378,9 @@ async fn totals_refresh_figures(name: &str, store: &Arc<dyn Store>, sessions: us
     };
     refresh().await.map_err(|e| e.to_string())?;
     let (mut times, mut folded) = (Vec::new(), 0);
-    let settle = Duration::from_millis(a2_store::TOTALS_SETTLE_MS as u64 + 100);
+    let settle = Duration::from_millis((a2_store::TOTALS_SETTLE_MS + a2_store::SESSION_RESTAMP_MS) as u64 + 100);
+    // Ids of this run's own: a store kept from an earlier run already holds that run's.
+    let run = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     for round in 0..10 {
         // Past the settling window twice, with a refresh between, so the timed refresh folds in only
         // this round's changes and its sweep's slice, not the last round's again.
@@ -389,8 +391,7 @@ async fn totals_refresh_figures(name: &str, store: &Arc<dyn Store>, sessions: us
         for i in 0..CHANGED {
             let id = format!("order-{:05}", ((round * CHANGED + i) * 7919) % sessions);
             let event = a2_store::NewEvent {
-                // Ids of this run's own: a store kept from an earlier run already holds that run's.
-                id: format!("bench-refresh-{}-{round}-{i}", std::process::id()),
+                id: format!("bench-refresh-{run}-{round}-{i}"),
                 event_type: "order.noted".into(),
                 payload: json!({ "round": round }),
                 cause: None,
