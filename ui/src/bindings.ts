@@ -911,7 +911,9 @@ export type SessionSummary = {
 	created_at: number,
 	/**
 	 *  The last append, clear or redrive (completions do not count: they
-	 *  would make every head of a session queue on one row).
+	 *  would make every head of a session queue on one row). On Postgres an
+	 *  append restamps it at most once a second ([`crate::SESSION_RESTAMP_MS`]),
+	 *  so it may lag the last append by up to that.
 	 */
 	updated_at: number,
 	dead_letters: number,
