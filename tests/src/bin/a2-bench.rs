@@ -757,11 +757,7 @@ async fn run() -> Result<(), String> {
         let kept = args.iter().position(|a| a == "--sqlite-reads-file").and_then(|i| args.get(i + 1));
         let dir = std::env::temp_dir().join(format!("a2-bench-{}", std::process::id()));
         let file = kept.map(std::path::PathBuf::from).unwrap_or_else(|| dir.join("reads.sqlite"));
-        let seeded = file.exists();
-        let sqlite: Arc<dyn Store> = open_with(&format!("sqlite:{}", file.display()), OpenOptions::default())
-            .await
-            .map_err(|e| e.to_string())?;
-        let measured = reads("sqlite", sqlite, 100_000, None, seeded).await;
+        let measured = sqlite_reads(&file).await;
         let _ = std::fs::remove_dir_all(dir);
         return measured;
     }
@@ -818,17 +814,21 @@ async fn run() -> Result<(), String> {
         replica_reads(100_000).await?;
     }
     if args.iter().any(|a| a == "--reads") && !args.iter().any(|a| a == "--postgres-only") {
-        let sessions = 100_000;
-        let sqlite: Arc<dyn Store> =
-            open_with(&format!("sqlite:{}", dir.join("reads.sqlite").display()), OpenOptions::default())
-                .await
-                .map_err(|e| e.to_string())?;
-        reads("sqlite", sqlite, sessions, None, false).await?;
+        sqlite_reads(&dir.join("reads.sqlite")).await?;
     }
     let _ = std::fs::remove_dir_all(dir);
     drop_schema(&url, &schema).await;
     drop_schema(&url, &format!("{schema}_reads")).await;
     Ok(())
+}
+
+/// The SQLite store's reads on 100,000 sessions / 1M events in `file`,
+/// seeded there first unless an earlier run left it.
+async fn sqlite_reads(file: &std::path::Path) -> Result<(), String> {
+    let seeded = file.exists();
+    let sqlite: Arc<dyn Store> =
+        open_with(&format!("sqlite:{}", file.display()), OpenOptions::default()).await.map_err(|e| e.to_string())?;
+    reads("sqlite", sqlite, 100_000, None, seeded).await
 }
 
 /// `--drain-only`, for profiling the drain (§7 of the throughput study):
