@@ -100,8 +100,12 @@ impl Postgres {
         // In the refresh's order, each under the plan mode it runs with: the rates and the changed
         // sessions custom, the per-chunk parts generic.
         let statements = [
-            ("totals: rates count", sql.rates_count, format!("{lo}, {hi}, {since}, {}, 1000", since + 4_000)),
-            ("totals: changed sessions", sql.changed_sessions, format!("{contract}, {since}, {lo}, {hi}")),
+            (
+                "totals: runs since",
+                sql.runs_since,
+                format!("{lo}, {hi}, {since}, {}, 1000, {}", since + 4_000, since + 1_000),
+            ),
+            ("totals: changed sessions", sql.changed_sessions, format!("{contract}, {since}")),
             ("totals: parts that changed", sql.parts_changed, format!("ARRAY[{keys}]::text[]")),
         ];
         let mut plans = Vec::new();

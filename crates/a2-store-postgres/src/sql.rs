@@ -102,15 +102,21 @@ pub(crate) static SQL: Statements = Statements {
     totals: TotalsStatements {
         refresh_begin: Some("SET LOCAL plan_cache_mode = force_custom_plan"),
         refresh_generic: Some("SET LOCAL plan_cache_mode = force_generic_plan"),
+        runs_index_catch_up: Some("SELECT brin_summarize_new_values('a2_attempts_by_time'::regclass)"),
         mark_lock: "INSERT INTO a2_totals_marks (contract) VALUES ($1) \
              ON CONFLICT (contract) DO UPDATE SET contract = EXCLUDED.contract RETURNING refreshed_at, swept_through",
         mark_put: "UPDATE a2_totals_marks SET refreshed_at = $2, swept_through = $3 WHERE contract = $1",
         mark_forget: "UPDATE a2_totals_marks SET refreshed_at = NULL WHERE contract = $1",
-        // The first half is a range of a2_sessions_by_activity, the second of a2_attempts_by_time (BRIN).
+        // A range of a2_sessions_by_activity.
         changed_sessions: "SELECT session FROM a2_sessions WHERE split_part(session, chr(31), 1) = $1 \
-               AND updated_at >= $2 \
-             UNION SELECT session FROM a2_attempts WHERE ended_at >= $2 AND session >= $3 AND session < $4 \
-             ORDER BY 1",
+               AND updated_at >= $2",
+        // One read of a2_attempts_by_time (BRIN) serves both: materialized, then grouped twice.
+        runs_since: "WITH r AS MATERIALIZED (SELECT session, consumer, ended_at, outcome FROM a2_attempts \
+               WHERE ended_at >= $3 AND ended_at < $4 AND session >= $1 AND session < $2) \
+             SELECT NULL::text AS session, consumer, (ended_at / $5) * $5 AS bucket, \
+               COUNT(*) FILTER (WHERE outcome = 0) AS completed, COUNT(*) FILTER (WHERE outcome IN (1, 2, 4)) AS failed \
+             FROM r WHERE ended_at >= $6 GROUP BY 2, 3 \
+             UNION ALL SELECT DISTINCT session, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint FROM r",
         parts_in_range: "WITH per AS ( \
                SELECT h.session, h.consumer, GREATEST(s.head - h.idx + 1, 0) AS lag, \
                  CASE WHEN h.failed_at IS NULL THEN 0 ELSE 1 END AS dead \

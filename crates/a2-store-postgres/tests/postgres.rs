@@ -491,3 +491,29 @@ async fn appends_restamp_a_session_at_most_once_a_second() {
     assert_eq!(stamp().await, start + 2_000, "and so does a run's append");
     a2_test_support::drop_schema(&schema).await;
 }
+
+/// The refresh's reads of the runs by time go through a BRIN index, which
+/// matches every page range not yet summarized: the refresh summarizes the
+/// new ones first, so it reads the seconds it asks for, not every run since
+/// the last vacuum.
+#[tokio::test]
+async fn a_totals_refresh_leaves_no_run_unsummarized_in_the_time_index() {
+    let schema = fresh_schema();
+    let store = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    let admin = admin().await;
+    // Several BRIN page ranges' worth of runs (128 pages a range), as a drain would write them.
+    sqlx::query(&format!(
+        "INSERT INTO {schema}.a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, outcome) \
+         SELECT 'live' || chr(31) || (n % 100), 'jobs', '', n, 1, 'h', n, n, 0 FROM generate_series(1, 60000) n"
+    ))
+    .execute(&admin)
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let refresh = a2_store::TotalsRefresh { contract: Some("live".into()), ..a2_store::TotalsRefresh::default() };
+    store.consumer_totals_refresh(refresh).await.unwrap_or_else(|e| panic!("{e}"));
+    let left: i32 = sqlx::query_scalar(&format!("SELECT brin_summarize_new_values('{schema}.a2_attempts_by_time')"))
+        .fetch_one(&admin)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(left, 0, "page ranges of a2_attempts the refresh left unsummarized");
+}

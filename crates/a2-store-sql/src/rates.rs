@@ -24,7 +24,7 @@ const SECOND_MS: i64 = 1_000;
 const KEPT_MS: i64 = 24 * 60 * MINUTE_MS;
 
 /// Completed and failed runs, by (consumer, bucket).
-type Counts = BTreeMap<(String, i64), (i64, i64)>;
+pub(crate) type Counts = BTreeMap<(String, i64), (i64, i64)>;
 
 fn floor(at: Millis, bucket: i64) -> Millis {
     at.div_euclid(bucket) * bucket
@@ -102,19 +102,65 @@ pub(crate) async fn recount<B: SqlBackend>(
     keep_tail(store, conn, contract, &seconds, now).await
 }
 
+/// A refresh's one read of the runs: the sessions that ran at or after
+/// `since`, and by the second the runs a fold recounts.
+pub(crate) struct RunsSince {
+    pub sessions: std::collections::BTreeSet<String>,
+    pub counted: Counts,
+}
+
+/// The seconds a fold recounts: from the settling window before the previous refresh.
+fn recounted_from(refreshed_at: Millis) -> Millis {
+    floor(refreshed_at - TOTALS_SETTLE_MS, SECOND_MS)
+}
+
+/// Read the runs that ended at or after `since` (and the seconds a fold
+/// after `refreshed_at` recounts) through `now`, in one statement.
+pub(crate) async fn runs_since<B: SqlBackend>(
+    store: &SqlStore<B>,
+    conn: &mut dyn Conn,
+    contract: &str,
+    (since, refreshed_at): (Millis, Millis),
+    now: Millis,
+) -> Result<RunsSince, StoreError> {
+    let (lo, hi) = crate::rows::contract_range(Some(contract));
+    let counted_from = recounted_from(refreshed_at);
+    let args = vec![
+        Arg::Text(lo),
+        Arg::Text(hi),
+        Arg::Int(since.min(counted_from)),
+        Arg::Int(now + 1),
+        Arg::Int(SECOND_MS),
+        Arg::Int(counted_from),
+    ];
+    let mut runs = RunsSince { sessions: Default::default(), counted: Counts::new() };
+    for row in conn.fetch(store.sql().totals.runs_since, args).await? {
+        match row.opt_text("session")? {
+            Some(session) => {
+                runs.sessions.insert(session);
+            }
+            None => {
+                let key = (row.text("consumer")?, row.int("bucket")?);
+                runs.counted.insert(key, (row.int("completed")?, row.int("failed")?));
+            }
+        }
+    }
+    Ok(runs)
+}
+
 /// Fold in the runs stamped since the settling window before the previous
-/// refresh (`refreshed_at`) through `now`: recounted by the second, less what
-/// that refresh had counted of them.
+/// refresh (`refreshed_at`) through `now` (`seconds`, from [`runs_since`]):
+/// recounted by the second, less what that refresh had counted of them.
 pub(crate) async fn fold<B: SqlBackend>(
     store: &SqlStore<B>,
     conn: &mut dyn Conn,
     contract: &str,
     refreshed_at: Millis,
     now: Millis,
+    seconds: Counts,
 ) -> Result<(), StoreError> {
     let sql = store.sql().totals;
-    let from = floor(refreshed_at - TOTALS_SETTLE_MS, SECOND_MS);
-    let seconds = count(store, conn, contract, (from, now + 1), SECOND_MS).await?;
+    let from = recounted_from(refreshed_at);
     let mut delta = seconds.clone();
     for row in &conn.fetch(sql.rates_tail_kept, vec![Arg::text(contract)]).await? {
         let second = row.int("second")?;

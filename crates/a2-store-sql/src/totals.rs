@@ -28,6 +28,14 @@ pub struct TotalsStatements {
     /// the values at hand (the engine's pool plans generic, and a generic
     /// `updated_at >= $2` looks like a third of the table: a scan).
     pub refresh_begin: Option<&'static str>,
+    /// Run alone (autocommit) before a refresh, where the runs' time index
+    /// needs it: Postgres's BRIN on `a2_attempts.ended_at` matches every page
+    /// range not yet summarized, and autovacuum summarizes only now and then,
+    /// so without this the refresh's two time-range reads grow with the
+    /// attempts written since the last vacuum, not with the seconds asked
+    /// for. It may be refused (a role that does not own the table); the
+    /// refresh is then slower, not wrong.
+    pub runs_index_catch_up: Option<&'static str>,
     /// Run once the changed sessions are found: back to the pool's generic
     /// plans for the per-chunk statements, which are keyed (planning each
     /// chunk's CTE afresh cost ~30 ms a refresh).
@@ -39,9 +47,14 @@ pub struct TotalsStatements {
     pub mark_put: &'static str,
     /// (contract): the next refresh is a full pass (an import brings heads no stamp tells of)
     pub mark_forget: &'static str,
-    /// (contract, since, lo, hi) → session: appended to or moved by an operator (`updated_at`),
-    /// or run (`a2_attempts.ended_at`) at or after `since`, in key order
+    /// (contract, since) → session: appended to or moved by an operator (`updated_at`) at or
+    /// after `since` (the sessions run since then come from `runs_since`)
     pub changed_sessions: &'static str,
+    /// (lo, hi, since, to, bucket ms, counted_from) → session, consumer, bucket, completed, failed:
+    /// one read of the runs that ended in [since, to), as two kinds of row: each session that ran
+    /// (`session` set, the rest null), and the runs that ended in [counted_from, to) counted by
+    /// consumer and bucket (`session` null); `counted_from` ≥ `since`
+    pub runs_since: &'static str,
     /// (lo, hi) → session, consumer, lag, dead: each session's part, computed from its heads
     pub parts_in_range: &'static str,
     /// (sessions) → session, consumer, lag, dead, was_lag, was_dead: each part of those sessions
@@ -139,6 +152,9 @@ pub(crate) async fn refresh<B: SqlBackend>(
         Some(c) => vec![c.to_owned()],
         None => store.contract_list().await?,
     };
+    if let Some(catch_up) = store.sql().totals.runs_index_catch_up {
+        catch_up_runs_index(store, catch_up).await;
+    }
     let (mut sessions_folded, mut full_passes) = (0u64, 0u32);
     for name in &contracts {
         let (folded, full) = refresh_contract(store, name, &params).await?;
@@ -153,6 +169,17 @@ pub(crate) async fn refresh<B: SqlBackend>(
         refreshed_by: Vec::new(),
     });
     Ok(TotalsRefreshed { snapshot, sessions_folded, full_passes })
+}
+
+/// See [`TotalsStatements::runs_index_catch_up`]: best effort, so a refusal is logged, not returned.
+async fn catch_up_runs_index<B: SqlBackend>(store: &SqlStore<B>, statement: &str) {
+    let caught_up = async {
+        let mut conn = store.backend.write().await?;
+        conn.execute(statement, Vec::new()).await
+    };
+    if let Err(error) = caught_up.await {
+        tracing::debug!(%error, "the runs' time index was not caught up; the refresh reads more of a2_attempts");
+    }
 }
 
 async fn refresh_contract<B: SqlBackend>(
@@ -191,9 +218,11 @@ async fn refresh_contract<B: SqlBackend>(
             // An append's stamp may be up to SESSION_RESTAMP_MS older than the append itself.
             let since = refreshed_at.saturating_sub(TOTALS_SETTLE_MS + SESSION_RESTAMP_MS);
             let sweep = (params.sweep, mark.text("swept_through")?);
-            // The rates first: their count reads a time range, planned for the values at hand.
-            crate::rates::fold(store, tx.as_mut(), contract, refreshed_at, now).await?;
-            let (folded, swept) = fold_changed(store, tx.as_mut(), contract, since, sweep, now).await?;
+            // The runs first: they read a time range, planned for the values at hand.
+            let runs = crate::rates::runs_since(store, tx.as_mut(), contract, (since, refreshed_at), now).await?;
+            crate::rates::fold(store, tx.as_mut(), contract, refreshed_at, now, runs.counted).await?;
+            let changed = Changed { since, ran: runs.sessions, sweep };
+            let (folded, swept) = fold_changed(store, tx.as_mut(), contract, changed, now).await?;
             (folded, false, swept)
         }
         _ => {
@@ -241,22 +270,30 @@ async fn full_pass<B: SqlBackend>(
     Ok(sessions)
 }
 
-/// Fold in the sessions that changed at or after `since`, and the next
-/// slice of the rolling sweep after `swept`; returns how many sessions were
-/// recomputed and where the sweep now stands.
+/// What a refresh folds in besides its sweep: the sessions appended to or
+/// moved at or after `since`, and `ran`, those whose runs ended since then.
+struct Changed {
+    since: Millis,
+    ran: BTreeSet<String>,
+    /// (sessions a slice, the last one swept)
+    sweep: (u32, String),
+}
+
+/// Fold in the sessions that changed, and the next slice of the rolling
+/// sweep; returns how many sessions were recomputed and where the sweep now
+/// stands.
 async fn fold_changed<B: SqlBackend>(
     store: &SqlStore<B>,
     conn: &mut dyn Conn,
     contract: &str,
-    since: Millis,
-    (sweep, swept): (u32, String),
+    Changed { since, ran: mut sessions, sweep: (sweep, swept) }: Changed,
     now: Millis,
 ) -> Result<(u64, String), StoreError> {
     let sql = store.sql().totals;
     let (lo, hi) = contract_range(Some(contract));
-    let args = vec![Arg::text(contract), Arg::Int(since), Arg::text(&lo), Arg::text(&hi)];
-    let mut sessions: BTreeSet<String> =
-        conn.fetch(sql.changed_sessions, args).await?.iter().map(|r| r.text("session")).collect::<Result<_, _>>()?;
+    for row in conn.fetch(sql.changed_sessions, vec![Arg::text(contract), Arg::Int(since)]).await? {
+        sessions.insert(row.text("session")?);
+    }
     let swept = if sweep == 0 {
         swept
     } else {

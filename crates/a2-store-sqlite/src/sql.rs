@@ -120,21 +120,24 @@ pub(crate) static SQL: Statements = Statements {
     totals: TotalsStatements {
         refresh_begin: None,
         refresh_generic: None,
+        runs_index_catch_up: None,
         mark_lock: "INSERT INTO a2_totals_marks (contract) VALUES (?1) \
              ON CONFLICT (contract) DO UPDATE SET contract = excluded.contract RETURNING refreshed_at, swept_through",
         mark_put: "UPDATE a2_totals_marks SET refreshed_at = ?2, swept_through = ?3 WHERE contract = ?1",
         mark_forget: "UPDATE a2_totals_marks SET refreshed_at = NULL WHERE contract = ?1",
-        // The first half is a range of a2_sessions_by_activity, the second of a2_attempts_by_end, both
-        // named: for the UNION's ORDER BY SQLite would walk every session by key, and without
-        // statistics the contract's attempts by primary key.
+        // Indexes named: without statistics SQLite would walk every session, or the contract's
+        // attempts, by key.
         changed_sessions: concat!(
             "SELECT session FROM a2_sessions INDEXED BY a2_sessions_by_activity WHERE ",
             contract_of!("session"),
-            " = ?1 AND updated_at >= ?2 \
-             UNION SELECT session FROM a2_attempts INDEXED BY a2_attempts_by_end \
-               WHERE ended_at >= ?2 AND session >= ?3 AND session < ?4 \
-             ORDER BY 1"
+            " = ?1 AND updated_at >= ?2"
         ),
+        runs_since: "WITH r AS MATERIALIZED (SELECT session, consumer, ended_at, outcome \
+               FROM a2_attempts INDEXED BY a2_attempts_by_end \
+               WHERE ended_at >= ?3 AND ended_at < ?4 AND session >= ?1 AND session < ?2) \
+             SELECT NULL AS session, consumer, (ended_at / ?5) * ?5 AS bucket, SUM(outcome = 0) AS completed, \
+               SUM(outcome IN (1, 2, 4)) AS failed FROM r WHERE ended_at >= ?6 GROUP BY 2, 3 \
+             UNION ALL SELECT DISTINCT session, NULL, NULL, NULL, NULL FROM r",
         parts_in_range: "SELECT h.session, h.consumer, \
                SUM(CASE WHEN h.kind = 0 THEN MAX(s.head - h.idx + 1, 0) ELSE 1 END) AS lag, \
                SUM(h.failed_at IS NOT NULL) AS dead \

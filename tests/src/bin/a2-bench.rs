@@ -293,7 +293,12 @@ async fn drain_measured(
         Some(pool) => Some(probe::Probe::start(pool).await),
         None => None,
     };
-    let leader = upkeep.then(|| tokio::spawn(lead_upkeep(store.clone())));
+    let refreshes = Arc::new(Refreshes::default());
+    if upkeep {
+        // A steady leader's kept totals are current when the drain starts: catch up before the clock.
+        refresh_bench_totals(&store).await?;
+    }
+    let leader = upkeep.then(|| tokio::spawn(lead_upkeep(store.clone(), refreshes.clone())));
     let start = Instant::now();
     let mut drains = tokio::task::JoinSet::new();
     for id in ids {
@@ -310,6 +315,7 @@ async fn drain_measured(
     let total = (sessions * events) as u64;
     let figures = match (probing, probe) {
         (Some(probing), Some(pool)) => probing.finish(pool, total).await,
+        _ if upkeep => refreshes.figures(),
         _ => String::new(),
     };
     let handled = done.load(Ordering::Relaxed);
@@ -324,23 +330,50 @@ async fn drain_measured(
     Ok((total as f64 / elapsed.as_secs_f64(), figures))
 }
 
+/// The refreshes a drain's upkeep leader ran inside the measured window, and their time.
+#[derive(Default)]
+struct Refreshes {
+    count: AtomicU64,
+    micros: AtomicU64,
+}
+
+impl Refreshes {
+    fn figures(&self) -> String {
+        let count = self.count.load(Ordering::Relaxed);
+        let ms = self.micros.load(Ordering::Relaxed) as f64 / 1000.0;
+        format!("refreshes={count} refresh_ms_each={:.1}", if count == 0 { 0.0 } else { ms / count as f64 })
+    }
+}
+
+async fn refresh_bench_totals(store: &Arc<dyn Store>) -> Result<(), String> {
+    let refresh = a2_store::TotalsRefresh { contract: Some("bench".into()), ..a2_store::TotalsRefresh::default() };
+    store.consumer_totals_refresh(refresh).await.map(|_| ()).map_err(|e| format!("the upkeep's refresh failed: {e}"))
+}
+
 /// What the upkeep leader does to a store while it drains: fold what changed
-/// into the kept totals every 2 s (`DrainTimings::totals_refresh`).
-async fn lead_upkeep(store: Arc<dyn Store>) {
+/// into the kept totals every 2 s (`DrainTimings::totals_refresh`). The first
+/// comes half a period in, the mean phase of a leader that was already running.
+async fn lead_upkeep(store: Arc<dyn Store>, refreshes: Arc<Refreshes>) {
+    let period = DrainTimings::default().totals_refresh;
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period / 2, period);
     loop {
-        tokio::time::sleep(DrainTimings::default().totals_refresh).await;
-        let refresh = a2_store::TotalsRefresh { contract: Some("bench".into()), ..a2_store::TotalsRefresh::default() };
-        if let Err(error) = store.consumer_totals_refresh(refresh).await {
-            eprintln!("a2-bench: the upkeep's refresh failed: {error}");
+        ticks.tick().await;
+        let started = Instant::now();
+        if let Err(error) = refresh_bench_totals(&store).await {
+            eprintln!("a2-bench: {error}");
         }
+        refreshes.micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        refreshes.count.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 /// The jobs drain with the upkeep leader refreshing beside it and without,
-/// interleaved over three rounds: what keeping the totals costs the drain.
+/// interleaved over five rounds: what keeping the totals costs the drain.
+/// Each drain is long enough (60,000 jobs, a few seconds) for the leader to
+/// refresh inside it; a drain shorter than the period would measure nothing.
 async fn totals_cost(store: Arc<dyn Store>, analyze: (&str, &str)) -> Result<(), String> {
-    let (mut with, mut without) = (Vec::new(), Vec::new());
-    for round in 0..3 {
+    let (mut with, mut without, mut leader) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..5 {
         for upkeep in [false, true] {
             let prefix = format!("upkeep-{round}-{upkeep}");
             let setup = DrainSetup {
@@ -351,9 +384,10 @@ async fn totals_cost(store: Arc<dyn Store>, analyze: (&str, &str)) -> Result<(),
                 probe: None,
                 upkeep,
             };
-            let rate = drain_measured(store.clone(), 200, 100, setup).await?.0;
+            let (rate, figures) = drain_measured(store.clone(), 600, 100, setup).await?;
             if upkeep {
-                with.push(rate)
+                with.push(rate);
+                leader.push(figures);
             } else {
                 without.push(rate)
             };
@@ -361,8 +395,9 @@ async fn totals_cost(store: Arc<dyn Store>, analyze: (&str, &str)) -> Result<(),
     }
     let (with, without) = (peers::median(&mut with), peers::median(&mut without));
     println!(
-        "bench postgres drain totals_cost jobs_per_s_with_upkeep={with:.0} jobs_per_s_without={without:.0} ratio={:.2}",
-        with / without
+        "bench postgres drain totals_cost jobs_per_s_with_upkeep={with:.0} jobs_per_s_without={without:.0} ratio={:.2} leader=[{}]",
+        with / without,
+        leader.join(" | ")
     );
     Ok(())
 }
@@ -764,6 +799,11 @@ async fn run() -> Result<(), String> {
     let schema = format!("a2_bench_{}", std::process::id());
     let options = OpenOptions { schema: Some(schema.clone()), max_connections: Some(32), ..OpenOptions::default() };
     let pg = open_with(&url, options).await.map_err(|e| e.to_string())?;
+    if args.iter().any(|a| a == "--totals-cost-only") {
+        let measured = totals_cost(pg, (&url, &schema)).await;
+        drop_schema(&url, &schema).await;
+        return measured;
+    }
     if args.iter().any(|a| a == "--drain-only") {
         drain_only(&url, &schema, pg).await?;
         drop_schema(&url, &schema).await;
