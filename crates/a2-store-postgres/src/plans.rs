@@ -97,7 +97,7 @@ impl Postgres {
         let text = |value: &str| format!("'{}'", value.replace('\'', "''"));
         let keys = sessions.iter().map(|s| text(s)).collect::<Vec<_>>().join(", ");
         let (contract, lo, hi) = (text(contract), text(&lo), text(&hi));
-        // In the refresh's order, each under the plan mode it runs with: the rates and the changed
+        // In the refresh's order, each under the plan mode it runs with: the runs and the changed
         // sessions custom, the per-chunk parts generic.
         let statements = [
             (

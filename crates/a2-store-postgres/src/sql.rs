@@ -102,7 +102,11 @@ pub(crate) static SQL: Statements = Statements {
     totals: TotalsStatements {
         refresh_begin: Some("SET LOCAL plan_cache_mode = force_custom_plan"),
         refresh_generic: Some("SET LOCAL plan_cache_mode = force_generic_plan"),
-        runs_index_catch_up: Some("SELECT brin_summarize_new_values('a2_attempts_by_time'::regclass)"),
+        // Below deadlock_timeout: a wait never cancels an autovacuum of the table.
+        runs_index_catch_up: Some(&[
+            "SET LOCAL lock_timeout = '50ms'",
+            "SELECT brin_summarize_new_values('a2_attempts_by_time'::regclass)",
+        ]),
         mark_lock: "INSERT INTO a2_totals_marks (contract) VALUES ($1) \
              ON CONFLICT (contract) DO UPDATE SET contract = EXCLUDED.contract RETURNING refreshed_at, swept_through",
         mark_put: "UPDATE a2_totals_marks SET refreshed_at = $2, swept_through = $3 WHERE contract = $1",

@@ -103,6 +103,9 @@ pub struct SqlStore<B> {
     completion_batcher: Option<group::CompletionBatcher>,
     /// Sessions a consumer-totals statement aggregates at most ([`SqlStore::totals_chunk`]).
     totals_chunk: u32,
+    /// The database refused the refresh's catch-up of the runs' index for good
+    /// (`TotalsStatements::runs_index_catch_up`): not asked again.
+    runs_index_refused: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Sessions one consumer-totals statement aggregates: about 0.4 s on
@@ -113,7 +116,15 @@ pub const TOTALS_CHUNK: u32 = 50_000;
 impl<B: SqlBackend> SqlStore<B> {
     /// A store running the backend's `sql` on its connections, stamping times from `clock`.
     pub fn new(backend: B, sql: &'static Statements, clock: Arc<dyn Clock>) -> Self {
-        Self { backend, sql, clock, append_batcher: None, completion_batcher: None, totals_chunk: TOTALS_CHUNK }
+        Self {
+            backend,
+            sql,
+            clock,
+            append_batcher: None,
+            completion_batcher: None,
+            totals_chunk: TOTALS_CHUNK,
+            runs_index_refused: Default::default(),
+        }
     }
 
     /// Consumer totals aggregated `sessions` at a time (default [`TOTALS_CHUNK`]); tests make it small.

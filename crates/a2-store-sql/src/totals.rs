@@ -28,14 +28,15 @@ pub struct TotalsStatements {
     /// the values at hand (the engine's pool plans generic, and a generic
     /// `updated_at >= $2` looks like a third of the table: a scan).
     pub refresh_begin: Option<&'static str>,
-    /// Run alone (autocommit) before a refresh, where the runs' time index
-    /// needs it: Postgres's BRIN on `a2_attempts.ended_at` matches every page
-    /// range not yet summarized, and autovacuum summarizes only now and then,
-    /// so without this the refresh's two time-range reads grow with the
-    /// attempts written since the last vacuum, not with the seconds asked
-    /// for. It may be refused (a role that does not own the table); the
-    /// refresh is then slower, not wrong.
-    pub runs_index_catch_up: Option<&'static str>,
+    /// Run in a short transaction of their own before a refresh, where the
+    /// runs' time index needs it: Postgres's BRIN on `a2_attempts.ended_at`
+    /// matches every page range not yet summarized, and autovacuum summarizes
+    /// only now and then, so without this the refresh's time-range read grows
+    /// with the runs written since the last vacuum, not with the seconds asked
+    /// for. Best effort: a lock it cannot have at once (a vacuum holds it) is
+    /// left for the next refresh, and a refusal for good (a role that does not
+    /// own the table) stops the asking; the refresh is then slower, not wrong.
+    pub runs_index_catch_up: Option<&'static [&'static str]>,
     /// Run once the changed sessions are found: back to the pool's generic
     /// plans for the per-chunk statements, which are keyed (planning each
     /// chunk's CTE afresh cost ~30 ms a refresh).
@@ -171,14 +172,28 @@ pub(crate) async fn refresh<B: SqlBackend>(
     Ok(TotalsRefreshed { snapshot, sessions_folded, full_passes })
 }
 
-/// See [`TotalsStatements::runs_index_catch_up`]: best effort, so a refusal is logged, not returned.
-async fn catch_up_runs_index<B: SqlBackend>(store: &SqlStore<B>, statement: &str) {
+/// See [`TotalsStatements::runs_index_catch_up`].
+async fn catch_up_runs_index<B: SqlBackend>(store: &SqlStore<B>, statements: &[&str]) {
+    use std::sync::atomic::Ordering;
+    if store.runs_index_refused.load(Ordering::Relaxed) {
+        return;
+    }
     let caught_up = async {
-        let mut conn = store.backend.write().await?;
-        conn.execute(statement, Vec::new()).await
+        let mut tx = store.backend.begin().await?;
+        for statement in statements {
+            tx.execute(statement, Vec::new()).await?;
+        }
+        tx.commit().await
     };
-    if let Err(error) = caught_up.await {
-        tracing::debug!(%error, "the runs' time index was not caught up; the refresh reads more of a2_attempts");
+    match caught_up.await {
+        Ok(()) => {}
+        Err(error) if error.is_retryable() => {
+            tracing::debug!(%error, "the runs' time index was not caught up this time");
+        }
+        Err(error) => {
+            store.runs_index_refused.store(true, Ordering::Relaxed);
+            tracing::warn!(%error, "the runs' time index cannot be caught up; totals refreshes read more of a2_attempts");
+        }
     }
 }
 

@@ -125,8 +125,8 @@ pub(crate) static SQL: Statements = Statements {
              ON CONFLICT (contract) DO UPDATE SET contract = excluded.contract RETURNING refreshed_at, swept_through",
         mark_put: "UPDATE a2_totals_marks SET refreshed_at = ?2, swept_through = ?3 WHERE contract = ?1",
         mark_forget: "UPDATE a2_totals_marks SET refreshed_at = NULL WHERE contract = ?1",
-        // Indexes named: without statistics SQLite would walk every session, or the contract's
-        // attempts, by key.
+        // This and `runs_since` name their indexes: without statistics SQLite would walk every
+        // session, or the contract's attempts, by key.
         changed_sessions: concat!(
             "SELECT session FROM a2_sessions INDEXED BY a2_sessions_by_activity WHERE ",
             contract_of!("session"),
