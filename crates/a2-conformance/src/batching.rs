@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use a2_store::*;
 
+use crate::store::complete;
 use crate::support::*;
 use crate::StoreFactory;
 
@@ -365,5 +366,133 @@ pub async fn claims_in_many_sessions_at_once_are_each_their_own(factory: &dyn St
         let session = format!("fresh-{s:02}");
         let heads = store.head_list(&key(&session)).await.expect("heads");
         assert!(heads.iter().any(|h| h.consumer == "c"), "{session}: the claim made the log cursor");
+    }
+}
+
+/// Completions that append, made at once in many sessions (a store may
+/// settle and append them all in one statement): each is fenced on its own
+/// and appends only its own events, in its own session — a stale attempt
+/// beside them appends nothing, an id already in one session (an idempotent
+/// re-append there) fails no neighbour, and two completions of one session
+/// both land, densely indexed.
+pub async fn completions_that_append_in_many_sessions_at_once_are_each_their_own(factory: &dyn StoreFactory) {
+    let (store, _) = open(factory).await;
+    let consumers = vec![log("c"), StoreConsumer::targeted("par")];
+    let sessions: Vec<String> = (0..16).map(|s| format!("s{s:02}")).collect();
+    let mut requests = Vec::new();
+    for (s, session) in sessions.iter().enumerate() {
+        store.cursor_wake(CursorWake { session: key(session), consumer: log("c") }).await.expect("wake");
+        let events = (1..=2).map(|i| targeted(&format!("{session}-e{i}"), "tick", &[("par", None)])).collect();
+        append(&*store, session, events, &consumers).await;
+        let held = claim(&*store, session, "a", &consumers).await.heads;
+        let attempt = |consumer: &str, index: u64| {
+            held.iter()
+                .find(|h| h.head.consumer == consumer && h.head.index == index)
+                .map(|h| h.attempt)
+                .expect("claimed")
+        };
+        // First of its session, so a store that groups sessions fences it in the shared statement.
+        if s % 4 == 0 {
+            let stale = HeadRef::new("par", None, 2);
+            let late = complete(
+                session,
+                &stale,
+                attempt("par", 2) + 7,
+                vec![event(&format!("{session}-stale"), "tock")],
+                &consumers,
+            );
+            requests.push((session.clone(), late));
+        }
+        let cursor = HeadRef::new("c", Some("main"), 1);
+        // The cursor's run returns a new event, or (every fourth session) the id of an event already
+        // in its session: an idempotent re-append, which a shared statement cannot take.
+        let returned = if s % 4 == 1 { format!("{session}-e1") } else { format!("{session}-by-c") };
+        requests.push((
+            session.clone(),
+            complete(session, &cursor, attempt("c", 1), vec![event(&returned, "tick")], &consumers),
+        ));
+        let par = HeadRef::new("par", None, 1);
+        requests.push((
+            session.clone(),
+            complete(session, &par, attempt("par", 1), vec![event(&format!("{session}-by-par"), "tock")], &consumers),
+        ));
+    }
+    // The re-appends go in a second wave: a statement shared with one of them fails whole and its
+    // completions are made alone, so the first wave is what a grouping store fences together.
+    let (again, first): (Vec<_>, Vec<_>) = requests.into_iter().partition(|(session, params)| {
+        params.head.consumer == "c" && session[1..].parse::<usize>().is_ok_and(|s| s % 4 == 1)
+    });
+    let spawn = |(session, params): (String, HeadComplete)| {
+        let store = store.clone();
+        let head = params.head.clone();
+        let ids: Vec<String> = params.events.iter().map(|e| e.id.clone()).collect();
+        tokio::spawn(async move { (session, head, ids, store.head_complete(params).await.expect("complete")) })
+    };
+    let mut answers = Vec::new();
+    for wave in [first, again] {
+        let tasks: Vec<_> = wave.into_iter().map(spawn).collect();
+        for task in tasks {
+            answers.push(task.await.expect("completer task"));
+        }
+    }
+    for (session, head, ids, outcome) in answers {
+        let s: usize = session[1..].parse().expect("numbered");
+        match (head.index, outcome) {
+            (2, outcome) => assert_eq!(outcome, CompleteOutcome::Superseded, "{session}: the stale attempt"),
+            (_, CompleteOutcome::Completed { appended, .. }) if head.consumer == "c" && s % 4 == 1 => {
+                assert!(appended.is_empty(), "{session}: an id already there is appended once: {appended:?}")
+            }
+            (_, CompleteOutcome::Completed { appended, .. }) => {
+                let got: Vec<(&str, &str)> = appended.iter().map(|e| (e.id.as_str(), e.session.as_str())).collect();
+                assert_eq!(
+                    got,
+                    vec![(ids[0].as_str(), key(&session).as_str())],
+                    "{session}: its own event, in its own session"
+                );
+            }
+            (_, outcome) => panic!("{session}: {head} was not completed: {outcome:?}"),
+        }
+    }
+    for (s, session) in sessions.iter().enumerate() {
+        let listed = store
+            .event_list(EventList { session: key(session), after: None, before: None, limit: 100, newest_first: false })
+            .await
+            .expect("events");
+        let indexes: Vec<u64> = listed.iter().map(|e| e.index).collect();
+        let mut ids: Vec<&str> = listed.iter().map(|e| e.id.as_str()).collect();
+        ids.sort_unstable();
+        let mut want = vec![format!("{session}-by-par"), format!("{session}-e1"), format!("{session}-e2")];
+        if s % 4 != 1 {
+            want.push(format!("{session}-by-c"));
+        }
+        want.sort_unstable();
+        assert_eq!(ids, want, "{session}: what its completions appended, once, and nothing stale");
+        assert_eq!(indexes, (1..=want.len() as u64).collect::<Vec<_>>(), "{session}: dense indexes");
+        let heads = store.head_list(&key(session)).await.expect("heads");
+        let rows: Vec<(String, u64)> = heads.iter().map(|h| (h.consumer.clone(), h.next_index)).collect();
+        assert!(rows.contains(&("c".into(), 2)), "{session}: the cursor moved on: {rows:?}");
+        assert!(rows.contains(&("par".into(), 2)), "{session}: the stale head still runs: {rows:?}");
+        let list = AttemptList {
+            session: key(session),
+            consumer: None,
+            index: None,
+            after: None,
+            oldest_first: true,
+            limit: 100,
+        };
+        let recorded = store.attempt_list(list).await.expect("attempts");
+        let completed: Vec<(&str, u64, Vec<String>)> = recorded
+            .iter()
+            .filter(|a| a.outcome == AttemptOutcome::Completed)
+            .map(|a| (a.consumer.as_str(), a.index, a.appended.clone()))
+            .collect();
+        assert!(
+            completed.contains(&("par", 1, vec![format!("{session}-by-par")])),
+            "{session}: par's attempt records what it appended: {recorded:?}"
+        );
+        assert!(
+            completed.iter().any(|(c, i, _)| *c == "c" && *i == 1),
+            "{session}: the cursor's attempt: {recorded:?}"
+        );
     }
 }

@@ -19,6 +19,7 @@ mod clears;
 mod completions;
 pub mod engine;
 mod failures;
+mod grouped;
 pub mod faulty;
 mod fidelity;
 mod healing;
@@ -83,6 +84,9 @@ macro_rules! conformance_suite {
                     partial_duplicate_batch_is_refused_whole,
                     claim_is_exclusive_among_four_holders,
                     claims_in_many_sessions_at_once_are_each_their_own,
+                    completions_that_append_in_many_sessions_at_once_are_each_their_own,
+                    a_conflicting_completion_fails_alone,
+                    grouped_log_completions_never_deadlock,
                     lease_expiry_lets_another_holder_claim_with_next_attempt,
                     superseded_attempt_changes_nothing,
                     renewal_reports_superseded_heads,

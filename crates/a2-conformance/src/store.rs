@@ -14,6 +14,7 @@ pub use crate::clears::*;
 pub use crate::completions::*;
 pub use crate::failures::*;
 pub use crate::fidelity::*;
+pub use crate::grouped::*;
 pub use crate::history::*;
 pub use crate::inspection::*;
 pub use crate::operations::*;

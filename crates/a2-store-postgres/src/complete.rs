@@ -86,3 +86,134 @@ pub(crate) async fn complete_and_append(
     let appended = appended_at(&append, to_u64(base), now);
     Ok(Some(CompleteOutcome::Completed { session_head: appended.head, appended: appended.events }))
 }
+
+/// [`SETTLE_AND_APPEND`] for many sessions' completions at once, a completion
+/// a session (`$19`–`$24`, one element each): every head is fenced on its
+/// own, and a session's events go in only when its head settled, so one
+/// completion superseded never holds back its neighbours. Heads of one flush
+/// are disjoint (a head's holder completes it once), and sessions are locked
+/// in key order by the append, so two flushes cannot deadlock on each other.
+pub(crate) const SETTLE_AND_APPEND_MANY: &str = concat!(
+    "WITH u AS (SELECT * FROM UNNEST($19::text[], $20::text[], $21::text[], $22::bigint[], $23::int[], $24::jsonb[]) \
+       AS u(s, c, l, i, a, ids)), \
+   moved AS (UPDATE a2_heads h SET idx = h.idx + 1, attempt_count = 0, \
+       failure_count = 0, last_error = NULL, failed_at = NULL, lease_holder = NULL, lease_expires_at = NULL, \
+       next_attempt_at = NULL \
+     FROM u, a2_heads o WHERE o.session = u.s AND o.consumer = u.c AND o.lane = u.l AND o.idx = u.i AND o.kind = 0 \
+       AND h.session = o.session AND h.consumer = o.consumer AND h.lane = o.lane AND h.idx = o.idx \
+       AND h.attempt_count = u.a AND h.failed_at IS NULL \
+     RETURNING o.session, o.consumer, o.lane, o.idx, u.a, u.ids, o.lease_holder, o.attempt_started_at), \
+   gone AS (DELETE FROM a2_heads h USING u WHERE h.session = u.s AND h.consumer = u.c AND h.lane = u.l \
+       AND h.idx = u.i AND h.kind <> 0 AND h.attempt_count = u.a AND h.failed_at IS NULL \
+     RETURNING h.session, h.consumer, h.lane, h.idx, u.a, u.ids, h.lease_holder, h.attempt_started_at), \
+   done AS (SELECT * FROM moved UNION ALL SELECT * FROM gone), \
+   recorded AS (INSERT INTO a2_attempts (session, consumer, lane, idx, attempt, holder, started_at, ended_at, \
+       outcome, appended) \
+     SELECT session, consumer, lane, idx, a, lease_holder, attempt_started_at, $3, 0, ids FROM done \
+     ON CONFLICT DO NOTHING), ",
+    append_ctes!("r.session IN (SELECT session FROM done)"),
+    " SELECT u.s AS session, (u.s IN (SELECT session FROM done)) AS settled, b.base \
+     FROM u LEFT JOIN b ON b.session = u.s"
+);
+
+/// Many sessions' completions in one statement and one commit, at most one a
+/// session (the caller sends the rest alone). `Ok(None)` for a completion
+/// whose fence refused: it wrote nothing, and the shared path decides. An id
+/// already in some session fails the whole statement (`Err`), and the caller
+/// completes each alone, which tells that one apart.
+pub(crate) async fn complete_and_append_many(
+    pool: &Db,
+    batch: &[&HeadComplete],
+    now: Millis,
+) -> Result<Vec<Option<CompleteOutcome>>, StoreError> {
+    let mut appends = Vec::with_capacity(batch.len());
+    let (mut sessions, mut consumers, mut lanes, mut indexes, mut attempts, mut ids) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for params in batch {
+        let attempt = i32::try_from(params.attempt)
+            .map_err(|_| StoreError::invalid(format!("attempt {} is out of range", params.attempt)))?;
+        sessions.push(params.session.as_str());
+        consumers.push(params.head.consumer.as_str());
+        lanes.push(lane_column(params.head.lane.as_deref()));
+        indexes.push(to_i64(params.head.index));
+        attempts.push(attempt);
+        ids.push(Json(params.events.iter().map(|e| e.id.as_str()).collect::<Vec<_>>()));
+        appends.push(EventAppend {
+            session: params.session.clone(),
+            events: params.events.clone(),
+            consumers: params.consumers.clone(),
+            origin_index: None,
+        });
+    }
+    let mut columns = Columns::default();
+    for append in &appends {
+        columns.push(append);
+    }
+    let mut conn = pool.conn().await?;
+    let rows = bind_columns(sqlx::query(SETTLE_AND_APPEND_MANY).persistent(pool.prepared()), &columns, now)
+        .bind(&sessions)
+        .bind(&consumers)
+        .bind(&lanes)
+        .bind(&indexes)
+        .bind(&attempts)
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    conn.done().await?;
+    let mut settled = std::collections::HashMap::with_capacity(rows.len());
+    for row in rows {
+        let session: String = row.try_get("session").map_err(db_error)?;
+        let base: Option<i64> = row.try_get("base").map_err(db_error)?;
+        settled.insert(session, (row.try_get::<bool, _>("settled").map_err(db_error)?, base));
+    }
+    appends
+        .iter()
+        .map(|append| match settled.get(append.session.as_str()) {
+            Some((true, Some(base))) => {
+                let appended = appended_at(append, to_u64(*base), now);
+                Ok(Some(CompleteOutcome::Completed { session_head: appended.head, appended: appended.events }))
+            }
+            Some((true, None)) => {
+                Err(StoreError::Schema { message: "the grouped settle-and-append statement returned no base".into() })
+            }
+            Some((false, _)) => Ok(None),
+            None => Err(StoreError::Schema {
+                message: format!("the grouped settle-and-append statement left out session {}", append.session),
+            }),
+        })
+        .collect()
+}
+
+/// A flush of the completion queue: the first completion of each session
+/// together in one statement, the rest (and all of them, if that statement
+/// fails) one statement each. Answers in `batch`'s order.
+pub(crate) async fn flush(
+    pool: &Db,
+    batch: Vec<HeadComplete>,
+    now: Millis,
+) -> Vec<Result<Option<CompleteOutcome>, StoreError>> {
+    let mut answers: Vec<Option<Result<Option<CompleteOutcome>, StoreError>>> = batch.iter().map(|_| None).collect();
+    let mut seen = std::collections::HashSet::new();
+    let together: Vec<usize> = (0..batch.len()).filter(|&i| seen.insert(batch[i].session.as_str())).collect();
+    if together.len() > 1 {
+        let shared: Vec<&HeadComplete> = together.iter().map(|&i| &batch[i]).collect();
+        match complete_and_append_many(pool, &shared, now).await {
+            Ok(outcomes) => {
+                for (&i, outcome) in together.iter().zip(outcomes) {
+                    answers[i] = Some(Ok(outcome));
+                }
+            }
+            Err(error) => tracing::debug!(%error, "a grouped completion failed; each completes alone"),
+        }
+    }
+    for (i, answer) in answers.iter_mut().enumerate() {
+        if answer.is_none() {
+            *answer = Some(complete_and_append(pool, &batch[i], now).await);
+        }
+    }
+    answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| Err(StoreError::unavailable("a completion went unanswered"))))
+        .collect()
+}

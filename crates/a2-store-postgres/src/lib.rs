@@ -104,6 +104,8 @@ pub struct Postgres {
     migrated: Vec<i64>,
     /// Group commit: appends arriving while one flush runs share the next one's statement and commit.
     appends: Batcher<EventAppend, Result<Option<Appended>, StoreError>>,
+    /// Group commit for completions that append: many sessions' share one statement and commit.
+    completions: Batcher<a2_store::HeadComplete, Result<Option<a2_store::CompleteOutcome>, StoreError>>,
     /// The TLS links that trust sslrootcert's CA alone (`pinned.rs`), closed with the store.
     _links: Vec<Arc<pinned::PinnedLink>>,
     /// The LISTEN task, stopped when the last clone of the store goes, so
@@ -281,6 +283,13 @@ impl Postgres {
                 async move { append::flush(&pool, batch, clock.now_ms()).await }
             })
         };
+        let completions = {
+            let (pool, clock) = (pool.clone(), clock.clone());
+            Batcher::start(a2_store_sql::MAX_BATCH, COMPLETE_FLUSHES, move |batch| {
+                let (pool, clock) = (pool.clone(), clock.clone());
+                async move { complete::flush(&pool, batch, clock.now_ms()).await }
+            })
+        };
         // A standby cannot LISTEN (nor would a NOTIFY reach it), nor can a
         // session through a pooler (unless a direct `listen_url` is given):
         // readers poll instead.
@@ -316,6 +325,7 @@ impl Postgres {
             migrated,
             _links: links,
             appends,
+            completions,
             _listening: listening,
         };
         let read_write = store.access == Access::ReadWrite;
@@ -503,10 +513,14 @@ impl SqlBackend for Postgres {
     async fn head_complete_native(
         &self,
         params: &a2_store::HeadComplete,
-        now: a2_store::Millis,
+        _now: a2_store::Millis,
     ) -> Result<Option<a2_store::CompleteOutcome>, StoreError> {
         self.writable()?;
-        complete::complete_and_append(&self.pool, params, now).await
+        // Stamped when its flush runs, as a grouped append is.
+        self.completions
+            .submit(params.clone())
+            .await
+            .unwrap_or_else(|| Err(StoreError::unavailable("the store's completion queue stopped")))
     }
 
     fn announce(&self, key: &str) {

@@ -37,6 +37,7 @@ fn hot_statements() -> Vec<(&'static str, &'static str)> {
         ("head lock", sql.head_lock),
         ("head states", rows_sql(&sql.head_states_put)),
         ("settle and append", crate::complete::SETTLE_AND_APPEND),
+        ("settle and append, grouped", crate::complete::SETTLE_AND_APPEND_MANY),
         ("append batch", crate::append::APPEND_BATCH),
     ];
     if let Some(pick) = sql.claim_pick {

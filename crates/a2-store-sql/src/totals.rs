@@ -28,15 +28,16 @@ pub struct TotalsStatements {
     /// the values at hand (the engine's pool plans generic, and a generic
     /// `updated_at >= $2` looks like a third of the table: a scan).
     pub refresh_begin: Option<&'static str>,
-    /// Run in a short transaction of their own before a refresh, where the
-    /// runs' time index needs it: Postgres's BRIN on `a2_attempts.ended_at`
-    /// matches every page range not yet summarized, and autovacuum summarizes
-    /// only now and then, so without this the refresh's time-range read grows
-    /// with the runs written since the last vacuum, not with the seconds asked
-    /// for. Best effort: a lock it cannot have at once (a vacuum holds it) is
-    /// left for the next refresh, and a refusal for good (a role that does not
-    /// own the table) stops the asking; the refresh is then slower, not wrong.
-    pub runs_index_catch_up: Option<&'static [&'static str]>,
+    /// Run alone (autocommit) before a refresh, where the runs' time index
+    /// needs it: Postgres's BRIN on `a2_attempts.ended_at` matches every page
+    /// range not yet summarized, and autovacuum summarizes only now and then,
+    /// so without this the refresh's time-range read grows with the runs
+    /// written since the last vacuum, not with the seconds asked for. Best
+    /// effort: a lock it cannot have at once (a vacuum holds it) is left for
+    /// the next refresh, and a refusal for good (a role that does not own the
+    /// table, a read-only store) stops the asking; the refresh is then slower,
+    /// not wrong.
+    pub runs_index_catch_up: Option<&'static str>,
     /// Run once the changed sessions are found: back to the pool's generic
     /// plans for the per-chunk statements, which are keyed (planning each
     /// chunk's CTE afresh cost ~30 ms a refresh).
@@ -173,22 +174,21 @@ pub(crate) async fn refresh<B: SqlBackend>(
 }
 
 /// See [`TotalsStatements::runs_index_catch_up`].
-async fn catch_up_runs_index<B: SqlBackend>(store: &SqlStore<B>, statements: &[&str]) {
+async fn catch_up_runs_index<B: SqlBackend>(store: &SqlStore<B>, statement: &str) {
     use std::sync::atomic::Ordering;
     if store.runs_index_refused.load(Ordering::Relaxed) {
         return;
     }
-    let caught_up = async {
-        let mut tx = store.backend.begin().await?;
-        for statement in statements {
-            tx.execute(statement, Vec::new()).await?;
-        }
-        tx.commit().await
-    };
+    let caught_up = async { store.backend.write().await?.execute(statement, Vec::new()).await.map(drop) };
     match caught_up.await {
         Ok(()) => {}
         Err(error) if error.is_retryable() => {
             tracing::debug!(%error, "the runs' time index was not caught up this time");
+        }
+        // A read-only attach may not summarize, and its refresh is refused anyway: nothing to say.
+        Err(error @ StoreError::ReadOnly { .. }) => {
+            store.runs_index_refused.store(true, Ordering::Relaxed);
+            tracing::debug!(%error, "a read-only store does not catch up the runs' time index");
         }
         Err(error) => {
             store.runs_index_refused.store(true, Ordering::Relaxed);

@@ -806,6 +806,11 @@ async fn run() -> Result<(), String> {
         drop_schema(&url, &schema).await;
         return measured;
     }
+    if args.iter().any(|a| a == "--log-only") {
+        let measured = log_only(&url, &schema, pg).await;
+        drop_schema(&url, &schema).await;
+        return measured;
+    }
     if args.iter().any(|a| a == "--drain-only") {
         drain_only(&url, &schema, pg).await?;
         drop_schema(&url, &schema).await;
@@ -944,6 +949,24 @@ async fn drain_only(url: &str, schema: &str, pg: Arc<dyn Store>) -> Result<(), S
     } else {
         println!("bench statements unavailable (pg_stat_statements is not in shared_preload_libraries)");
     }
+    stats.close().await;
+    Ok(())
+}
+
+/// One round of the ordered log drain alone, with its cost figures: the
+/// quick figure to iterate on (seconds, not a full run).
+async fn log_only(url: &str, schema: &str, pg: Arc<dyn Store>) -> Result<(), String> {
+    let stats = sqlx::PgPool::connect(url).await.map_err(|e| e.to_string())?;
+    let setup = DrainSetup {
+        shape: Shape::Log,
+        prefix: "log-quick",
+        analyze: Some((url, schema)),
+        max_running: None,
+        probe: Some(Some(&stats)),
+        upkeep: false,
+    };
+    let (log, figures) = drain_measured(pg, 200, 20, setup).await?;
+    println!("bench postgres drain shape=log sessions=200 events=20 events_per_s={log:.0} {figures}");
     stats.close().await;
     Ok(())
 }
