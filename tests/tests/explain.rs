@@ -65,6 +65,7 @@ async fn seed(store: &dyn Store) {
             exclude: vec![],
             max_failures: 10,
             limit: 1,
+            range: 1,
         };
         let heads = store.head_claim(claim).await.unwrap_or_else(|e| panic!("claim: {e}")).heads;
         let held = heads.into_iter().map(|h| HeldHead { head: h.head, attempt: h.attempt }).collect();
@@ -106,6 +107,7 @@ async fn seed(store: &dyn Store) {
                 exclude: vec![],
                 max_failures: 1,
                 limit: 1,
+                range: 1,
             };
             for head in store.head_claim(claim).await.unwrap_or_else(|e| panic!("claim: {e}")).heads {
                 let fail = HeadFail {

@@ -85,6 +85,7 @@ async fn seed(store: &dyn Store) {
         exclude: vec![],
         max_failures: 1,
         limit: 10,
+        range: 1,
     };
     for head in store.head_claim(claim).await.unwrap_or_else(|e| panic!("{e}")).heads {
         let fail = HeadFail {

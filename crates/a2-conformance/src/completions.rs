@@ -31,7 +31,7 @@ pub async fn complete_appends_returned_events_atomically(factory: &dyn StoreFact
         .head_complete(complete("s", &held.head, held.attempt, vec![returned], &consumers))
         .await
         .expect("complete");
-    let CompleteOutcome::Completed { session_head, appended } = done else { panic!("completed") };
+    let CompleteOutcome::Completed { session_head, appended, .. } = done else { panic!("completed") };
     assert_eq!(session_head, 3);
     assert_eq!(appended.len(), 1);
     assert_eq!(appended[0].cause.as_ref(), Some(&cause));
@@ -89,7 +89,7 @@ pub async fn a_completion_that_appends_records_what_it_appended(factory: &dyn St
     let rerun = vec![event("r0", "tock"), event("r1", "tock")];
     let done = store.head_complete(complete("s", &cursor.head, cursor.attempt, rerun, &consumers)).await;
     assert!(
-        matches!(&done, Ok(CompleteOutcome::Completed { session_head: 3, appended }) if appended.is_empty()),
+        matches!(&done, Ok(CompleteOutcome::Completed { session_head: 3, appended, .. }) if appended.is_empty()),
         "an idempotent re-append: {done:?}"
     );
 }

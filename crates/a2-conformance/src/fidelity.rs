@@ -46,6 +46,8 @@ pub async fn log_consumer_never_runs_an_untaken_type(factory: &dyn StoreFactory)
         attempt: b.heads[0].attempt,
         events: Vec::new(),
         consumers: consumers.to_vec(),
+        holder: None,
+        lease_next: false,
     };
     assert_eq!(store.head_complete(late).await.expect("late complete"), CompleteOutcome::Superseded);
     // C settles through the batched path: the cursor lands on the untaken audit event (3).

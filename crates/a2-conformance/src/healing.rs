@@ -39,6 +39,7 @@ pub async fn stranded_work_heals_without_append(factory: &dyn StoreFactory, pace
         exclude: Vec::new(),
         max_failures: MAX_FAILURES,
         limit: 10,
+        range: 1,
     };
     let claimed = store.head_claim(claim).await.unwrap_or_else(|e| panic!("claim: {e}"));
     assert_eq!(claimed.heads.len(), 1, "the dead holder took the cursor at 1");

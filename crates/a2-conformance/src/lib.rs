@@ -31,6 +31,8 @@ mod permits;
 mod presence_cells;
 mod presence_feed;
 pub mod property;
+pub mod range_property;
+mod ranges;
 mod reads;
 mod registry;
 mod run_context;
@@ -87,6 +89,13 @@ macro_rules! conformance_suite {
                     completions_that_append_in_many_sessions_at_once_are_each_their_own,
                     a_conflicting_completion_fails_alone,
                     grouped_log_completions_never_deadlock,
+                    range_lease_runs_positions_in_order,
+                    range_lease_stops_at_an_untaken_type_and_its_bounds,
+                    range_lease_lapse_charges_only_the_current_position,
+                    late_completion_of_a_lapsed_range_is_refused,
+                    clear_mid_range_drops_the_rest,
+                    pause_mid_range_stops_after_the_running_position,
+                    a_failure_or_a_renewal_mid_range_keeps_to_its_position,
                     lease_expiry_lets_another_holder_claim_with_next_attempt,
                     superseded_attempt_changes_nothing,
                     renewal_reports_superseded_heads,
@@ -259,6 +268,11 @@ macro_rules! __stamp_property {
         #[test]
         fn types_property_log_consumer_never_runs_an_untaken_type() {
             $crate::property::types_property(&$factory);
+        }
+
+        #[test]
+        fn range_leases_match_single_leases_on_random_histories() {
+            $crate::range_property::range_leases_match_single_leases_on_random_histories(&$factory);
         }
     };
 }

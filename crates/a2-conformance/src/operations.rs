@@ -51,6 +51,8 @@ pub async fn cursor_advance_is_one_transaction(factory: &dyn StoreFactory) {
         attempt: held.attempt,
         events: Vec::new(),
         consumers: consumers.to_vec(),
+        holder: None,
+        lease_next: false,
     };
     let late = store.head_complete(late).await.expect("complete");
     assert!(!matches!(late, CompleteOutcome::Completed { .. }), "an overtaken attempt completed: {late:?}");

@@ -40,7 +40,7 @@ fn case() -> impl Strategy<Value = (usize, Vec<Op>)> {
 }
 
 /// How many random interleavings to run (`A2_PROPTEST_CASES`, default 1,000).
-fn cases() -> u32 {
+pub(crate) fn cases() -> u32 {
     std::env::var("A2_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000)
 }
 
@@ -137,6 +137,8 @@ async fn run_case(
                     attempt,
                     events: vec![],
                     consumers: consumers.to_vec(),
+                    holder: None,
+                    lease_next: false,
                 };
                 if let CompleteOutcome::Completed { .. } =
                     store.head_complete(params).await.map_err(|e| e.to_string())?
@@ -286,6 +288,8 @@ impl TypesCase<'_> {
             attempt: head.attempt,
             events: Vec::new(),
             consumers: typed_consumers().to_vec(),
+            holder: None,
+            lease_next: false,
         };
         self.store.head_complete(params).await.map(|_| ()).map_err(|e| e.to_string())
     }
@@ -346,6 +350,8 @@ async fn run_types_case(
                         attempt: head.attempt,
                         events: Vec::new(),
                         consumers: typed_consumers().to_vec(),
+                        holder: None,
+                        lease_next: false,
                     };
                     let params = claim_params(session, &format!("holder-{claimer}"), &typed_consumers());
                     let (claimed, completed) = tokio::join!(store.head_claim(params), store.head_complete(complete));

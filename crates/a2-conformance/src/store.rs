@@ -19,6 +19,7 @@ pub use crate::history::*;
 pub use crate::inspection::*;
 pub use crate::operations::*;
 pub use crate::presence_cells::*;
+pub use crate::ranges::*;
 pub use crate::registry::{heads_leased_are_listed_by_process, servers_register_and_expire};
 pub use crate::tasks::*;
 pub use crate::totals::*;
@@ -31,7 +32,7 @@ pub(crate) fn complete(
     events: Vec<NewEvent>,
     consumers: &[StoreConsumer],
 ) -> HeadComplete {
-    HeadComplete { session: key(session), head: head.clone(), attempt, events, consumers: consumers.to_vec() }
+    HeadComplete { session: key(session), head: head.clone(), attempt, events, consumers: consumers.to_vec(), holder: None, lease_next: false }
 }
 
 pub(crate) async fn complete_ok(store: &dyn Store, session: &str, claimed: &ClaimedHead, consumers: &[StoreConsumer]) {

@@ -67,6 +67,7 @@ pub fn claim_params(session: &str, holder: &str, consumers: &[StoreConsumer]) ->
         exclude: Vec::new(),
         max_failures: 10,
         limit: 100,
+        range: 1,
     }
 }
 

@@ -2,7 +2,7 @@
 //! leases while they run, and complete or fail each under its attempt fence.
 
 use a2_store::SessionKey;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use crate::cancel::{cancel_for, CancelCause, CancelReason};
 use crate::guard::AbortOnDrop;
-use crate::run::{event_span, run_head, spawn_settler, Fence, HeadOutcome, SettlerSender};
+use crate::run::{event_span, run_head, spawn_settler, Fence, HeadOutcome, RangeStep, SettlerSender};
 use crate::server_core::ServerCore;
 use crate::timings::{millis, MAX_FAILURES, MIN_CLAIM};
 use crate::{A2Error, Consumer};
@@ -197,7 +197,9 @@ struct Drain {
     background_after: bool,
     nested: bool,
     active: HashMap<HeadRef, Active>,
-    tasks: JoinSet<(HeadRef, u32, HeadOutcome)>,
+    tasks: JoinSet<(HeadRef, u32, HeadOutcome, Option<OwnedSemaphorePermit>)>,
+    /// The rest of each log cursor's range, in order, behind its running position.
+    ranges: HashMap<(String, Option<String>), VecDeque<(ClaimedHead, u64)>>,
     excluded: Vec<HeadRef>,
     processed: u64,
     failure_retry_at: Option<Millis>,
@@ -236,6 +238,7 @@ impl Drain {
             nested: options.nested,
             active: HashMap::new(),
             tasks: JoinSet::new(),
+            ranges: HashMap::new(),
             excluded: Vec::new(),
             processed: 0,
             failure_retry_at: None,
@@ -320,13 +323,16 @@ impl Drain {
                 joined = self.tasks.join_next(), if !self.tasks.is_empty() => {
                     let Some(joined) = joined else { continue };
                     match joined {
-                        Ok((head, attempt, outcome)) => {
+                        Ok((head, attempt, outcome, permit)) => {
                             if self.active.get(&head).is_none_or(|a| a.attempt != attempt) {
                                 continue;
                             }
-                            self.active.remove(&head);
+                            let Some(ended) = self.active.remove(&head) else { continue };
                             self.ended_since_claim = true;
-                            claim_again |= self.record(head, outcome) || self.refill_due();
+                            // A range that goes on needs no claim for its lane; what its runs append may.
+                            let went_on = self.range_goes_on(&head, &outcome, permit, ended.expires_at);
+                            let opens = self.record(head, outcome);
+                            claim_again |= went_on.unwrap_or(opens) || self.refill_due();
                         }
                         Err(error) if error.is_cancelled() => {}
                         Err(error) => tracing::error!(%error, "a head's task failed; its lease will lapse"),
@@ -396,7 +402,7 @@ impl Drain {
     /// Record how a head ended; whether to claim again.
     fn record(&mut self, head: HeadRef, outcome: HeadOutcome) -> bool {
         match outcome {
-            HeadOutcome::Processed { opens, appended_work } => {
+            HeadOutcome::Processed { opens, appended_work, .. } => {
                 self.processed += 1;
                 // This drain claims what it opened in the session; a drain of one consumer
                 // (`consume`) leaves what others take to the background drains, at once.
@@ -463,6 +469,7 @@ impl Drain {
             exclude: self.excluded.clone(),
             max_failures: MAX_FAILURES,
             limit: grant.limit(),
+            range: timings.log_range,
         };
         let limit = params.limit as usize;
         let store = self.core.store().clone();
@@ -475,7 +482,20 @@ impl Drain {
                 ))))
             }
         };
-        self.saturated = claimed.heads.len() >= limit;
+        // A lane's first position starts now; the rest of its range waits behind it, in order.
+        let mut starting = Vec::new();
+        for head in &claimed.heads {
+            let lane = (head.head.consumer.clone(), head.head.lane.clone());
+            if head.head.lane.is_some() && starting.iter().any(|s: &ClaimedHead| (&s.head.consumer, &s.head.lane) == (&lane.0, &lane.1)) {
+                self.ranges.entry(lane).or_default().push_back((head.clone(), claimed.session_head));
+            } else {
+                starting.push(head.clone());
+            }
+        }
+        for queue in self.ranges.values_mut() {
+            queue.make_contiguous().sort_by_key(|(h, _)| h.head.index);
+        }
+        self.saturated = starting.len() >= limit;
         span.record("a2.claim.count", claimed.heads.len());
         span.record("a2.claim.exhausted", claimed.exhausted.len());
         let outcome = if !claimed.heads.is_empty() {
@@ -495,9 +515,11 @@ impl Drain {
         if !claimed.heads.is_empty() {
             self.core.arm_watchdog(&self.session_id, expires_at);
         }
-        for head in &claimed.heads {
+        for head in starting {
             let permit = grant.take_one();
-            self.start(head.clone(), permit, expires_at, claimed.session_head);
+            let lane = (head.head.consumer.clone(), head.head.lane.clone());
+            let range = self.ranges.contains_key(&lane).then_some(true);
+            self.start(head, permit, expires_at, claimed.session_head, range);
         }
         // Permits left over (fewer heads than asked for) go back now, with `grant`.
         Ok(claimed)
@@ -560,6 +582,7 @@ impl Drain {
         permit: Option<OwnedSemaphorePermit>,
         expires_at: Millis,
         session_head: u64,
+        range: Option<bool>,
     ) {
         let Some(consumer) = self.consumers.iter().find(|c| c.name() == claimed.head.consumer).cloned() else {
             return;
@@ -579,11 +602,42 @@ impl Drain {
             settle: self.settle.clone(),
             permit,
             reason: reason.clone(),
+            range: range.map(|lease_next| RangeStep { holder: self.holder.clone(), lease_next }),
         };
         let task = run_head(self.core.clone(), consumer, claimed, self.session_id.to_owned(), fence, session_head);
         let task_head = head.clone();
-        let abort = self.tasks.spawn(async move { (task_head, attempt, task.await) });
+        let abort = self.tasks.spawn(async move {
+            let (outcome, permit) = task.await;
+            (task_head, attempt, outcome, permit)
+        });
         self.active.insert(head, Active { attempt, cancel, abort, expires_at, completing, reason });
+    }
+
+    /// A position of a range ended. When its completion leased the next one,
+    /// that one starts now on the same permit and lease (`Some(appended_work)`:
+    /// whether the ended run appended work that needs a claim); otherwise the
+    /// rest of the range is dropped, unrun (`None`).
+    fn range_goes_on(
+        &mut self,
+        head: &HeadRef,
+        outcome: &HeadOutcome,
+        permit: Option<OwnedSemaphorePermit>,
+        expires_at: Millis,
+    ) -> Option<bool> {
+        let lane = (head.consumer.clone(), head.lane.clone());
+        let HeadOutcome::Processed { holds_next: true, appended_work, .. } = outcome else {
+            self.ranges.remove(&lane);
+            return None;
+        };
+        let queue = self.ranges.get_mut(&lane)?;
+        let next = queue.pop_front().filter(|(next, _)| next.head.index == head.index + 1);
+        let more = next.is_some() && !queue.is_empty();
+        if !more {
+            self.ranges.remove(&lane);
+        }
+        let (next, session_head) = next?;
+        self.start(next, permit, expires_at, session_head, Some(more));
+        Some(*appended_work)
     }
 
     /// Self-fencing: a head whose local lease estimate passed is abandoned with no I/O.
@@ -609,6 +663,8 @@ impl Drain {
     /// further lapse) until that outcome arrives.
     fn give_up(&mut self, head: &HeadRef, reason: CancelReason) {
         let grace = if reason == CancelReason::Shutdown { Duration::ZERO } else { self.core.timings().cancel_grace };
+        // The rest of its range never runs: its lease lapses on the position the cursor stands on.
+        self.ranges.remove(&(head.consumer.clone(), head.lane.clone()));
         let Some(active) = self.active.get_mut(head) else { return };
         if active.abandon(reason, grace) {
             self.active.remove(head);

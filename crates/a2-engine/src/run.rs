@@ -27,9 +27,12 @@ pub(crate) enum HeadOutcome {
     /// `opens`: it may have made another head runnable (a cursor moved, a
     /// lane's next head, or events it appended); `appended_work`: it appended
     /// events some consumer of the server takes (the drain decides who runs them).
+    /// `holds_next`: the completion leased the next position of its range
+    /// to this holder, for the drain to run next.
     Processed {
         opens: bool,
         appended_work: bool,
+        holds_next: bool,
     },
     Failed {
         retry_at: Millis,
@@ -75,6 +78,18 @@ pub(crate) struct Fence {
     pub permit: Option<OwnedSemaphorePermit>,
     /// Why the run was cancelled, set by whoever cancels it first.
     pub reason: CancelCause,
+    /// A position of a log cursor's range: completed under the holder's
+    /// fence, asking for the next position when more of the range waits.
+    pub range: Option<RangeStep>,
+}
+
+/// How a position of a range is completed.
+#[derive(Debug, Clone)]
+pub(crate) struct RangeStep {
+    pub holder: String,
+    /// More of the range waits: the completion leases the next position, and
+    /// the run's permit is handed to it rather than given back.
+    pub lease_next: bool,
 }
 
 type SettleReply = tokio::sync::oneshot::Sender<Result<bool, StoreError>>;
@@ -115,10 +130,10 @@ pub(crate) async fn run_head(
     session_id: String,
     fence: Fence,
     session_head: u64,
-) -> HeadOutcome {
+) -> (HeadOutcome, Option<OwnedSemaphorePermit>) {
     let span = event_span(&core, &session_id, &claimed, session_head);
     async {
-        let outcome = run_and_settle(&core, &consumer, &claimed, &session_id, fence).await;
+        let (outcome, permit) = run_and_settle(&core, &consumer, &claimed, &session_id, fence).await;
         let name = match &outcome {
             HeadOutcome::Processed { .. } => "processed",
             HeadOutcome::Failed { .. } => "failed",
@@ -128,7 +143,7 @@ pub(crate) async fn run_head(
             HeadOutcome::StoreFailed(_) => "store_failed",
         };
         tracing::Span::current().record("a2.event.outcome", name);
-        outcome
+        (outcome, permit)
     }
     .instrument(span)
     .await
@@ -140,9 +155,9 @@ async fn run_and_settle(
     claimed: &ClaimedHead,
     session_id: &str,
     fence: Fence,
-) -> HeadOutcome {
+) -> (HeadOutcome, Option<OwnedSemaphorePermit>) {
     // Held while the run runs: the drain leased this head only once it had the permit.
-    let running = fence.permit;
+    let mut running = fence.permit;
     let run_token = fence.cancel.child_token();
     // Subscribed before the watch's first read, and only for a consumer with `abort_on` rules.
     let _abort_watch = if consumer.def.abort_on.is_empty() {
@@ -186,7 +201,10 @@ async fn run_and_settle(
     // written, so the next head starts while this one's commit waits on the
     // disk (`max_running` bounds running code; the drain's batch bounds the
     // outcomes in flight). The head stays leased and renewed until then.
-    drop(running);
+    // A range's next position cannot start before this commit: it takes the permit over.
+    if !fence.range.as_ref().is_some_and(|r| r.lease_next) {
+        running = None;
+    }
     let aborted = run_token.is_cancelled();
     // Lost its claim and gave up with that very loss (the seeds' `surrendered`:
     // the error is the abort's own reason): nothing to write. Any other error,
@@ -199,7 +217,7 @@ async fn run_and_settle(
         .and_then(|e| e.downcast_ref::<A2Error>())
         .is_some_and(|e| matches!(e, A2Error::ClaimExpired { .. } | A2Error::SupersededAttempt { .. }));
     if claim_lost && gave_up {
-        return HeadOutcome::Surrendered;
+        return (HeadOutcome::Surrendered, None);
     }
     let result = result.map_err(|e| error_with_sources(&*e));
     // As the seeds: marked on a run that goes on to an outcome.
@@ -208,9 +226,9 @@ async fn run_and_settle(
     }
     let returned = result.and_then(|returned| returned_events(core, consumer, claimed, session_id, returned));
     fence.completing.store(true, Ordering::SeqCst);
-    match returned {
-        Ok(events) if events.is_empty() => settle(claimed, &fence.settle).await,
-        Ok(events) => match complete(core, claimed, events).await {
+    let outcome = match returned {
+        Ok(events) if events.is_empty() && fence.range.is_none() => settle(claimed, &fence.settle).await,
+        Ok(events) => match complete(core, claimed, events, fence.range.as_ref()).await {
             Err(StoreError::PartialDuplicateBatch { session, ids }) => {
                 let message = StoreError::PartialDuplicateBatch { session, ids }.to_string();
                 fail(core, claimed, message, false).await
@@ -219,7 +237,9 @@ async fn run_and_settle(
             Ok(outcome) => outcome,
         },
         Err(message) => fail(core, claimed, message, aborted).await,
-    }
+    };
+    let holds_next = matches!(outcome, HeadOutcome::Processed { holds_next: true, .. });
+    (outcome, running.filter(|_| holds_next))
 }
 
 /// What a run threw, with every error in its source chain on a line of its
@@ -266,6 +286,7 @@ async fn complete(
     core: &ServerCore,
     claimed: &ClaimedHead,
     events: Vec<a2_store::NewEvent>,
+    range: Option<&RangeStep>,
 ) -> Result<HeadOutcome, StoreError> {
     let span = commit_span(claimed, "complete");
     let key = SessionKey::from_stored(claimed.event.session.clone());
@@ -276,15 +297,17 @@ async fn complete(
         attempt: claimed.attempt,
         events,
         consumers: core.store_consumers().to_vec(),
+        holder: range.map(|r| r.holder.clone()),
+        lease_next: range.is_some_and(|r| r.lease_next),
     };
     let outcome = core.store().head_complete(params).instrument(span.clone()).await?;
     Ok(match outcome {
-        CompleteOutcome::Completed { appended, .. } => {
+        CompleteOutcome::Completed { appended, holds_next, .. } => {
             span.record("a2.commit.outcome", "completed");
             if !appended.is_empty() {
                 core.notify(&key);
             }
-            HeadOutcome::Processed { opens: true, appended_work: work && !appended.is_empty() }
+            HeadOutcome::Processed { opens: true, appended_work: work && !appended.is_empty(), holds_next }
         }
         CompleteOutcome::Superseded => {
             span.record("a2.commit.outcome", "superseded");
@@ -314,7 +337,9 @@ async fn settle(claimed: &ClaimedHead, queue: &SettlerSender) -> HeadOutcome {
         return HeadOutcome::StoreFailed(StoreError::unavailable("the drain ended before the completion was written"));
     }
     let outcome = match answer.instrument(span.clone()).await {
-        Ok(Ok(true)) => HeadOutcome::Processed { opens: claimed.head.lane.is_some(), appended_work: false },
+        Ok(Ok(true)) => {
+            HeadOutcome::Processed { opens: claimed.head.lane.is_some(), appended_work: false, holds_next: false }
+        }
         Ok(Ok(false)) => HeadOutcome::Superseded,
         Ok(Err(error)) => HeadOutcome::StoreFailed(error),
         Err(_) => {

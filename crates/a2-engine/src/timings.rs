@@ -24,6 +24,12 @@ pub struct DrainTimings {
     pub backoff: Backoff,
     /// Heads claimed at most in one claim.
     pub claim_batch: u32,
+    /// Consecutive positions one claim of a log cursor may take (a range
+    /// lease): they run one at a time, in order, each completion leasing the
+    /// next, so an ordered lane claims once per range, not once per event.
+    /// 1 claims each position alone: the default until the drain's ranges
+    /// pass the engine suite (`claim_error_lets_running_heads_finish` hung with 32).
+    pub log_range: u32,
     /// Slack after a busy head's lease expiry before a background drain looks again.
     pub watchdog_grace: Duration,
     pub consume_wait_min: Duration,
@@ -59,6 +65,7 @@ impl Default for DrainTimings {
             claim_heartbeat: Duration::from_secs(10),
             backoff: Backoff::default(),
             claim_batch: 64,
+            log_range: 1,
             watchdog_grace: Duration::from_secs(1),
             consume_wait_min: Duration::from_millis(25),
             consume_wait_max: Duration::from_secs(1),

@@ -214,6 +214,7 @@ pub async fn seed_long_history(store: Arc<dyn Store>, id: &str, attempts: u64) -
             exclude: Vec::new(),
             max_failures: 10,
             limit: u32::try_from(BATCH).unwrap_or(u32::MAX),
+            range: 1,
         };
         let claimed = store.head_claim(claim).await?;
         let heads =

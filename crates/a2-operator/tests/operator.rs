@@ -71,6 +71,7 @@ async fn seed(store: &dyn Store) {
                 exclude: vec![],
                 max_failures: 1,
                 limit: 10,
+                range: 1,
             };
             for head in store.head_claim(claim).await.unwrap_or_else(|e| panic!("{e}")).heads {
                 let fail = HeadFail {
@@ -616,6 +617,7 @@ async fn redrive_returns_when_committed_not_when_the_consumer_ran() {
             exclude: Vec::new(),
             max_failures: 10,
             limit: 1,
+            range: 1,
         };
         let claimed = store.head_claim(claim).await.unwrap_or_else(|e| panic!("{e}"));
         let head = claimed.heads.first().unwrap_or_else(|| panic!("a head to fail"));

@@ -196,6 +196,33 @@ impl<B: SqlBackend> SqlStore<B> {
         Ok(())
     }
 
+    /// A range goes on: a settled cursor's next position, up to `head`, is
+    /// leased to `holder` as attempt 1 with the range's expiry, unless its
+    /// consumer is paused. Whether it was.
+    pub(crate) async fn lease_next(
+        &self,
+        conn: &mut dyn Conn,
+        key: &str,
+        settled: &HeadRef,
+        ran: &HeadState,
+        holder: &str,
+        head: u64,
+    ) -> Result<bool, StoreError> {
+        let next = HeadRef { index: settled.index + 1, ..settled.clone() };
+        let contract = a2_store::split_session_key(key).0;
+        let pause = vec![Arg::text(contract), Arg::text(&next.consumer)];
+        if next.index > head || conn.fetch_optional(self.sql().pause_get, pause).await?.is_some() {
+            return Ok(false);
+        }
+        let mut state = HeadState::default();
+        state.status.attempt_count = 1;
+        state.status.lease_holder = Some(holder.to_owned());
+        state.status.lease_expires_at = ran.status.lease_expires_at;
+        state.attempt_started_at = Some(self.now());
+        self.put_states(conn, key, &[(next, state)]).await?;
+        Ok(true)
+    }
+
     /// Lock a head row and return its kind and state.
     pub(crate) async fn lock_head(
         &self,

@@ -18,58 +18,8 @@ use crate::value::Arg;
 use crate::{page, SqlBackend, SqlStore};
 
 impl<B: SqlBackend> SqlStore<B> {
-    /// One append, in its own transaction (or the backend's faster path).
-    pub(crate) async fn append_single(&self, params: EventAppend) -> Result<Appended, StoreError> {
-        if let Some(appended) = self.backend.event_append_native(&params).await? {
-            self.backend.announce(&params.session);
-            return Ok(appended);
-        }
-        let mut tx = self.backend.begin().await?;
-        let appended = self
-            .append_in_tx(
-                tx.as_mut(),
-                &params.session,
-                params.events,
-                &params.consumers,
-                params.origin_index,
-                self.now(),
-            )
-            .await?;
-        tx.commit().await?;
-        if !appended.duplicate {
-            self.backend.announce(&params.session);
-        }
-        Ok(appended)
-    }
-}
-
-#[async_trait::async_trait]
-impl<B: SqlBackend> Store for SqlStore<B> {
-    fn clock(&self) -> Arc<dyn Clock> {
-        self.clock.clone()
-    }
-    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
-        self.backend.changes()
-    }
-    async fn event_append(&self, params: EventAppend) -> Result<Appended, StoreError> {
-        check_session_key(&params.session)?;
-        check_batch(&params.session, &params.events)?;
-        if params.events.is_empty() {
-            let mut conn = self.backend.work().await?;
-            let head = self.session_row(conn.as_mut(), &params.session).await?.map_or(0, |(h, _)| h);
-            return Ok(Appended { head, events: Vec::new(), duplicate: false });
-        }
-        // A run's append is checked against the clear boundary in its own transaction.
-        let guarded = params.origin_index.is_some();
-        match &self.append_batcher {
-            Some(append_batcher) if !guarded => append_batcher
-                .submit(params)
-                .await
-                .unwrap_or_else(|| Err(StoreError::unavailable("the store's append queue stopped"))),
-            _ => self.append_single(params).await,
-        }
-    }
-    async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
+    /// The claim itself: the heads it leased (a range's later positions are read after it).
+    async fn claim_heads(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
         check_session_key(&params.session)?;
         let pick = self.sql().claim_pick;
         // Without log consumers there are no cursors to give or move, and the
@@ -180,6 +130,65 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         tx.commit().await?;
         Ok(claimed)
     }
+    /// One append, in its own transaction (or the backend's faster path).
+    pub(crate) async fn append_single(&self, params: EventAppend) -> Result<Appended, StoreError> {
+        if let Some(appended) = self.backend.event_append_native(&params).await? {
+            self.backend.announce(&params.session);
+            return Ok(appended);
+        }
+        let mut tx = self.backend.begin().await?;
+        let appended = self
+            .append_in_tx(
+                tx.as_mut(),
+                &params.session,
+                params.events,
+                &params.consumers,
+                params.origin_index,
+                self.now(),
+            )
+            .await?;
+        tx.commit().await?;
+        if !appended.duplicate {
+            self.backend.announce(&params.session);
+        }
+        Ok(appended)
+    }
+}
+
+#[async_trait::async_trait]
+impl<B: SqlBackend> Store for SqlStore<B> {
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        self.backend.changes()
+    }
+    async fn event_append(&self, params: EventAppend) -> Result<Appended, StoreError> {
+        check_session_key(&params.session)?;
+        check_batch(&params.session, &params.events)?;
+        if params.events.is_empty() {
+            let mut conn = self.backend.work().await?;
+            let head = self.session_row(conn.as_mut(), &params.session).await?.map_or(0, |(h, _)| h);
+            return Ok(Appended { head, events: Vec::new(), duplicate: false });
+        }
+        // A run's append is checked against the clear boundary in its own transaction.
+        let guarded = params.origin_index.is_some();
+        match &self.append_batcher {
+            Some(append_batcher) if !guarded => append_batcher
+                .submit(params)
+                .await
+                .unwrap_or_else(|| Err(StoreError::unavailable("the store's append queue stopped"))),
+            _ => self.append_single(params).await,
+        }
+    }
+    async fn head_claim(&self, params: HeadClaim) -> Result<Claimed, StoreError> {
+        if params.range <= 1 {
+            return self.claim_heads(params).await;
+        }
+        let mut claimed = self.claim_heads(params.clone()).await?;
+        a2_store::range::read_ranges(self, &params, &mut claimed).await?;
+        Ok(claimed)
+    }
     async fn head_renew(&self, params: HeadRenew) -> Result<Renewed, StoreError> {
         let expires = self.now() + params.ttl_ms;
         let leading = [Arg::text(&params.session), Arg::text(&params.holder), Arg::Int(expires)];
@@ -205,7 +214,9 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         }
         let mut tx = self.backend.begin().await?;
         let locked = self.lock_head(tx.as_mut(), key, &params.head).await?;
-        let Some((kind, state)) = locked.filter(|(_, state)| state.status.is_current(params.attempt)) else {
+        let ours = |state: &a2_store::rules::HeadState| params.holder.is_none() || state.status.lease_holder == params.holder;
+        let Some((kind, state)) = locked.filter(|(_, state)| state.status.is_current(params.attempt) && ours(state))
+        else {
             let late = Attempt::superseded(&params.head, params.attempt, now);
             self.attempts_put(tx.as_mut(), key, &[late]).await?;
             tx.commit().await?;
@@ -218,12 +229,18 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         self.attempts_put(tx.as_mut(), key, &[attempt]).await?;
         // No touch of the session row: completions of one session's heads must not queue on it.
         self.settle(tx.as_mut(), key, &params.head, kind).await?;
+        // The range was read up to the head before this completion's own events.
+        let head_before = if duplicate { session_head } else { session_head - appended.len() as u64 };
+        let holds_next = match (&params.holder, params.lease_next && kind == 0) {
+            (Some(holder), true) => self.lease_next(tx.as_mut(), key, &params.head, &state, holder, head_before).await?,
+            _ => false,
+        };
         tx.commit().await?;
         let appended = if duplicate { Vec::new() } else { appended };
         if !appended.is_empty() {
             self.backend.announce(key);
         }
-        Ok(CompleteOutcome::Completed { session_head, appended })
+        Ok(CompleteOutcome::Completed { session_head, appended, holds_next })
     }
     /// Cursors move on and per-event heads go, each fenced by its attempt, with its attempt recorded.
     async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {

@@ -12,6 +12,7 @@ mod keys;
 pub mod memory;
 mod opened;
 mod presence;
+pub mod range;
 pub mod rules;
 pub mod search;
 mod server;

@@ -224,6 +224,12 @@ pub struct HeadClaim {
     pub max_failures: u32,
     /// At most this many heads in one claim.
     pub limit: u32,
+    /// A log cursor's claim may read ahead up to this many consecutive
+    /// positions its consumer takes (a range; 0 or 1: one). Only the first is
+    /// leased; each later one is leased to the same holder, as attempt 1, by
+    /// the completion before it (`HeadComplete::lease_next`), so a lapse is
+    /// charged to the one position the cursor stands on.
+    pub range: u32,
 }
 
 /// A claimed head with its event; `attempt` is the fencing token.
@@ -275,6 +281,14 @@ pub struct HeadComplete {
     /// Events the run returned, appended atomically with the completion.
     pub events: Vec<NewEvent>,
     pub consumers: Vec<StoreConsumer>,
+    /// The claim's holder: when given, a head leased to another holder is
+    /// not this completion's (a range's later positions all start at
+    /// attempt 1, so the attempt alone cannot tell two holders apart).
+    pub holder: Option<String>,
+    /// A cursor's range goes on: lease the next position to `holder` as
+    /// attempt 1, keeping the lease's expiry, unless the consumer is paused
+    /// or the position is past the session's head.
+    pub lease_next: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -285,7 +299,9 @@ pub struct HeadCompleteMany {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum CompleteOutcome {
-    Completed { session_head: u64, appended: Vec<Event> },
+    /// `holds_next`: the cursor stands on its next position, leased to the
+    /// completion's holder (`HeadComplete::lease_next` was granted).
+    Completed { session_head: u64, appended: Vec<Event>, holds_next: bool },
     Superseded,
 }
 

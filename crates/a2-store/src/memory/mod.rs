@@ -236,11 +236,13 @@ impl Store for MemoryStore {
         crate::check_session_key(&params.session)?;
         let now = self.now();
         let params = self.unpaused(params);
-        let mut sessions = self.lock();
-        let Some(row) = sessions.get_mut(&params.session) else {
-            return Ok(Claimed::default());
+        let claimed = {
+            let mut sessions = self.lock();
+            sessions.get_mut(&params.session).map(|row| row.claim(&params, now))
         };
-        Ok(row.claim(&params, now))
+        let Some(mut claimed) = claimed else { return Ok(Claimed::default()) };
+        crate::range::read_ranges(self, &params, &mut claimed).await?;
+        Ok(claimed)
     }
 
     async fn head_renew(&self, params: HeadRenew) -> Result<Renewed, StoreError> {
@@ -281,18 +283,33 @@ impl Store for MemoryStore {
         let Some(row) = sessions.get_mut(&params.session) else {
             return Ok(CompleteOutcome::Superseded);
         };
-        if row.fenced(&params.head, params.attempt).is_none() {
+        let held = row.fenced(&params.head, params.attempt).map(|slot| slot_state(slot).status.clone());
+        let Some(held) = held.filter(|s| params.holder.is_none() || s.lease_holder == params.holder) else {
             row.record_attempt(Attempt::superseded(&params.head, params.attempt, now));
             return Ok(CompleteOutcome::Superseded);
-        }
+        };
         let mut attempt = row.attempt_ended(&params.head, params.attempt, now, AttemptOutcome::Completed);
         // Append first: it refuses without mutating, so a refused batch leaves the head running.
+        let session_head = row.head;
         let (appended, duplicate) = row.append(params.events, &params.consumers, now)?;
         attempt.appended = appended.iter().map(|e| e.id.clone()).collect();
         row.record_attempt(attempt);
         row.settle(&params.head);
+        let next = HeadRef { index: params.head.index + 1, ..params.head.clone() };
+        let mut holds_next = false;
+        let paused = params.lease_next && self.is_paused(crate::split_session_key(&params.session).0, &next.consumer);
+        // Only up to the head before this completion's own events: the range was read from those.
+        if params.lease_next && !paused && next.index <= session_head {
+            if let (Some(HeadSlot::Cursor(cursor)), Some(holder)) = (row.slot(&next), params.holder.as_ref()) {
+                cursor.state.status.attempt_count = 1;
+                cursor.state.status.lease_holder = Some(holder.clone());
+                cursor.state.status.lease_expires_at = held.lease_expires_at;
+                cursor.state.attempt_started_at = Some(now);
+                holds_next = true;
+            }
+        }
         let appended = if duplicate { Vec::new() } else { appended };
-        Ok(CompleteOutcome::Completed { session_head: row.head, appended })
+        Ok(CompleteOutcome::Completed { session_head: row.head, appended, holds_next })
     }
 
     async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
