@@ -269,15 +269,7 @@ pub async fn concurrent_completions_are_each_fenced(factory: &dyn StoreFactory) 
         let heads = store.head_list(&key(session)).await.expect("heads");
         let rows: Vec<(String, u64)> = heads.iter().map(|h| (h.consumer.clone(), h.next_index)).collect();
         assert_eq!(rows, vec![("c".into(), 2), ("par".into(), 2)], "session {session}: the stale head still runs");
-        let list = AttemptList {
-            session: key(session),
-            consumer: None,
-            index: None,
-            after: None,
-            oldest_first: true,
-            limit: 100,
-        };
-        let recorded = store.attempt_list(list).await.expect("attempts");
+        let recorded = store.attempt_list(attempts_of(session, 100)).await.expect("attempts");
         assert_eq!(recorded.len(), 3, "session {session}: one completed attempt a settled head: {recorded:?}");
         assert!(recorded.iter().all(|a| a.outcome == AttemptOutcome::Completed && a.holder.as_deref() == Some("a")));
     }
@@ -472,15 +464,7 @@ pub async fn completions_that_append_in_many_sessions_at_once_are_each_their_own
         let rows: Vec<(String, u64)> = heads.iter().map(|h| (h.consumer.clone(), h.next_index)).collect();
         assert!(rows.contains(&("c".into(), 2)), "{session}: the cursor moved on: {rows:?}");
         assert!(rows.contains(&("par".into(), 2)), "{session}: the stale head still runs: {rows:?}");
-        let list = AttemptList {
-            session: key(session),
-            consumer: None,
-            index: None,
-            after: None,
-            oldest_first: true,
-            limit: 100,
-        };
-        let recorded = store.attempt_list(list).await.expect("attempts");
+        let recorded = store.attempt_list(attempts_of(session, 100)).await.expect("attempts");
         let completed: Vec<(&str, u64, Vec<String>)> = recorded
             .iter()
             .filter(|a| a.outcome == AttemptOutcome::Completed)

@@ -44,24 +44,51 @@ pub(crate) fn cases() -> u32 {
     std::env::var("A2_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000)
 }
 
-pub fn fencing_property(factory: &dyn StoreFactory) {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => panic!("a tokio runtime for the property test: {error}"),
-    };
-    // One store for every case, each case in its own session: cases stay
-    // independent without paying for a fresh database each.
-    let clock = Arc::new(ManualClock::default());
-    let store = runtime.block_on(factory.open(clock.clone()));
-    let next = std::sync::atomic::AtomicU64::new(0);
-    let mut runner = TestRunner::new(Config { cases: cases(), failure_persistence: None, ..Config::default() });
-    let result = runner.run(&case(), |(holders, ops)| {
-        let session = format!("p{}", next.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
-        runtime.block_on(run_case(&*store, &clock, &session, holders, ops)).map_err(TestCaseError::fail)
-    });
-    if let Err(error) = result {
-        panic!("fencing property failed: {error}");
+/// One store for every case of a property, each case in its own session:
+/// cases stay independent without paying for a fresh database each.
+pub(crate) struct Harness {
+    runtime: tokio::runtime::Runtime,
+    pub clock: Arc<ManualClock>,
+    pub store: Arc<dyn Store>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Harness {
+    pub(crate) fn open(factory: &dyn StoreFactory) -> Self {
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(runtime) => runtime,
+            Err(error) => panic!("a tokio runtime for the property test: {error}"),
+        };
+        let clock = Arc::new(ManualClock::default());
+        let store = runtime.block_on(factory.open(clock.clone()));
+        Self { runtime, clock, store, next: std::sync::atomic::AtomicU64::new(0) }
     }
+
+    /// Run `cases` cases of `strategy`, each given its own case number; panic naming the property on a failure.
+    pub(crate) fn check<'a, S: Strategy>(
+        &'a self,
+        property: &str,
+        cases: u32,
+        strategy: &S,
+        run: impl Fn(u64, S::Value) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + 'a>>,
+    ) {
+        let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+        let result = runner.run(strategy, |value| {
+            let case = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.runtime.block_on(run(case, value)).map_err(TestCaseError::fail)
+        });
+        if let Err(error) = result {
+            panic!("{property} property failed: {error}");
+        }
+    }
+}
+
+pub fn fencing_property(factory: &dyn StoreFactory) {
+    let h = Harness::open(factory);
+    let (store, clock) = (&*h.store, &*h.clock);
+    h.check("fencing", cases(), &case(), |case, (holders, ops)| {
+        Box::pin(async move { run_case(store, clock, &format!("p{case}"), holders, ops).await })
+    });
 }
 
 async fn run_case(
@@ -205,24 +232,13 @@ fn types_op(holders: usize) -> impl Strategy<Value = TypesOp> {
 /// consumer with `types` runs only events of those types, and its cursor
 /// only moves forward.
 pub fn types_property(factory: &dyn StoreFactory) {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => panic!("a tokio runtime for the property test: {error}"),
-    };
-    let clock = Arc::new(ManualClock::default());
-    let store = runtime.block_on(factory.open(clock.clone()));
-    let next = std::sync::atomic::AtomicU64::new(0);
+    let h = Harness::open(factory);
     let strategy =
         (2usize..=3).prop_flat_map(|holders| (Just(holders), proptest::collection::vec(types_op(holders), 1..50)));
-    let cases = (cases() / 4).max(50);
-    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
-    let result = runner.run(&strategy, |(holders, ops)| {
-        let session = format!("t{}", next.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
-        runtime.block_on(run_types_case(&*store, &clock, &session, holders, ops)).map_err(TestCaseError::fail)
+    let (store, clock) = (&*h.store, &*h.clock);
+    h.check("types", (cases() / 4).max(50), &strategy, |case, (holders, ops)| {
+        Box::pin(async move { run_types_case(store, clock, &format!("t{case}"), holders, ops).await })
     });
-    if let Err(error) = result {
-        panic!("types property failed: {error}");
-    }
 }
 
 fn typed_consumers() -> [StoreConsumer; 2] {

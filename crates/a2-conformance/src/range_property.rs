@@ -4,12 +4,11 @@
 //! claim does: the same cursor, attempts, dead letters and appended events.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use a2_store::*;
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
+use crate::property::Harness;
 use crate::ranges::claim_range;
 use crate::support::*;
 use crate::StoreFactory;
@@ -52,23 +51,13 @@ fn history() -> impl Strategy<Value = History> {
 }
 
 pub fn range_leases_match_single_leases_on_random_histories(factory: &dyn StoreFactory) {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => panic!("a tokio runtime for the property test: {error}"),
-    };
-    let clock = Arc::new(ManualClock::default());
-    let store = runtime.block_on(factory.open(clock.clone()));
-    let next = std::sync::atomic::AtomicU64::new(0);
+    let h = Harness::open(factory);
     // Each case drives two sessions to their end: a quarter of the other properties' cases.
     let cases = (crate::property::cases() / 4).max(16);
-    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
-    let result = runner.run(&history(), |history| {
-        let case = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        runtime.block_on(compare(&*store, &clock, case, &history)).map_err(TestCaseError::fail)
+    let (store, clock) = (&*h.store, &*h.clock);
+    h.check("range", cases, &history(), |case, history| {
+        Box::pin(async move { compare(store, clock, case, &history).await })
     });
-    if let Err(error) = result {
-        panic!("range property failed: {error}");
-    }
 }
 
 async fn compare(store: &dyn Store, clock: &ManualClock, case: u64, history: &History) -> Result<(), String> {
@@ -89,7 +78,13 @@ struct Ended {
     events: Vec<(u64, String, String)>,
 }
 
-async fn drive(store: &dyn Store, clock: &ManualClock, session: &str, history: &History, range: u32) -> Result<Ended, String> {
+async fn drive(
+    store: &dyn Store,
+    clock: &ManualClock,
+    session: &str,
+    history: &History,
+    range: u32,
+) -> Result<Ended, String> {
     let consumers = [log("c").with_types(&["tick"])];
     let e = |error: StoreError| format!("{session}: {error}");
     store.cursor_wake(CursorWake { session: key(session), consumer: consumers[0].clone() }).await.map_err(e)?;
@@ -148,9 +143,8 @@ async fn ended(store: &dyn Store, session: &str) -> Result<Ended, String> {
     let e = |error: StoreError| format!("{session}: {error}");
     let heads = store.head_list(&key(session)).await.map_err(e)?;
     let cursor = heads.iter().find(|h| h.consumer == "c").ok_or(format!("{session}: no cursor"))?;
-    let list = AttemptList { session: key(session), consumer: None, index: None, after: None, oldest_first: true, limit: 10_000 };
     let mut attempts: Vec<_> = store
-        .attempt_list(list)
+        .attempt_list(attempts_of(session, 10_000))
         .await
         .map_err(e)?
         .into_iter()
@@ -158,9 +152,11 @@ async fn ended(store: &dyn Store, session: &str) -> Result<Ended, String> {
         .collect();
     attempts.sort_by_key(|(index, attempt, _, _)| (*index, *attempt));
     let letters = DeadLetterList { session: Some(key(session)), limit: 100, ..Default::default() };
-    let letters = store.dead_letter_list(letters).await.map_err(e)?.into_iter().map(|l| (l.index, l.failure_count)).collect();
+    let letters =
+        store.dead_letter_list(letters).await.map_err(e)?.into_iter().map(|l| (l.index, l.failure_count)).collect();
     let list = EventList { session: key(session), after: None, before: None, limit: 10_000, newest_first: false };
-    let events = store.event_list(list).await.map_err(e)?.into_iter().map(|ev| (ev.index, ev.id, ev.event_type)).collect();
+    let events =
+        store.event_list(list).await.map_err(e)?.into_iter().map(|ev| (ev.index, ev.id, ev.event_type)).collect();
     Ok(Ended {
         cursor: (cursor.next_index, cursor.status.attempt_count, cursor.status.failure_count, cursor.status.dead()),
         attempts,

@@ -38,6 +38,13 @@ pub(crate) async fn step(
     store.head_complete(params).await.expect("range step")
 }
 
+/// `holder` renews its lease of one position.
+async fn renew_one(store: &dyn Store, session: &str, holder: &str, head: &ClaimedHead) -> Renewed {
+    let held = vec![HeldHead { head: head.head.clone(), attempt: head.attempt }];
+    let params = HeadRenew { session: key(session), holder: holder.to_owned(), ttl_ms: TTL, heads: held };
+    store.head_renew(params).await.expect("renew")
+}
+
 fn holds_next(outcome: &CompleteOutcome) -> bool {
     matches!(outcome, CompleteOutcome::Completed { holds_next: true, .. })
 }
@@ -48,16 +55,8 @@ async fn cursor(store: &dyn Store, session: &str, consumer: &str) -> HeadInfo {
 }
 
 async fn attempts(store: &dyn Store, session: &str) -> Vec<(u64, u32, AttemptOutcome, Option<String>)> {
-    let list = AttemptList {
-        session: key(session),
-        consumer: None,
-        index: None,
-        after: None,
-        oldest_first: true,
-        limit: 1_000,
-    };
     let mut got: Vec<_> = store
-        .attempt_list(list)
+        .attempt_list(attempts_of(session, 1_000))
         .await
         .expect("attempts")
         .into_iter()
@@ -97,7 +96,12 @@ pub async fn range_lease_runs_positions_in_order(factory: &dyn StoreFactory) {
         let more = i + 1 < claimed.heads.len();
         let outcome = step(&*store, "s", head, "a", more, &consumers).await;
         assert!(matches!(outcome, CompleteOutcome::Completed { .. }), "position {}: {outcome:?}", head.head.index);
-        assert_eq!(holds_next(&outcome), more, "position {}: the next is leased while the range goes on", head.head.index);
+        assert_eq!(
+            holds_next(&outcome),
+            more,
+            "position {}: the next is leased while the range goes on",
+            head.head.index
+        );
         let at = cursor(&*store, "s", "c").await;
         assert_eq!(at.next_index, head.head.index + 1);
         let want = more.then_some("a");
@@ -110,7 +114,8 @@ pub async fn range_lease_runs_positions_in_order(factory: &dyn StoreFactory) {
     let ran: Vec<(u64, u32, AttemptOutcome)> =
         attempts(&*store, "s").await.into_iter().map(|(i, n, o, _)| (i, n, o)).collect();
     // The refused early completion shares position 3's attempt key; only the order of the range is asserted.
-    let completed: Vec<u64> = ran.iter().filter(|(_, _, o)| *o == AttemptOutcome::Completed).map(|(i, ..)| *i).collect();
+    let completed: Vec<u64> =
+        ran.iter().filter(|(_, _, o)| *o == AttemptOutcome::Completed).map(|(i, ..)| *i).collect();
     assert!(ran.iter().all(|(_, n, _)| *n == 1), "every position ran once: {ran:?}");
     assert!(completed.windows(2).all(|w| w[0] < w[1]) && completed.contains(&4), "in order: {ran:?}");
     // Another holder takes up where the range ended.
@@ -202,15 +207,7 @@ pub async fn late_completion_of_a_lapsed_range_is_refused(factory: &dyn StoreFac
     assert_eq!(step(&*store, "s", &stale.heads[0], "a", true, &consumers).await, CompleteOutcome::Superseded);
     assert_eq!(step(&*store, "s", &stale.heads[1], "a", true, &consumers).await, CompleteOutcome::Superseded);
     let at = cursor(&*store, "s", "c").await;
-    let renewed = store
-        .head_renew(HeadRenew {
-            session: key("s"),
-            holder: "a".into(),
-            ttl_ms: TTL,
-            heads: vec![HeldHead { head: stale.heads[1].head.clone(), attempt: 1 }],
-        })
-        .await
-        .expect("renew");
+    let renewed = renew_one(&*store, "s", "a", &stale.heads[1]).await;
     assert_eq!(renewed.superseded, vec![stale.heads[1].head.clone()], "the stale holder cannot renew it either");
     assert_eq!((at.next_index, at.status.lease_holder.as_deref(), at.status.failure_count), (2, Some("b"), 0));
     // "b" goes on as if "a" never spoke.
@@ -261,7 +258,10 @@ pub async fn pause_mid_range_stops_after_the_running_position(factory: &dyn Stor
     };
     store.consumer_pause(pause).await.expect("pause");
     let outcome = step(&*store, "s", &claimed.heads[1], "a", true, &consumers).await;
-    assert!(matches!(outcome, CompleteOutcome::Completed { holds_next: false, .. }), "the running one ends: {outcome:?}");
+    assert!(
+        matches!(outcome, CompleteOutcome::Completed { holds_next: false, .. }),
+        "the running one ends: {outcome:?}"
+    );
     let at = cursor(&*store, "s", "c").await;
     assert_eq!((at.next_index, at.status.lease_holder.as_deref()), (3, None), "nothing leased past it");
     assert_eq!(step(&*store, "s", &claimed.heads[2], "a", true, &consumers).await, CompleteOutcome::Superseded);
@@ -269,7 +269,10 @@ pub async fn pause_mid_range_stops_after_the_running_position(factory: &dyn Stor
     let resume = ConsumerResume { contract: CONTRACT.into(), consumer: "c".into(), audit: None };
     store.consumer_resume(resume).await.expect("resume");
     let resumed = claim_range(&*store, "s", "b", &consumers, 4).await;
-    assert_eq!(resumed.heads.iter().map(|h| (h.head.index, h.attempt)).collect::<Vec<_>>(), vec![(3, 1), (4, 1), (5, 1)]);
+    assert_eq!(
+        resumed.heads.iter().map(|h| (h.head.index, h.attempt)).collect::<Vec<_>>(),
+        vec![(3, 1), (4, 1), (5, 1)]
+    );
 }
 
 /// A failure in mid-range backs off that position alone and drops the rest;
@@ -281,15 +284,7 @@ pub async fn a_failure_or_a_renewal_mid_range_keeps_to_its_position(factory: &dy
     let claimed = claim_range(&*store, "s", "a", &consumers, 4).await;
     assert!(holds_next(&step(&*store, "s", &claimed.heads[0], "a", true, &consumers).await));
     clock.advance(TTL / 2);
-    let renewed = store
-        .head_renew(HeadRenew {
-            session: key("s"),
-            holder: "a".into(),
-            ttl_ms: TTL,
-            heads: vec![HeldHead { head: claimed.heads[1].head.clone(), attempt: 1 }],
-        })
-        .await
-        .expect("renew");
+    let renewed = renew_one(&*store, "s", "a", &claimed.heads[1]).await;
     assert_eq!(renewed.renewed, vec![claimed.heads[1].head.clone()]);
     assert!(holds_next(&step(&*store, "s", &claimed.heads[1], "a", true, &consumers).await));
     let at = cursor(&*store, "s", "c").await;

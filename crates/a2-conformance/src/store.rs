@@ -32,7 +32,15 @@ pub(crate) fn complete(
     events: Vec<NewEvent>,
     consumers: &[StoreConsumer],
 ) -> HeadComplete {
-    HeadComplete { session: key(session), head: head.clone(), attempt, events, consumers: consumers.to_vec(), holder: None, lease_next: false }
+    HeadComplete {
+        session: key(session),
+        head: head.clone(),
+        attempt,
+        events,
+        consumers: consumers.to_vec(),
+        holder: None,
+        lease_next: false,
+    }
 }
 
 pub(crate) async fn complete_ok(store: &dyn Store, session: &str, claimed: &ClaimedHead, consumers: &[StoreConsumer]) {

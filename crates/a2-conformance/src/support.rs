@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use a2_store::{
-    session_key, Backoff, Claimed, EventAppend, HeadClaim, HeadFail, HeadRef, ManualClock, NewEvent, SessionKey, Store,
-    StoreConsumer, Target,
+    session_key, AttemptList, Backoff, Claimed, EventAppend, HeadClaim, HeadFail, HeadRef, ManualClock, NewEvent,
+    SessionKey, Store, StoreConsumer, Target,
 };
 use serde_json::json;
 
@@ -85,6 +85,11 @@ pub fn fail_params(session: &str, head: &HeadRef, attempt: u32) -> HeadFail {
         max_failures: 10,
         backoff: BACKOFF,
     }
+}
+
+/// A session's attempt history, oldest first, up to `limit` attempts.
+pub fn attempts_of(session: &str, limit: u32) -> AttemptList {
+    AttemptList { session: key(session), consumer: None, index: None, after: None, oldest_first: true, limit }
 }
 
 pub fn log(name: &str) -> StoreConsumer {

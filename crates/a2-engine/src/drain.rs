@@ -486,14 +486,13 @@ impl Drain {
         let mut starting = Vec::new();
         for head in &claimed.heads {
             let lane = (head.head.consumer.clone(), head.head.lane.clone());
-            if head.head.lane.is_some() && starting.iter().any(|s: &ClaimedHead| (&s.head.consumer, &s.head.lane) == (&lane.0, &lane.1)) {
+            if head.head.lane.is_some()
+                && starting.iter().any(|s: &ClaimedHead| (&s.head.consumer, &s.head.lane) == (&lane.0, &lane.1))
+            {
                 self.ranges.entry(lane).or_default().push_back((head.clone(), claimed.session_head));
             } else {
                 starting.push(head.clone());
             }
-        }
-        for queue in self.ranges.values_mut() {
-            queue.make_contiguous().sort_by_key(|(h, _)| h.head.index);
         }
         self.saturated = starting.len() >= limit;
         span.record("a2.claim.count", claimed.heads.len());

@@ -32,7 +32,9 @@ macro_rules! range_moves {
 macro_rules! range_keeps {
     ($ask:literal) => {
         concat!(
-            "COALESCE(", $ask, ", false) AND o.lease_holder IS NOT NULL \
+            "COALESCE(",
+            $ask,
+            ", false) AND o.lease_holder IS NOT NULL \
              AND o.idx + 1 <= (SELECT ss.head FROM a2_sessions ss WHERE ss.session = o.session) \
              AND NOT EXISTS (SELECT 1 FROM a2_consumer_pauses z \
                WHERE z.contract = split_part(o.session, chr(31), 1) AND z.consumer = o.consumer)"

@@ -214,7 +214,8 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         }
         let mut tx = self.backend.begin().await?;
         let locked = self.lock_head(tx.as_mut(), key, &params.head).await?;
-        let ours = |state: &a2_store::rules::HeadState| params.holder.is_none() || state.status.lease_holder == params.holder;
+        let ours =
+            |state: &a2_store::rules::HeadState| params.holder.is_none() || state.status.lease_holder == params.holder;
         let Some((kind, state)) = locked.filter(|(_, state)| state.status.is_current(params.attempt) && ours(state))
         else {
             let late = Attempt::superseded(&params.head, params.attempt, now);
@@ -232,7 +233,9 @@ impl<B: SqlBackend> Store for SqlStore<B> {
         // The range was read up to the head before this completion's own events.
         let head_before = if duplicate { session_head } else { session_head - appended.len() as u64 };
         let holds_next = match (&params.holder, params.lease_next && kind == 0) {
-            (Some(holder), true) => self.lease_next(tx.as_mut(), key, &params.head, &state, holder, head_before).await?,
+            (Some(holder), true) => {
+                self.lease_next(tx.as_mut(), key, &params.head, &state, holder, head_before).await?
+            }
             _ => false,
         };
         tx.commit().await?;

@@ -23,12 +23,8 @@ pub async fn read_ranges(store: &dyn Store, params: &HeadClaim, claimed: &mut Cl
         return Ok(());
     }
     let last = params.through.map_or(claimed.session_head, |t| t.min(claimed.session_head));
-    let starts: Vec<ClaimedHead> = claimed
-        .heads
-        .iter()
-        .filter(|h| is_log_cursor(params, &h.head) && h.head.index < last)
-        .cloned()
-        .collect();
+    let starts: Vec<ClaimedHead> =
+        claimed.heads.iter().filter(|h| is_log_cursor(params, &h.head) && h.head.index < last).cloned().collect();
     for start in starts {
         let Some(consumer) = params.consumers.iter().find(|c| c.name == start.head.consumer) else { continue };
         let through = last.min(start.head.index.saturating_add(u64::from(params.range) - 1));

@@ -301,7 +301,11 @@ pub struct HeadCompleteMany {
 pub enum CompleteOutcome {
     /// `holds_next`: the cursor stands on its next position, leased to the
     /// completion's holder (`HeadComplete::lease_next` was granted).
-    Completed { session_head: u64, appended: Vec<Event>, holds_next: bool },
+    Completed {
+        session_head: u64,
+        appended: Vec<Event>,
+        holds_next: bool,
+    },
     Superseded,
 }
 
