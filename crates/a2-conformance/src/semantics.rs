@@ -258,7 +258,10 @@ pub async fn claim_error_lets_running_heads_finish(factory: &dyn StoreFactory, p
     let (log_release, par_release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let log = waiting(Consumer::builder("log").lane("main").types(["tick"]), "log", &seen, &log_started, &log_release);
     let par = waiting(Consumer::builder("par").types(["tick"]), "par", &seen, &par_started, &par_release);
-    let server = quiet_server(pace, faulty.clone(), vec![log, par]);
+    // One position a claim, so the log head's completion is what makes the
+    // drain claim again (a range would run tick 2 on the lease it holds).
+    let timings = DrainTimings { log_range: 1, ..pace.timings() };
+    let server = server_with(pace, faulty.clone(), vec![log, par], |b| b.run_in_background(false).timings(timings));
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1), tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
     let drain = tokio::spawn({

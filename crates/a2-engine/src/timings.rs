@@ -27,8 +27,7 @@ pub struct DrainTimings {
     /// Consecutive positions one claim of a log cursor may take (a range
     /// lease): they run one at a time, in order, each completion leasing the
     /// next, so an ordered lane claims once per range, not once per event.
-    /// 1 claims each position alone: the default until the drain's ranges
-    /// pass the engine suite (`claim_error_lets_running_heads_finish` hung with 32).
+    /// 1 claims each position alone.
     pub log_range: u32,
     /// Slack after a busy head's lease expiry before a background drain looks again.
     pub watchdog_grace: Duration,
@@ -65,7 +64,7 @@ impl Default for DrainTimings {
             claim_heartbeat: Duration::from_secs(10),
             backoff: Backoff::default(),
             claim_batch: 64,
-            log_range: 1,
+            log_range: 32,
             watchdog_grace: Duration::from_secs(1),
             consume_wait_min: Duration::from_millis(25),
             consume_wait_max: Duration::from_secs(1),
