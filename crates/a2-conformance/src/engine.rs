@@ -17,6 +17,7 @@ pub use crate::healing::*;
 pub use crate::leases::*;
 pub use crate::permits::*;
 pub use crate::presence_feed::*;
+pub use crate::range_drain::*;
 pub use crate::reads::*;
 pub use crate::registry::consumer_catalog_lists_idle_consumers;
 pub use crate::run_context::*;

@@ -2,7 +2,7 @@
 //! what the engine does when its store misbehaves.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use a2_store::*;
 
@@ -33,6 +33,16 @@ pub struct Faulty {
     pub fail_upkeep: AtomicBool,
     /// Completions wait while this is on (a commit stuck behind a slow disk), then go through.
     pub hold_completions: AtomicBool,
+    /// Claims the store has answered so far.
+    pub claims_answered: AtomicU32,
+    /// The head (consumer, index) whose completion, once committed, answers
+    /// only after a claim begun since has answered: a drain that claims
+    /// before it hears how a run it started ended.
+    pub answer_after_a_claim: Mutex<Option<(String, u64)>>,
+    /// That completion is committed and waiting for the claim.
+    pub completion_waits_for_a_claim: AtomicBool,
+    /// The claims begun when it answered (`u32::MAX` until it has).
+    pub claims_when_it_answered: AtomicU32,
 }
 
 impl Faulty {
@@ -52,6 +62,10 @@ impl Faulty {
             rates_counted: AtomicU32::new(0),
             fail_upkeep: AtomicBool::new(false),
             hold_completions: AtomicBool::new(false),
+            claims_answered: AtomicU32::new(0),
+            answer_after_a_claim: Mutex::new(None),
+            completion_waits_for_a_claim: AtomicBool::new(false),
+            claims_when_it_answered: AtomicU32::new(u32::MAX),
         })
     }
 }
@@ -96,7 +110,9 @@ impl Store for Faulty {
         if self.fail_claim.load(Ordering::SeqCst) {
             return Err(StoreError::unavailable("claims are switched to fail"));
         }
-        self.inner.head_claim(params).await
+        let claimed = self.inner.head_claim(params).await;
+        self.claims_answered.fetch_add(1, Ordering::SeqCst);
+        claimed
     }
     async fn head_renew(&self, params: HeadRenew) -> Result<Renewed, StoreError> {
         hang_if(&self.hang_renew).await;
@@ -104,7 +120,18 @@ impl Store for Faulty {
     }
     async fn head_complete(&self, params: HeadComplete) -> Result<CompleteOutcome, StoreError> {
         hold_while(&self.hold_completions).await;
-        self.inner.head_complete(params).await
+        let target = (params.head.consumer.clone(), params.head.index);
+        let waits = self.answer_after_a_claim.lock().is_ok_and(|t| t.as_ref() == Some(&target));
+        let outcome = self.inner.head_complete(params).await;
+        if waits {
+            let begun = self.claims.load(Ordering::SeqCst);
+            self.completion_waits_for_a_claim.store(true, Ordering::SeqCst);
+            while self.claims_answered.load(Ordering::SeqCst) <= begun {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            self.claims_when_it_answered.store(self.claims.load(Ordering::SeqCst), Ordering::SeqCst);
+        }
+        outcome
     }
     async fn head_complete_many(&self, params: HeadCompleteMany) -> Result<Vec<HeadRef>, StoreError> {
         hold_while(&self.hold_completions).await;

@@ -31,6 +31,7 @@ mod permits;
 mod presence_cells;
 mod presence_feed;
 pub mod property;
+mod range_drain;
 pub mod range_property;
 mod ranges;
 mod reads;
@@ -187,6 +188,7 @@ macro_rules! conformance_suite {
                     consume_cycle_is_refused,
                     claim_error_lets_running_heads_finish,
                     a_long_session_is_claimed_in_batches,
+                    a_range_outlives_the_late_end_of_the_range_before,
                     fencing_holds_when_store_hangs,
                     abort_on_sees_other_process,
                     engine_state_snapshots_every_n_and_reports_its_index,

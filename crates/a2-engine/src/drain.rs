@@ -484,16 +484,22 @@ impl Drain {
         };
         // A lane's first position starts now; the rest of its range waits behind it, in order.
         let mut starting = Vec::new();
+        let mut ranges: HashMap<(String, Option<String>), VecDeque<(ClaimedHead, u64)>> = HashMap::new();
         for head in &claimed.heads {
             let lane = (head.head.consumer.clone(), head.head.lane.clone());
             if head.head.lane.is_some()
                 && starting.iter().any(|s: &ClaimedHead| (&s.head.consumer, &s.head.lane) == (&lane.0, &lane.1))
             {
-                self.ranges.entry(lane).or_default().push_back((head.clone(), claimed.session_head));
+                ranges.entry(lane).or_default().push_back((head.clone(), claimed.session_head));
             } else {
                 starting.push(head.clone());
             }
         }
+        // A lane claimed anew starts a range of its own: no earlier queue of it is still to run.
+        for head in &starting {
+            self.ranges.remove(&(head.head.consumer.clone(), head.head.lane.clone()));
+        }
+        self.ranges.extend(ranges);
         self.saturated = starting.len() >= limit;
         span.record("a2.claim.count", claimed.heads.len());
         span.record("a2.claim.exhausted", claimed.exhausted.len());
@@ -625,7 +631,7 @@ impl Drain {
     ) -> Option<bool> {
         let lane = (head.consumer.clone(), head.lane.clone());
         let HeadOutcome::Processed { holds_next: true, appended_work, .. } = outcome else {
-            self.ranges.remove(&lane);
+            self.drop_range_after(head);
             return None;
         };
         let queue = self.ranges.get_mut(&lane)?;
@@ -637,6 +643,19 @@ impl Drain {
         let (next, session_head) = next?;
         self.start(next, permit, expires_at, session_head, Some(more));
         Some(*appended_work)
+    }
+
+    /// Drop the unrun rest of the range `head` runs in, if it is still queued.
+    /// A lane's queue may already be a later range's: the cursor moved on when
+    /// `head` committed, and the drain can claim again before it hears so.
+    fn drop_range_after(&mut self, head: &HeadRef) {
+        let lane = (head.consumer.clone(), head.lane.clone());
+        let follows = |queue: &VecDeque<(ClaimedHead, u64)>| {
+            queue.front().is_some_and(|(next, _)| next.head.index == head.index + 1)
+        };
+        if self.ranges.get(&lane).is_some_and(follows) {
+            self.ranges.remove(&lane);
+        }
     }
 
     /// Self-fencing: a head whose local lease estimate passed is abandoned with no I/O.
@@ -663,7 +682,7 @@ impl Drain {
     fn give_up(&mut self, head: &HeadRef, reason: CancelReason) {
         let grace = if reason == CancelReason::Shutdown { Duration::ZERO } else { self.core.timings().cancel_grace };
         // The rest of its range never runs: its lease lapses on the position the cursor stands on.
-        self.ranges.remove(&(head.consumer.clone(), head.lane.clone()));
+        self.drop_range_after(head);
         let Some(active) = self.active.get_mut(head) else { return };
         if active.abandon(reason, grace) {
             self.active.remove(head);
