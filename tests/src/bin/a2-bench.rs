@@ -965,8 +965,23 @@ async fn log_only(url: &str, schema: &str, pg: Arc<dyn Store>) -> Result<(), Str
         probe: Some(Some(&stats)),
         upkeep: false,
     };
-    let (log, figures) = drain_measured(pg, 200, 20, setup).await?;
+    let (log, figures) = drain_measured(pg.clone(), 200, 20, setup).await?;
     println!("bench postgres drain shape=log sessions=200 events=20 events_per_s={log:.0} {figures}");
+    // Where pg_stat_statements is loaded, a second round says which statements the time went to.
+    if probe::statements_reset(&stats).await {
+        let setup = DrainSetup {
+            shape: Shape::Log,
+            prefix: "log-quick-statements",
+            analyze: Some((url, schema)),
+            max_running: None,
+            probe: None,
+            upkeep: false,
+        };
+        drain_measured(pg, 200, 20, setup).await?;
+        for line in probe::statements_top(&stats, "shape=log", 10).await {
+            println!("{line}");
+        }
+    }
     stats.close().await;
     Ok(())
 }

@@ -134,7 +134,7 @@ pub async fn statements_reset(pool: &sqlx::PgPool) -> bool {
 /// each: calls, mean executor and planning time, WAL records a call.
 pub async fn statements_top(pool: &sqlx::PgPool, label: &str, limit: i64) -> Vec<String> {
     let rows: Vec<(String, i64, f64, f64, i64, i64)> = sqlx::query_as(
-        "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 90), calls, mean_exec_time, mean_plan_time, plans, \
+        "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 160), calls, mean_exec_time, mean_plan_time, plans, \
          wal_records::bigint FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) \
          ORDER BY total_exec_time + total_plan_time DESC LIMIT $1",
     )
