@@ -94,7 +94,7 @@ async fn serve_app(cli: &Cli, port: u16) -> Result<(), ApiError> {
     // As everywhere, a Postgres store is written only with --read-write.
     let info = studio.connection_open(open_request(cli, read_only_of(cli))).await?;
     announce_writes(&info);
-    let servers = studio.app_servers()?;
+    let servers = studio.app_servers().await?;
     let unavailable = |e: std::io::Error| ApiError::new(a2_studio_api::ErrorCode::Unavailable, e.to_string());
     let listener = web::bind(port).await.map_err(unavailable)?;
     let url = format!("http://127.0.0.1:{}/", listener.local_addr().map_err(unavailable)?.port());

@@ -335,13 +335,19 @@ impl Operator {
 
     /// `NOT_A_DEMO_STORE` unless [`Operator::demo_owns_store`].
     async fn demo_may_seed(&self) -> Result<(), OperatorError> {
+        self.demo_may_run("seed").await
+    }
+
+    /// `NOT_A_DEMO_STORE` unless [`Operator::demo_owns_store`]; `doing`
+    /// names what was refused, for the message.
+    async fn demo_may_run(&self, doing: &str) -> Result<(), OperatorError> {
         if self.demo_owns_store().await? {
             return Ok(());
         }
         let contracts = self.store().contract_list().await?;
         Err(OperatorError::NotADemoStore {
             why: format!(
-                "this store holds sessions ({}) and the demo never seeded it; the demo seeds an empty store or its own",
+                "this store holds sessions ({}) and the demo never seeded it; the demo will only {doing} an empty store or its own",
                 contracts.join(", ")
             ),
         })
@@ -369,9 +375,12 @@ impl Operator {
     }
 
     /// The demo contract's server on this store, its consumers draining in
-    /// this process: what `a2 serve-app` serves over the wire.
-    pub fn demo_server(&self) -> Result<Server, OperatorError> {
+    /// this process: what `a2 serve-app` serves over the wire. Only on a
+    /// store the demo owns (`NOT_A_DEMO_STORE` otherwise): its handlers would
+    /// run on every session of a `shop` contract that is not the demo's.
+    pub async fn demo_server(&self) -> Result<Server, OperatorError> {
         self.writable("serve-app")?;
+        self.demo_may_run("serve the demo app on").await?;
         server(self.attached.store.clone(), DemoOptions::default(), true)
     }
 

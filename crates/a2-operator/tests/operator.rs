@@ -140,6 +140,7 @@ macro_rules! on_every_store {
 on_every_store!(
     demo_seed_is_audited,
     demo_seed_refuses_a_store_it_did_not_create,
+    serve_app_refuses_a_store_the_demo_does_not_own,
     failed_consume_is_audited,
     import_checks_events_against_the_contract,
     read_only_overview_reads_kept_totals
@@ -356,6 +357,24 @@ async fn demo_seed_refuses_a_store_it_did_not_create(kind: StoreKind) {
     let fresh = operator(store_of(kind).await, kind, Mode::ReadWrite);
     fresh.demo_seed(options).await.unwrap_or_else(|e| panic!("an empty store is seeded: {e}"));
     fresh.demo_seed(options).await.unwrap_or_else(|e| panic!("and its own store again: {e}"));
+}
+
+/// `a2 serve-app` runs the demo's handlers on every `shop` session, so its
+/// server is built only on a store the demo owns: empty, or seeded by it.
+async fn serve_app_refuses_a_store_the_demo_does_not_own(kind: StoreKind) {
+    let store = store_of(kind).await;
+    seed(&*store).await;
+    let op = operator(store.clone(), kind, Mode::ReadWrite);
+    let error = op.demo_server().await.map(|_| ()).expect_err("a store the demo did not create");
+    assert_eq!(error.code(), "NOT_A_DEMO_STORE", "{error}");
+    assert!(error.to_string().contains("serve the demo app"), "says what was refused: {error}");
+    let fresh = operator(store_of(kind).await, kind, Mode::ReadWrite);
+    let server = fresh.demo_server().await.unwrap_or_else(|e| panic!("an empty store is the demo's: {e}"));
+    server.stop().await;
+    let options = a2_operator::demo::DemoOptions { sessions: 1, fail_rate: 0.0, bulk: true, ..Default::default() };
+    fresh.demo_seed(options).await.unwrap_or_else(|e| panic!("{e}"));
+    let server = fresh.demo_server().await.unwrap_or_else(|e| panic!("and so is one it seeded: {e}"));
+    server.stop().await;
 }
 
 /// A consume in run mode that fails halfway (here its consumer is paused

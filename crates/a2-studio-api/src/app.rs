@@ -14,10 +14,10 @@ use crate::{ApiError, ErrorCode, Studio};
 impl Studio {
     /// The servers an app on the open store serves: the demo contract's,
     /// its consumers draining in this process. Pushes write, so a read-only
-    /// connection is refused.
-    pub fn app_servers(&self) -> Result<Vec<a2_engine::Server>, ApiError> {
+    /// connection is refused, and so is a store the demo does not own.
+    pub async fn app_servers(&self) -> Result<Vec<a2_engine::Server>, ApiError> {
         let operator = self.writable_operator("serve-app")?;
-        Ok(vec![operator.demo_server()?])
+        Ok(vec![operator.demo_server().await?])
     }
 }
 
