@@ -125,6 +125,47 @@ fn a_session_exports_imports_and_refuses_a_damaged_file() {
     assert_eq!(json(&target, &["import", "--file", &path, "--as", "order-copy"])["session"], "order-copy");
 }
 
+/// The mode bits of `path` and of its `-wal` and `-shm`, where they exist.
+#[cfg(unix)]
+fn modes(path: &std::path::Path) -> Vec<(String, u32)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    ["", "-wal", "-shm"]
+        .iter()
+        .filter_map(|suffix| {
+            let file = PathBuf::from(format!("{}{suffix}", path.display()));
+            std::fs::metadata(&file).ok().map(|m| (file.display().to_string(), m.permissions().mode() & 0o777))
+        })
+        .collect()
+}
+
+/// A store holds events and copies of production sessions: a new one is
+/// this user's alone (0600, with its `-wal` and `-shm`), and a copy into an
+/// existing store that others could read makes it private first.
+#[cfg(unix)]
+#[test]
+fn a_copy_into_an_existing_store_is_this_users_alone() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let source = scratch("private-source.sqlite");
+    let source_url = format!("sqlite:{}", source.display());
+    ok(&source_url, &["demo", "--sessions", "3"]);
+    let created = modes(&source);
+    assert!(!created.is_empty() && created.iter().all(|(_, mode)| *mode == 0o600), "a new store: {created:?}");
+
+    let target = scratch("private-target.sqlite");
+    let target_url = format!("sqlite:{}", target.display());
+    ok(&target_url, &["init"]);
+    for (file, _) in modes(&target) {
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(modes(&target).iter().all(|(_, mode)| *mode == 0o644));
+    let to = target.display().to_string();
+    ok(&source_url, &["copy", "--contract", "shop", "--session", "order-00001", "--to", &to]);
+    let after = modes(&target);
+    assert!(after.iter().all(|(_, mode)| *mode == 0o600), "the copy's target was made private: {after:?}");
+    let copied = json(&target_url, &["session", "--contract", "shop", "--session", "order-00001"]);
+    assert_eq!(copied["session"], "order-00001", "{copied}");
+}
+
 /// What `a2 search` finds, as (session, matches) pairs.
 fn found(store: &str, args: &[&str]) -> Vec<(String, u64)> {
     let hits = json(store, &[&["search", "--contract", "shop"], args].concat());

@@ -51,6 +51,23 @@ fn options(path: &Path, access: Access) -> SqliteConnectOptions {
     }
 }
 
+/// Create the store's file empty and this user's alone (0600, whatever the
+/// umask), before SQLite opens it: a store holds events, and copies of
+/// production sessions. SQLite gives its `-wal` and `-shm` files the
+/// database file's mode, so they are private too.
+fn create_private(path: &Path) -> Result<(), StoreError> {
+    let mut file = std::fs::OpenOptions::new();
+    file.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+    match file.open(path) {
+        Ok(_) => Ok(()),
+        // Another process made it meanwhile: it is opened as any existing store.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::unavailable(format!("creating {}: {e}", path.display()))),
+    }
+}
+
 /// How to open a SQLite store beyond read-write or read-only.
 #[derive(Debug, Clone, Copy)]
 pub struct SqliteOpen {
@@ -95,6 +112,7 @@ impl Sqlite {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| StoreError::unavailable(format!("creating {}: {e}", dir.display())))?;
             }
+            create_private(&path)?;
         }
         if access == Access::ReadWrite && exists && !how.init {
             refuse_other_files(&path).await?;

@@ -118,8 +118,9 @@ impl Studio {
 }
 
 /// A copy holds production data: a new file is made this user's alone
-/// (0600) before SQLite opens it, and a symbolic link is never followed
-/// (it could point the copy anywhere).
+/// (0600) before SQLite opens it; an existing one (and its `-wal` and
+/// `-shm`) must be this user's, and is made private before the copy goes
+/// in; a symbolic link is never followed (it could point the copy anywhere).
 fn private_file(path: &std::path::Path) -> Result<(), ApiError> {
     #[cfg(unix)]
     use std::os::unix::fs::OpenOptionsExt as _;
@@ -128,7 +129,12 @@ fn private_file(path: &std::path::Path) -> Result<(), ApiError> {
             "{} is a symbolic link: a copy is written only to a plain file",
             path.display()
         ))),
-        Ok(_) => Ok(()),
+        Ok(_) => {
+            for file in [path.to_path_buf(), sidecar(path, "-wal"), sidecar(path, "-shm")] {
+                make_private(&file)?;
+            }
+            Ok(())
+        }
         Err(_) => {
             let mut options = std::fs::OpenOptions::new();
             options.write(true).create_new(true);
@@ -140,4 +146,45 @@ fn private_file(path: &std::path::Path) -> Result<(), ApiError> {
                 .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", path.display())))
         }
     }
+}
+
+/// `PATH` with `suffix` appended to its file name: SQLite's `-wal` and `-shm`.
+fn sidecar(path: &std::path::Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Make an existing file of this user's readable by this user alone; refuse
+/// one another user owns (their file, their data) or a symbolic link. A file
+/// that is not there is left to SQLite (which gives it the store's mode).
+#[cfg(unix)]
+fn make_private(path: &std::path::Path) -> Result<(), ApiError> {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return Ok(()) };
+    if meta.file_type().is_symlink() {
+        return Err(ApiError::invalid(format!(
+            "{} is a symbolic link: a copy is written only to plain files",
+            path.display()
+        )));
+    }
+    // SAFETY: geteuid takes nothing and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(ApiError::invalid(format!(
+            "{} belongs to another user (uid {}): a copy of production data goes only into a file of your own",
+            path.display(),
+            meta.uid()
+        )));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| ApiError::invalid(format!("cannot make {} private: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn make_private(_: &std::path::Path) -> Result<(), ApiError> {
+    Ok(())
 }
