@@ -621,7 +621,7 @@ impl Drain {
     /// A position of a range ended. When its completion leased the next one,
     /// that one starts now on the same permit and lease (`Some(appended_work)`:
     /// whether the ended run appended work that needs a claim); otherwise the
-    /// rest of the range is dropped, unrun (`None`).
+    /// rest of its range, if still queued, is dropped unrun (`None`).
     fn range_goes_on(
         &mut self,
         head: &HeadRef,
@@ -634,13 +634,15 @@ impl Drain {
             self.drop_range_after(head);
             return None;
         };
-        let queue = self.ranges.get_mut(&lane)?;
-        let next = queue.pop_front().filter(|(next, _)| next.head.index == head.index + 1);
-        let more = next.is_some() && !queue.is_empty();
+        // Only the queue that continues from `head` is its range's: a head
+        // given up while it wrote its outcome may hear of it after a later
+        // range of its lane was claimed, and that one is left alone.
+        let queue = self.ranges.get_mut(&lane).filter(|queue| follows(queue, head))?;
+        let (next, session_head) = queue.pop_front()?;
+        let more = !queue.is_empty();
         if !more {
             self.ranges.remove(&lane);
         }
-        let (next, session_head) = next?;
         self.start(next, permit, expires_at, session_head, Some(more));
         Some(*appended_work)
     }
@@ -650,10 +652,7 @@ impl Drain {
     /// `head` committed, and the drain can claim again before it hears so.
     fn drop_range_after(&mut self, head: &HeadRef) {
         let lane = (head.consumer.clone(), head.lane.clone());
-        let follows = |queue: &VecDeque<(ClaimedHead, u64)>| {
-            queue.front().is_some_and(|(next, _)| next.head.index == head.index + 1)
-        };
-        if self.ranges.get(&lane).is_some_and(follows) {
+        if self.ranges.get(&lane).is_some_and(|queue| follows(queue, head)) {
             self.ranges.remove(&lane);
         }
     }
@@ -747,6 +746,11 @@ impl Drain {
 }
 
 /// A random pause of up to `max`.
+/// Whether a lane's range queue goes on from `head` (its next position first).
+fn follows(queue: &VecDeque<(ClaimedHead, u64)>, head: &HeadRef) -> bool {
+    queue.front().is_some_and(|(next, _)| next.head.index == head.index + 1)
+}
+
 fn jitter(max: Duration) -> Duration {
     let spread = u64::try_from(max.as_millis()).unwrap_or(u64::MAX).max(1);
     Duration::from_millis((uuid::Uuid::new_v4().as_u128() % u128::from(spread)) as u64)

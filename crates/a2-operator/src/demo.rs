@@ -322,15 +322,20 @@ impl Operator {
         seeded
     }
 
-    /// Whether this store is the demo's: empty, or seeded by it before (its
-    /// `demo.seed` entry is in the audit log). The demo's consumers run on
+    /// Whether this store is the demo's: empty, or seeded or served by it
+    /// before (its `demo.seed` or `demo.serve` entry is in the audit log). The demo's consumers run on
     /// every `shop` session, so they are seeded and hosted on no other store.
     pub async fn demo_owns_store(&self) -> Result<bool, OperatorError> {
         if self.store().contract_list().await?.is_empty() {
             return Ok(true);
         }
-        let seeded = AuditList { before: None, limit: 1, action: Some("demo.seed".into()) };
-        Ok(!self.store().audit_list(seeded).await?.is_empty())
+        for action in ["demo.seed", "demo.serve"] {
+            let claimed = AuditList { before: None, limit: 1, action: Some(action.into()) };
+            if !self.store().audit_list(claimed).await?.is_empty() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// `NOT_A_DEMO_STORE` unless [`Operator::demo_owns_store`].
@@ -381,6 +386,11 @@ impl Operator {
     pub async fn demo_server(&self) -> Result<Server, OperatorError> {
         self.writable("serve-app")?;
         self.demo_may_run("serve the demo app on").await?;
+        // Pushes make `shop` sessions of an empty store: on record, so it stays the demo's to serve again.
+        if self.store().contract_list().await?.is_empty() {
+            let entry = self.wide_entry("demo.serve", Some(CONTRACT), serde_json::json!({}));
+            self.store().audit_append(entry).await?;
+        }
         server(self.attached.store.clone(), DemoOptions::default(), true)
     }
 

@@ -370,7 +370,12 @@ async fn serve_app_refuses_a_store_the_demo_does_not_own(kind: StoreKind) {
     assert!(error.to_string().contains("serve the demo app"), "says what was refused: {error}");
     let fresh = operator(store_of(kind).await, kind, Mode::ReadWrite);
     let server = fresh.demo_server().await.unwrap_or_else(|e| panic!("an empty store is the demo's: {e}"));
+    let order = a2_engine::AppendInput::new("order.placed", json!({ "customer": "c-1", "amount": 10 }));
+    let pushed = server.session("pushed").unwrap_or_else(|e| panic!("{e}")).append(vec![order]).await;
+    pushed.unwrap_or_else(|e| panic!("a push: {e}"));
     server.stop().await;
+    let again = fresh.demo_server().await.unwrap_or_else(|e| panic!("the store it served is still the demo's: {e}"));
+    again.stop().await;
     let options = a2_operator::demo::DemoOptions { sessions: 1, fail_rate: 0.0, bulk: true, ..Default::default() };
     fresh.demo_seed(options).await.unwrap_or_else(|e| panic!("{e}"));
     let server = fresh.demo_server().await.unwrap_or_else(|e| panic!("and so is one it seeded: {e}"));

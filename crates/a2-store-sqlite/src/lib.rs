@@ -62,6 +62,13 @@ fn create_private(path: &Path) -> Result<(), StoreError> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
     match file.open(path) {
         Ok(_) => Ok(()),
+        // A dangling link: SQLite would follow it and create its target with the umask's mode.
+        Err(_) if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) => {
+            Err(StoreError::invalid(format!(
+                "{} is a symbolic link to nothing: a store is created only as a plain file",
+                path.display()
+            )))
+        }
         // Another process made it meanwhile: it is opened as any existing store.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(StoreError::unavailable(format!("creating {}: {e}", path.display()))),

@@ -77,12 +77,13 @@ impl Studio {
         }
         let from = a2_operator::SessionRef::new(request.contract, request.session);
         let copy = source.session_export(&from, self.limits.whole_session_events).await?;
-        self.record_takeout("session.copy", &from, &path.display().to_string(), copy.counts()).await?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", dir.display())))?;
         }
+        // A target refused (a link, another user's file) takes nothing away: checked before the record.
         private_file(&path)?;
+        self.record_takeout("session.copy", &from, &path.display().to_string(), copy.counts()).await?;
         let url = a2_store_registry::sqlite_url(&path);
         let mut connect = Connect::new(url.clone());
         connect.mode = Some(Mode::ReadWrite);
@@ -161,10 +162,14 @@ fn sidecar(path: &std::path::Path, suffix: &str) -> PathBuf {
 #[cfg(unix)]
 fn make_private(path: &std::path::Path) -> Result<(), ApiError> {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-    let Ok(meta) = std::fs::symlink_metadata(path) else { return Ok(()) };
-    if meta.file_type().is_symlink() {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(ApiError::invalid(format!("cannot read {}: {e}", path.display()))),
+    };
+    if !meta.file_type().is_file() {
         return Err(ApiError::invalid(format!(
-            "{} is a symbolic link: a copy is written only to plain files",
+            "{} is not a plain file (a link, a folder …): a copy is written only to plain files",
             path.display()
         )));
     }
