@@ -199,7 +199,7 @@ struct Drain {
     active: HashMap<HeadRef, Active>,
     tasks: JoinSet<(HeadRef, u32, HeadOutcome, Option<OwnedSemaphorePermit>)>,
     /// The rest of each log cursor's range, in order, behind its running position.
-    ranges: HashMap<(String, Option<String>), VecDeque<(ClaimedHead, u64)>>,
+    ranges: RangeQueues,
     excluded: Vec<HeadRef>,
     processed: u64,
     failure_retry_at: Option<Millis>,
@@ -484,7 +484,7 @@ impl Drain {
         };
         // A lane's first position starts now; the rest of its range waits behind it, in order.
         let mut starting = Vec::new();
-        let mut ranges: HashMap<(String, Option<String>), VecDeque<(ClaimedHead, u64)>> = HashMap::new();
+        let mut ranges = RangeQueues::new();
         for head in &claimed.heads {
             let lane = (head.head.consumer.clone(), head.head.lane.clone());
             if head.head.lane.is_some()
@@ -745,12 +745,16 @@ impl Drain {
     }
 }
 
-/// A random pause of up to `max`.
+/// The unrun rest of each lane's range, by (consumer, lane): each position
+/// with the session head its claim read.
+type RangeQueues = HashMap<(String, Option<String>), VecDeque<(ClaimedHead, u64)>>;
+
 /// Whether a lane's range queue goes on from `head` (its next position first).
 fn follows(queue: &VecDeque<(ClaimedHead, u64)>, head: &HeadRef) -> bool {
     queue.front().is_some_and(|(next, _)| next.head.index == head.index + 1)
 }
 
+/// A random pause of up to `max`.
 fn jitter(max: Duration) -> Duration {
     let spread = u64::try_from(max.as_millis()).unwrap_or(u64::MAX).max(1);
     Duration::from_millis((uuid::Uuid::new_v4().as_u128() % u128::from(spread)) as u64)

@@ -385,11 +385,12 @@ impl Operator {
     /// run on every session of a `shop` contract that is not the demo's.
     pub async fn demo_server(&self) -> Result<Server, OperatorError> {
         self.writable("serve-app")?;
-        self.demo_may_run("serve the demo app on").await?;
-        // Pushes make `shop` sessions of an empty store: on record, so it stays the demo's to serve again.
         if self.store().contract_list().await?.is_empty() {
+            // Pushes make `shop` sessions of an empty store: on record, so it stays the demo's to serve again.
             let entry = self.wide_entry("demo.serve", Some(CONTRACT), serde_json::json!({}));
             self.store().audit_append(entry).await?;
+        } else {
+            self.demo_may_run("serve the demo app on").await?;
         }
         server(self.attached.store.clone(), DemoOptions::default(), true)
     }

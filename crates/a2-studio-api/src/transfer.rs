@@ -118,35 +118,16 @@ impl Studio {
     }
 }
 
-/// A copy holds production data: a new file is made this user's alone
-/// (0600) before SQLite opens it; an existing one (and its `-wal` and
-/// `-shm`) must be this user's, and is made private before the copy goes
-/// in; a symbolic link is never followed (it could point the copy anywhere).
+/// A copy holds production data. A new file is made this user's alone by
+/// the SQLite store that creates it (0600, before SQLite opens it); an
+/// existing one and its `-wal` and `-shm` must be this user's plain files,
+/// made private before the copy goes in. A symbolic link is never followed
+/// (it could point the copy anywhere).
 fn private_file(path: &std::path::Path) -> Result<(), ApiError> {
-    #[cfg(unix)]
-    use std::os::unix::fs::OpenOptionsExt as _;
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => Err(ApiError::invalid(format!(
-            "{} is a symbolic link: a copy is written only to a plain file",
-            path.display()
-        ))),
-        Ok(_) => {
-            for file in [path.to_path_buf(), sidecar(path, "-wal"), sidecar(path, "-shm")] {
-                make_private(&file)?;
-            }
-            Ok(())
-        }
-        Err(_) => {
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create_new(true);
-            #[cfg(unix)]
-            options.mode(0o600);
-            options
-                .open(path)
-                .map(drop)
-                .map_err(|e| ApiError::invalid(format!("cannot create {}: {e}", path.display())))
-        }
+    for file in [path.to_path_buf(), sidecar(path, "-wal"), sidecar(path, "-shm")] {
+        make_private(&file)?;
     }
+    Ok(())
 }
 
 /// `PATH` with `suffix` appended to its file name: SQLite's `-wal` and `-shm`.

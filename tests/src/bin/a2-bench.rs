@@ -931,20 +931,7 @@ async fn drain_only(url: &str, schema: &str, pg: Arc<dyn Store>) -> Result<(), S
     println!("bench postgres drain shape=log sessions=200 events=20 events_per_s={log:.0} {figures}");
     if probe::statements_reset(&stats).await {
         for (shape, label, events, lines) in [(Shape::Jobs, "jobs", 100, 8), (Shape::Log, "log", 20, 10)] {
-            probe::statements_reset(&stats).await;
-            let prefix = format!("{label}-statements");
-            let setup = DrainSetup {
-                shape,
-                prefix: &prefix,
-                analyze: Some((url, schema)),
-                max_running: None,
-                probe: None,
-                upkeep: false,
-            };
-            drain_measured(pg.clone(), 200, events, setup).await?;
-            for line in probe::statements_top(&stats, &format!("shape={label}"), lines).await {
-                println!("{line}");
-            }
+            statements_round(pg.clone(), (url, schema), &stats, (shape, label, events), lines).await?;
         }
     } else {
         println!("bench statements unavailable (pg_stat_statements is not in shared_preload_libraries)");
@@ -969,20 +956,35 @@ async fn log_only(url: &str, schema: &str, pg: Arc<dyn Store>) -> Result<(), Str
     println!("bench postgres drain shape=log sessions=200 events=20 events_per_s={log:.0} {figures}");
     // Where pg_stat_statements is loaded, a second round says which statements the time went to.
     if probe::statements_reset(&stats).await {
-        let setup = DrainSetup {
-            shape: Shape::Log,
-            prefix: "log-quick-statements",
-            analyze: Some((url, schema)),
-            max_running: None,
-            probe: None,
-            upkeep: false,
-        };
-        drain_measured(pg, 200, 20, setup).await?;
-        for line in probe::statements_top(&stats, "shape=log", 10).await {
-            println!("{line}");
-        }
+        statements_round(pg, (url, schema), &stats, (Shape::Log, "log", 20), 10).await?;
     }
     stats.close().await;
+    Ok(())
+}
+
+/// One unprobed round of `shape` (200 sessions of `events`) after a reset of
+/// `pg_stat_statements`, then its `lines` costliest statements, printed.
+async fn statements_round(
+    pg: Arc<dyn Store>,
+    (url, schema): (&str, &str),
+    stats: &sqlx::PgPool,
+    (shape, label, events): (Shape, &str, usize),
+    lines: i64,
+) -> Result<(), String> {
+    probe::statements_reset(stats).await;
+    let prefix = format!("{label}-statements");
+    let setup = DrainSetup {
+        shape,
+        prefix: &prefix,
+        analyze: Some((url, schema)),
+        max_running: None,
+        probe: None,
+        upkeep: false,
+    };
+    drain_measured(pg, 200, events, setup).await?;
+    for line in probe::statements_top(stats, &format!("shape={label}"), lines).await {
+        println!("{line}");
+    }
     Ok(())
 }
 
