@@ -13,6 +13,11 @@ use tokio::sync::{Barrier, Notify};
 
 use crate::StoreFactory;
 
+pub use crate::adapters::{
+    append_dispatch_arms_the_scheduler_instead_of_draining, append_dispatch_without_a_scheduler_is_refused,
+    custom_scheduler_task_is_delivered_through_the_append_path,
+    schedule_marks_any_scheduler_error_as_scheduler_send_failed, scheduled_task_for_another_contract_is_refused,
+};
 pub use crate::healing::*;
 pub use crate::leases::*;
 pub use crate::permits::*;
@@ -21,9 +26,11 @@ pub use crate::range_drain::*;
 pub use crate::reads::*;
 pub use crate::registry::consumer_catalog_lists_idle_consumers;
 pub use crate::run_context::*;
+pub use crate::run_fidelity::*;
 pub use crate::scheduling::*;
 pub use crate::semantics::*;
 pub use crate::upkeep::{one_upkeep_leader_at_a_time, upkeep_leadership_moves_when_the_leader_dies};
+pub use crate::watchdogs::*;
 
 /// A presence field of the test contract: where a participant points.
 #[derive(Deserialize)]

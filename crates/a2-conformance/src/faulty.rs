@@ -24,6 +24,8 @@ pub struct Faulty {
     pub claims: AtomicU32,
     /// Event pages and snapshots read so far.
     pub event_lists: AtomicU32,
+    /// Event pages fail (`STORE_UNAVAILABLE`): an abort watch that cannot read.
+    pub fail_event_lists: AtomicBool,
     pub snapshot_gets: AtomicU32,
     /// Whole-store consumer-total aggregates asked for (computed or refreshed).
     pub totals_computed: AtomicU32,
@@ -57,6 +59,7 @@ impl Faulty {
             snapshot_puts: AtomicU32::new(0),
             claims: AtomicU32::new(0),
             event_lists: AtomicU32::new(0),
+            fail_event_lists: AtomicBool::new(false),
             snapshot_gets: AtomicU32::new(0),
             totals_computed: AtomicU32::new(0),
             rates_counted: AtomicU32::new(0),
@@ -222,6 +225,9 @@ impl Store for Faulty {
     }
     async fn event_list(&self, params: EventList) -> Result<Vec<Event>, StoreError> {
         self.event_lists.fetch_add(1, Ordering::SeqCst);
+        if self.fail_event_lists.load(Ordering::SeqCst) {
+            return Err(StoreError::unavailable("event pages are switched to fail"));
+        }
         self.inner.event_list(params).await
     }
     async fn contract_list(&self) -> Result<Vec<String>, StoreError> {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use a2_store::{Clock, Store};
 
+pub mod adapters;
 mod appends;
 mod batching;
 mod claims;
@@ -37,6 +38,7 @@ mod ranges;
 mod reads;
 mod registry;
 mod run_context;
+mod run_fidelity;
 mod scheduling;
 mod semantics;
 pub mod store;
@@ -44,6 +46,7 @@ mod support;
 mod tasks;
 mod totals;
 mod upkeep;
+mod watchdogs;
 
 pub use inspection::consumer_totals_in_chunks_match_the_whole;
 pub use tokio;
@@ -216,10 +219,22 @@ macro_rules! conformance_suite {
                     scheduled_clear_respects_if_last_index,
                     due_tasks_are_served_once_by_many_servers,
                     watchdog_retries_work_of_a_dead_process,
+                    custom_scheduler_task_is_delivered_through_the_append_path,
+                    scheduled_task_for_another_contract_is_refused,
+                    schedule_marks_any_scheduler_error_as_scheduler_send_failed,
+                    append_dispatch_arms_the_scheduler_instead_of_draining,
+                    append_dispatch_without_a_scheduler_is_refused,
+                    watchdog_task_settles_only_after_its_drain_claimed,
+                    external_append_arms_the_watchdog,
+                    busy_claim_leaves_a_durable_watchdog,
+                    run_reads_session_presence,
+                    abort_on_predicate_sees_public_session_ids,
+                    abort_monitor_failure_fails_the_attempt,
                     presence_patch_is_checked_whole,
                     state_reads_answer_from_memory_until_the_log_moves,
                     stream_with_presence_starts_with_a_snapshot_then_interleaves,
                     stale_presence_patch_never_repaints_the_past,
+                    presence_patch_interleaves_while_event_backlog_drains,
                     consumer_catalog_lists_idle_consumers,
                     one_upkeep_leader_at_a_time,
                     upkeep_leadership_moves_when_the_leader_dies,

@@ -159,3 +159,26 @@ pub async fn stale_presence_patch_never_repaints_the_past(factory: &dyn StoreFac
     assert_eq!(next_change(&mut feed).await, change("ann", "typing", Some(json!(true)), 500));
     assert_eq!(next_change(&mut feed).await, change("ann", "typing", None, 500), "expired, with the sender's stamp");
 }
+
+/// A client that joins a session with a backlog of events sees presence
+/// written meanwhile between pages of the backlog, as the seeds interleave
+/// the two planes, not only once every held event has been sent.
+pub async fn presence_patch_interleaves_while_event_backlog_drains(factory: &dyn StoreFactory, pace: Pace) {
+    let store = open(factory).await;
+    let server = server_with(pace, store, Vec::new(), |b| b.run_in_background(false));
+    let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
+    session.append((1..=30).map(tick).collect()).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut feed = session.stream_with_presence(0).page_size(10);
+    assert_eq!(next(&mut feed).await, FeedItem::Snapshot(PresenceMap::new()));
+    set(&session, PresencePatch::new("ann").value("typing", json!(true)).at(5)).await;
+    let mut order = Vec::new();
+    while order.len() < 31 {
+        match next(&mut feed).await {
+            FeedItem::Event(event) => order.push(format!("event {}", event.index)),
+            FeedItem::Presence(change) => order.push(format!("presence {}", change.participant)),
+            FeedItem::Snapshot(map) => panic!("a second snapshot: {map:?}"),
+        }
+    }
+    let at = order.iter().position(|item| item == "presence ann").unwrap_or(usize::MAX);
+    assert_eq!(at, 10, "painted after the first page of ten events, not after all thirty: {order:?}");
+}

@@ -2,7 +2,7 @@
 //! after its trigger — appended by this process or any other.
 
 use a2_store::SessionKey;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use a2_store::{Event, EventList, Store};
 use tokio_util::sync::CancellationToken;
@@ -23,10 +23,16 @@ pub(crate) struct AbortRule {
 }
 
 impl AbortRule {
+    /// `trigger` carries the session's public id; a stored `event` is given it
+    /// before a predicate sees it.
     fn fires(&self, event: &Event, trigger: &Event, attempt: u32) -> bool {
-        event.index > trigger.index
-            && event.event_type == self.event_type
-            && self.matches.as_ref().is_none_or(|m| m(event, trigger, attempt))
+        if event.index <= trigger.index || event.event_type != self.event_type {
+            return false;
+        }
+        self.matches.as_ref().is_none_or(|matches| {
+            let public = Event { session: trigger.session.clone(), ..event.clone() };
+            matches(&public, trigger, attempt)
+        })
     }
 }
 
@@ -39,35 +45,59 @@ pub(crate) struct AbortWatch {
     /// Subscribed before the watch's first read.
     pub signals: SessionSignals,
     pub key: SessionKey,
+    /// The session's public id: what a predicate sees in `event.session`, never the storage key.
+    pub session_id: String,
     pub trigger: Event,
     pub attempt: u32,
     pub reason: CancelCause,
 }
 
+/// A running watch: its task, stopped when dropped, and why it failed, if it did.
+pub(crate) struct Watching {
+    _task: Option<AbortOnDrop<()>>,
+    failure: Arc<OnceLock<String>>,
+}
+
+impl Watching {
+    /// The store error that stopped the watch: the run's attempt fails with it.
+    pub(crate) fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
+    }
+}
+
 /// Watch for `rules` while a run goes. The events already past the trigger
 /// are read before this returns, so a run whose cancelling event is already
-/// in the log starts with its token cancelled; the watch then follows the session.
-pub(crate) async fn watch(
-    rules: &[AbortRule],
-    watched: AbortWatch,
-    token: CancellationToken,
-) -> Option<AbortOnDrop<()>> {
+/// in the log starts with its token cancelled; the watch then follows the
+/// session. A read that fails ends the watch and cancels the run
+/// (`ABORT_MONITOR_FAILED`): an abort it could not see must not go unheeded.
+pub(crate) async fn watch(rules: &[AbortRule], watched: AbortWatch, token: CancellationToken) -> Option<Watching> {
     if rules.is_empty() {
         return None;
     }
     let rules = rules.to_vec();
-    let AbortWatch { store, mut signals, key, trigger, attempt, reason } = watched;
+    let AbortWatch { store, mut signals, key, session_id, mut trigger, attempt, reason } = watched;
+    trigger.session = session_id;
     let mut seen = trigger.index;
     let fires = move |events: &[Event]| events.iter().any(|e| rules.iter().any(|r| r.fires(e, &trigger, attempt)));
+    let failure = Arc::new(OnceLock::new());
+    let failed = |error: a2_store::StoreError, failure: &OnceLock<String>| {
+        tracing::warn!(%error, "abort_on could not read the session; the attempt fails");
+        let _ = failure.set(error.to_string());
+        cancel_for(&reason, &token, CancelReason::AbortMonitorFailed);
+    };
     // The log as it stands before the run starts.
     match newer(&*store, &key, seen).await {
         Ok(events) if fires(&events) => {
             cancel_for(&reason, &token, CancelReason::AbortOn);
-            return None;
+            return Some(Watching { _task: None, failure });
         }
         Ok(events) => seen = events.last().map_or(seen, |e| e.index),
-        Err(error) => tracing::debug!(%error, "abort_on could not read the session; looking again"),
+        Err(error) => {
+            failed(error, &failure);
+            return Some(Watching { _task: None, failure });
+        }
     }
+    let failing = failure.clone();
     let handle = tokio::spawn(async move {
         loop {
             signals.next().await;
@@ -79,11 +109,16 @@ pub(crate) async fn watch(
                     }
                     seen = events.last().map_or(seen, |e| e.index);
                 }
-                Err(error) => tracing::debug!(%error, "abort_on could not read the session; looking again"),
+                Err(error) => {
+                    let _ = failing.set(error.to_string());
+                    tracing::warn!(%error, "abort_on could not read the session; the attempt fails");
+                    cancel_for(&reason, &token, CancelReason::AbortMonitorFailed);
+                    return;
+                }
             }
         }
     });
-    Some(AbortOnDrop(handle))
+    Some(Watching { _task: Some(AbortOnDrop(handle)), failure })
 }
 
 /// Every event after `after`, page by page.

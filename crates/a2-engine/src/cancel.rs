@@ -19,6 +19,9 @@ pub enum CancelReason {
     Cleared,
     /// The server shut down.
     Shutdown,
+    /// The `abort_on` watch could not read the session: the attempt fails (and
+    /// is retried), as the seeds fail it, since an abort may have gone unseen.
+    AbortMonitorFailed,
 }
 
 impl CancelReason {
@@ -30,6 +33,7 @@ impl CancelReason {
             Self::AbortOn => "ABORTED",
             Self::Cleared => "SESSION_CLEARED",
             Self::Shutdown => "SHUTDOWN",
+            Self::AbortMonitorFailed => "ABORT_MONITOR_FAILED",
         }
     }
 }

@@ -125,7 +125,7 @@ async fn consume_loop(
             });
         }
         drains += 1;
-        let options = DrainOptions { only: Some(consumer.clone()), through: Some(through), nested };
+        let options = DrainOptions { only: Some(consumer.clone()), through: Some(through), nested, first_claim: None };
         let mut drain = spawn_drain(core, session_id, options);
         tokio::select! {
             joined = &mut drain => {

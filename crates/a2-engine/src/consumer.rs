@@ -332,6 +332,8 @@ pub(crate) trait RunHost: Send + Sync {
         patch: crate::PresencePatch,
         default_seen: u64,
     ) -> HostFuture<'a, ()>;
+
+    fn presence<'a>(self: Arc<Self>, session_id: &'a str) -> HostFuture<'a, crate::PresenceMap>;
 }
 
 /// The triggering event, the attempt number, a consumer-scoped session and
@@ -468,6 +470,12 @@ impl ConsumerSession {
     /// trigger's index, the frontier this run provably reflects.
     pub async fn set_presence(&self, patch: crate::PresencePatch) -> Result<(), A2Error> {
         self.host.clone().set_presence(&self.session_id, patch, self.head.index).await
+    }
+
+    /// Who is in the session now (see `Session::presence`), as the seeds give
+    /// runs the session's presence: a point-in-time read, expired values pruned.
+    pub async fn presence(&self) -> Result<crate::PresenceMap, A2Error> {
+        self.host.clone().presence(&self.session_id).await
     }
 
     /// Clear the session (see `Session::clear`). Clearing through its own

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::cancel::{cancel_for, CancelCause, CancelReason};
+pub(crate) use crate::drain_task::drain_joined;
 use crate::guard::AbortOnDrop;
 use crate::run::{event_span, run_head, spawn_settler, Fence, HeadOutcome, RangeStep, SettlerSender};
 use crate::server_core::ServerCore;
@@ -38,7 +39,7 @@ pub struct DrainResult {
     pub processed: u64,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct DrainOptions {
     /// Claim and run only this consumer's heads (for `consume`).
     pub only: Option<Consumer>,
@@ -47,6 +48,9 @@ pub(crate) struct DrainOptions {
     /// Started by a run (`ctx.session.consume`): its heads run without taking
     /// a run permit, since the run waiting on them already holds one.
     pub nested: bool,
+    /// Told once the drain's first claim answered, whether it succeeded: a
+    /// watchdog task is settled only after the drain it delivers has claimed.
+    pub first_claim: Option<tokio::sync::oneshot::Sender<bool>>,
 }
 
 /// What the next claim may take: a head is leased only when it can start at
@@ -159,34 +163,6 @@ pub(crate) fn spawn_drain(
     )
 }
 
-/// What a drain's task ended with: a task that panicked is the engine's
-/// error (`DRAIN_PANICKED`), one cancelled (its runtime shutting down) a cancellation;
-/// neither is the store's.
-pub(crate) fn drain_joined(
-    session_id: &str,
-    joined: Result<Result<DrainResult, A2Error>, tokio::task::JoinError>,
-) -> Result<DrainResult, A2Error> {
-    joined.unwrap_or_else(|join| {
-        Err(if join.is_panic() {
-            A2Error::DrainPanicked { session: session_id.to_owned(), message: panic_text(join.into_panic()) }
-        } else {
-            A2Error::Cancelled {
-                message: format!("the drain of session '{session_id}' was stopped before it finished"),
-            }
-        })
-    })
-}
-
-/// A panic's message, when it carried text.
-fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
-    match payload.downcast::<String>() {
-        Ok(text) => *text,
-        Err(payload) => {
-            payload.downcast_ref::<&str>().map_or_else(|| "a panic without a message".into(), |t| (*t).to_owned())
-        }
-    }
-}
-
 struct Drain {
     core: Arc<ServerCore>,
     session_id: String,
@@ -196,6 +172,7 @@ struct Drain {
     through: Option<u64>,
     background_after: bool,
     nested: bool,
+    first_claim: Option<tokio::sync::oneshot::Sender<bool>>,
     active: HashMap<HeadRef, Active>,
     tasks: JoinSet<(HeadRef, u32, HeadOutcome, Option<OwnedSemaphorePermit>)>,
     /// The rest of each log cursor's range, in order, behind its running position.
@@ -236,6 +213,7 @@ impl Drain {
             through: options.through,
             background_after,
             nested: options.nested,
+            first_claim: options.first_claim,
             active: HashMap::new(),
             tasks: JoinSet::new(),
             ranges: HashMap::new(),
@@ -271,7 +249,12 @@ impl Drain {
                     Ok(grant) => {
                         claim_again = false;
                         self.ended_since_claim = false;
-                        match self.claim(grant).await {
+                        let answer = self.claim(grant).await;
+                        if let Some(first_claim) = self.first_claim.take() {
+                            // Nobody waiting is fine: the delivery gave up on its wait.
+                            let _ = first_claim.send(answer.is_ok());
+                        }
+                        match answer {
                             Ok(claimed) => {
                                 last = claimed;
                                 // Took all it could, and the batch has room: claim again as soon as
@@ -517,8 +500,12 @@ impl Drain {
             self.report_exhausted(exhausted, claimed.session_head);
         }
         let expires_at = requested_at + millis(timings.claim_ttl);
+        // As the seeds: a claim that took heads arms the watchdog past its leases; one that
+        // found them busy, past the other holder's lease; one that waits for a retry, past it.
         if !claimed.heads.is_empty() {
             self.core.arm_watchdog(&self.session_id, expires_at);
+        } else if let Some(at) = min_opt(claimed.busy_until, claimed.retry_at) {
+            self.core.arm_watchdog(&self.session_id, at);
         }
         for head in starting {
             let permit = grant.take_one();
@@ -764,27 +751,5 @@ fn min_opt(a: Option<Millis>, b: Option<Millis>) -> Option<Millis> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A drain task that panicked is the engine's error with the panic's
-    /// text, one stopped is a cancellation: neither claims the store failed.
-    #[tokio::test]
-    async fn a_drain_task_that_died_is_not_the_stores_error() {
-        let panicked = tokio::spawn(async { panic!("an engine bug") }).await;
-        let panicked: Result<Result<DrainResult, A2Error>, _> = panicked.map(|()| unreachable!());
-        match drain_joined("s", panicked) {
-            Err(A2Error::DrainPanicked { session, message }) => {
-                assert_eq!((session.as_str(), message.as_str()), ("s", "an engine bug"))
-            }
-            other => panic!("expected DRAIN_PANICKED, got {other:?}"),
-        }
-        let stopped = tokio::spawn(std::future::pending::<Result<DrainResult, A2Error>>());
-        stopped.abort();
-        assert_eq!(drain_joined("s", stopped.await).map_err(|e| e.code()).err(), Some("CANCELLED"));
     }
 }

@@ -91,6 +91,12 @@ impl History {
         self.page = events.clamp(1, a2_store::MAX_PAGE);
     }
 
+    /// Whether the next `next` reads a new page: the page read last was full
+    /// and has been handed out.
+    pub(crate) fn at_page_end(&self) -> bool {
+        self.buffer.is_empty() && !self.done
+    }
+
     /// The next event, or `None` past the range's end.
     pub async fn next(&mut self) -> Result<Option<Event>, A2Error> {
         if self.buffer.is_empty() && !self.done {

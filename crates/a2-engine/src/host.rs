@@ -81,4 +81,8 @@ impl RunHost for ServerCore {
     ) -> HostFuture<'a, ()> {
         Box::pin(async move { ServerCore::set_presence(&self, session_id, patch, default_seen).await })
     }
+
+    fn presence<'a>(self: Arc<Self>, session_id: &'a str) -> HostFuture<'a, crate::PresenceMap> {
+        Box::pin(async move { ServerCore::presence(&self, session_id).await })
+    }
 }

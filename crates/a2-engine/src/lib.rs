@@ -11,6 +11,7 @@ mod consume_waits;
 mod consumer;
 mod contract;
 mod drain;
+mod drain_task;
 mod error;
 mod guard;
 mod history;

@@ -110,7 +110,8 @@ struct Painted {
 
 /// A session's events after a point with its presence beside them: first
 /// one snapshot of the map, then the events and each field's changes as the
-/// store shows them, re-read whenever the session may have changed (an
+/// store shows them (a backlog of events is read a page at a time, presence
+/// looked at between pages), re-read whenever the session may have changed (an
 /// append or a presence write here, the store's feed from elsewhere) and at
 /// the poll ceiling, so an expired value is painted gone while watched.
 /// The store is the judge of who won: a write older than the painted value
@@ -155,6 +156,12 @@ impl PresenceFeed {
                 return Ok(FeedItem::Snapshot(fold(cells)));
             }
             if let Some(event) = self.history.next().await? {
+                // As the seeds interleave the planes: a backlog does not hold presence back.
+                // Between pages of it, the changes since the last look go first.
+                if self.history.at_page_end() {
+                    let cells = self.store.presence_read(&self.key).await?;
+                    self.repaint(cells);
+                }
                 return Ok(FeedItem::Event(event));
             }
             self.history.done = false;

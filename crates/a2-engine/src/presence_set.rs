@@ -50,7 +50,11 @@ impl ServerCore {
         Ok(())
     }
 
+    /// Who is in the session now; `PRESENCE_NOT_SUPPORTED` on a contract without presence fields.
     pub(crate) async fn presence(&self, session_id: &str) -> Result<PresenceMap, A2Error> {
+        if !self.contract().declares_presence() {
+            return Err(A2Error::PresenceNotSupported { contract: self.contract().name().to_owned() });
+        }
         let cells = self.store().presence_read(&self.key(session_id)).await?;
         Ok(fold(cells))
     }

@@ -160,13 +160,14 @@ async fn run_and_settle(
     let mut running = fence.permit;
     let run_token = fence.cancel.child_token();
     // Subscribed before the watch's first read, and only for a consumer with `abort_on` rules.
-    let _abort_watch = if consumer.def.abort_on.is_empty() {
+    let abort_watch = if consumer.def.abort_on.is_empty() {
         None
     } else {
         let watched = AbortWatch {
             store: core.store().clone(),
             signals: core.signals(SessionKey::from_stored(claimed.event.session.clone())),
             key: SessionKey::from_stored(claimed.event.session.clone()),
+            session_id: session_id.to_owned(),
             trigger: claimed.event.clone(),
             attempt: claimed.attempt,
             reason: fence.reason.clone(),
@@ -197,6 +198,12 @@ async fn run_and_settle(
         Ok(result) => result,
         Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name()).into()),
     };
+    // The seeds fail an attempt whose abort monitor failed, whatever the run returned.
+    let monitor_failed = abort_watch.as_ref().and_then(|w| w.failure()).map(str::to_owned);
+    let result = match monitor_failed {
+        Some(failure) => Err(format!("the abort_on monitor could not read the session: {failure}").into()),
+        None => result,
+    };
     // The run is over: its permit goes back now, not once its outcome is
     // written, so the next head starts while this one's commit waits on the
     // disk (`max_running` bounds running code; the drain's batch bounds the
@@ -205,7 +212,8 @@ async fn run_and_settle(
     if !fence.range.as_ref().is_some_and(|r| r.lease_next) {
         running = None;
     }
-    let aborted = run_token.is_cancelled();
+    // A failed monitor's cancel is a failure of the attempt, not an abort.
+    let aborted = run_token.is_cancelled() && fence.reason.get() != Some(&CancelReason::AbortMonitorFailed);
     // Lost its claim and gave up with that very loss (the seeds' `surrendered`:
     // the error is the abort's own reason): nothing to write. Any other error,
     // even after the loss, is the run's own and is written, fenced as any.

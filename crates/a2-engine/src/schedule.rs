@@ -9,12 +9,16 @@ use a2_store::{
     TaskOutcome, TaskSchedule, TaskTrigger, TaskWork,
 };
 
+use std::sync::Arc;
+
 use tracing::Instrument;
 
 use crate::consumer::ScheduleWork;
+use crate::drain::{drain_joined, spawn_drain, DrainOptions};
 use crate::ids::{self, ScheduleKey};
 use crate::scheduler::{ScheduleOrigin, Timing};
 use crate::server_core::{FromTask, ServerCore};
+use crate::timings::SCHEDULER_ARM_WAIT;
 use crate::{A2Error, AppendInput};
 
 /// How a delivery left its task.
@@ -25,6 +29,15 @@ pub(crate) enum Delivery {
     Settled,
     /// Another holder had taken the task over: it delivers, not this one.
     Lost,
+}
+
+/// Any error of a scheduler's while taking task `id`, as the seeds mark it
+/// (`markSchedulerSendFailure`): one code the caller can branch on.
+fn send_failed(id: &str, error: A2Error) -> A2Error {
+    match error {
+        A2Error::SchedulerSendFailed { .. } => error,
+        other => A2Error::SchedulerSendFailed { task: id.to_owned(), message: other.to_string() },
+    }
 }
 
 /// Tasks claimed at once by one delivery pass.
@@ -90,10 +103,7 @@ impl ServerCore {
             work,
             trigger,
         };
-        self.scheduler().schedule(task).instrument(span).await.map_err(|error| match error {
-            A2Error::Store(store) => A2Error::SchedulerSendFailed { task: id.clone(), message: store.to_string() },
-            other => other,
-        })?;
+        self.scheduler().schedule(task).instrument(span).await.map_err(|error| send_failed(&id, error))?;
         self.wake_deliveries(due_at);
         Ok(id)
     }
@@ -134,36 +144,75 @@ impl ServerCore {
     /// covers every claim and beat of a session in that second. Off the claim's
     /// path: a failed arm is logged and never stops claiming.
     pub(crate) fn arm_watchdog(&self, session_id: &str, expires_at: a2_store::Millis) {
+        if let Some(arm) = self.watchdog_arm(session_id, expires_at) {
+            tokio::spawn(arm);
+        }
+    }
+
+    /// [`Self::arm_watchdog`], waited for up to [`SCHEDULER_ARM_WAIT`]: an
+    /// external append answers once its watchdog is durable (or the wait ran
+    /// out, the arm going on), so a process killed after the answer leaves it.
+    pub(crate) async fn arm_watchdog_awaited(&self, session_id: &str, expires_at: a2_store::Millis) {
+        if let Some(arm) = self.watchdog_arm(session_id, expires_at) {
+            let arming = tokio::spawn(arm);
+            if tokio::time::timeout(SCHEDULER_ARM_WAIT, arming).await.is_err() {
+                tracing::warn!(a2.session_id = %session_id, "the drain watchdog was not armed in time; the append answers anyway");
+            }
+        }
+    }
+
+    /// The arm of the watchdog slot after `expires_at` plus grace, unless
+    /// watchdogs are off or this process armed that slot (or a later one) already.
+    fn watchdog_arm(
+        &self,
+        session_id: &str,
+        expires_at: a2_store::Millis,
+    ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
         if !self.watchdog() {
-            return;
+            return None;
         }
         let due = expires_at + crate::timings::millis(self.timings().watchdog_grace);
         let slot = due.div_euclid(1_000) * 1_000 + if due.rem_euclid(1_000) > 0 { 1_000 } else { 0 };
         if !self.watchdog_slot_free(session_id, slot) {
-            return;
+            return None;
         }
-        let id = ids::watchdog_id(self.contract().name(), session_id, slot);
-        let task = TaskSchedule {
+        let task = self.drain_task(session_id, slot);
+        let scheduler = self.scheduler().clone();
+        let session = session_id.to_owned();
+        Some(async move {
+            if let Err(error) = scheduler.schedule(task).await {
+                tracing::warn!(a2.session_id = %session, code = error.code(), %error, "could not arm the drain watchdog");
+            }
+        })
+    }
+
+    /// `append.dispatch`'s arm: a drain task due in the current second (the
+    /// same task for every dispatch of the session in it), awaited, and any
+    /// error of the scheduler's is `SCHEDULER_SEND_FAILED`.
+    pub(crate) async fn arm_drain_now(&self, session_id: &str) -> Result<(), A2Error> {
+        let slot = self.clock().now_ms().div_euclid(1_000) * 1_000;
+        let task = self.drain_task(session_id, slot);
+        let id = task.id.clone();
+        self.scheduler().schedule(task).await.map_err(|error| send_failed(&id, error))?;
+        self.wake_deliveries(slot);
+        Ok(())
+    }
+
+    fn drain_task(&self, session_id: &str, slot: a2_store::Millis) -> TaskSchedule {
+        TaskSchedule {
             session: self.key(session_id),
-            id,
+            id: ids::watchdog_id(self.contract().name(), session_id, slot),
             name: "a2.watchdog".into(),
             due_at: slot,
             work: TaskWork::Drain,
             trigger: None,
-        };
-        let scheduler = self.scheduler().clone();
-        let session = session_id.to_owned();
-        tokio::spawn(async move {
-            if let Err(error) = scheduler.schedule(task).await {
-                tracing::warn!(a2.session_id = %session, code = error.code(), %error, "could not arm the drain watchdog");
-            }
-        });
+        }
     }
 
     /// Deliver one task `holder` claimed, through the ordinary paths. A task
     /// whose trigger was cleared away, or a clear whose guard no longer holds,
     /// is an acknowledged no-op, as the seeds say.
-    pub(crate) async fn deliver(&self, task: &ScheduledTask, holder: &str) -> Result<Delivery, A2Error> {
+    pub(crate) async fn deliver(self: &Arc<Self>, task: &ScheduledTask, holder: &str) -> Result<Delivery, A2Error> {
         let span = tracing::info_span!(
             "a2.schedule.deliver",
             a2.contract = %task.contract,
@@ -175,29 +224,33 @@ impl ServerCore {
         async {
             match &task.work {
                 TaskWork::Append { events } => {
-                    let inputs: Vec<AppendInput> = events
-                        .iter()
-                        .map(|e| AppendInput {
-                            event_type: e.event_type.clone(),
-                            payload: e.payload.clone(),
-                            id: Some(e.id.clone()),
-                        })
-                        .collect();
-                    let by = ScheduledBy { task: task.id.clone(), name: task.name.clone() };
-                    let from = FromTask { by: &by, trigger_index: task.trigger.as_ref().map(|t| t.index) };
-                    match self.append_from(&task.session_id, inputs, None, Some(from), &|_| String::new()).await {
-                        Err(error) if error.code() != "SESSION_CLEARED" => Err(error),
-                        // A second delivery appends nothing: the events' ids are fixed.
-                        _ => Ok(Delivery::ToSettle),
-                    }
-                }
-                // The background's drain of the session claims whatever a dead process left there.
-                TaskWork::Drain if self.drains_in_background() && !self.consumers().is_empty() => {
-                    self.wake(&task.session_id);
+                    let trigger_index = task.trigger.as_ref().map(|t| t.index);
+                    self.deliver_append(&task.session_id, &task.id, &task.name, events, trigger_index).await?;
                     Ok(Delivery::ToSettle)
                 }
+                // A drain of the session claims whatever a dead process left there; the task
+                // is settled once that claim answered, so a delivery that dies before it is redelivered.
+                TaskWork::Drain if !self.consumers().is_empty() => {
+                    let (told, first_claim) = tokio::sync::oneshot::channel();
+                    let options = DrainOptions { first_claim: Some(told), ..DrainOptions::default() };
+                    let drain = spawn_drain(self, &task.session_id, options);
+                    let session = task.session_id.clone();
+                    tokio::spawn(async move {
+                        if let Err(error) = drain_joined(&session, drain.await) {
+                            tracing::warn!(a2.session_id = %session, code = error.code(), %error, "a watchdog's drain failed");
+                        }
+                    });
+                    match first_claim.await {
+                        Ok(true) => Ok(Delivery::ToSettle),
+                        // The drain stopped before it claimed (its server shuts down): no claim, no settle.
+                        Ok(false) | Err(_) => Err(A2Error::Store(StoreError::unavailable(format!(
+                            "the watchdog's drain of session '{}' did not claim",
+                            task.session_id
+                        )))),
+                    }
+                }
                 TaskWork::Drain => Err(A2Error::InvalidArgument {
-                    message: "a watchdog's drain needs a server draining its consumers in the background: left for one"
+                    message: "a watchdog's drain needs a server that runs the contract's consumers: left for one"
                         .into(),
                 }),
                 // A clear is not idempotent: the task is settled in the clear's own transaction.
@@ -222,6 +275,90 @@ impl ServerCore {
         .await
     }
 
+    /// A scheduled append through the ordinary append path, its events marked
+    /// with the task; a trigger cleared away makes it an acknowledged no-op, and
+    /// a second delivery appends nothing (the events' ids are fixed).
+    async fn deliver_append(
+        &self,
+        session_id: &str,
+        task_id: &str,
+        name: &str,
+        events: &[ScheduledEvent],
+        trigger_index: Option<u64>,
+    ) -> Result<(), A2Error> {
+        let inputs: Vec<AppendInput> = events
+            .iter()
+            .map(|e| AppendInput {
+                event_type: e.event_type.clone(),
+                payload: e.payload.clone(),
+                id: Some(e.id.clone()),
+            })
+            .collect();
+        let by = ScheduledBy { task: task_id.to_owned(), name: name.to_owned() };
+        let from = FromTask { by: &by, trigger_index };
+        match self.append_from(session_id, inputs, None, Some(from), &|_| String::new()).await {
+            Err(error) if error.code() != "SESSION_CLEARED" => Err(error),
+            _ => Ok(()),
+        }
+    }
+
+    /// The session id of a task a scheduler adapter hands back, once it is
+    /// checked to be this contract's, of `kind`, with a valid session id:
+    /// what an adapter's transport brings is not trusted as it comes.
+    fn adapter_task_session<'t>(&self, task: &'t TaskSchedule, kind: &str) -> Result<&'t str, A2Error> {
+        let contract = task.session.contract();
+        if contract != self.contract().name() {
+            return Err(A2Error::InvalidArgument {
+                message: format!(
+                    "a2 scheduler: {kind} task for contract '{contract}' cannot be delivered to '{}'",
+                    self.contract().name()
+                ),
+            });
+        }
+        if task.work.kind() != kind {
+            return Err(A2Error::InvalidArgument {
+                message: format!("a2 scheduler: task '{}' is a {} task, not a {kind} task", task.id, task.work.kind()),
+            });
+        }
+        if task.id.is_empty() {
+            return Err(A2Error::InvalidArgument { message: "a2 scheduler: a task needs its id".into() });
+        }
+        let session_id = task.session.session_id();
+        a2_store::validate_session_id(session_id)
+            .map_err(|e| A2Error::InvalidSessionId { id: session_id.to_owned(), reason: e.to_string() })?;
+        Ok(session_id)
+    }
+
+    /// A custom scheduler's append task, delivered (`deliverSchedulerAppend`).
+    pub(crate) async fn deliver_adapter_append(&self, task: &TaskSchedule) -> Result<(), A2Error> {
+        let session_id = self.adapter_task_session(task, "append")?;
+        let TaskWork::Append { events } = &task.work else {
+            return Err(A2Error::InvalidArgument { message: format!("task '{}' appends nothing", task.id) });
+        };
+        for event in events {
+            ids::validate_event_id(&event.id)?;
+        }
+        let trigger_index = task.trigger.as_ref().map(|t| t.index);
+        self.deliver_append(session_id, &task.id, &task.name, events, trigger_index).await
+    }
+
+    /// A custom scheduler's clear task, delivered (`deliverSchedulerClear`):
+    /// a guard that no longer holds clears nothing, and says so.
+    pub(crate) async fn deliver_adapter_clear(&self, task: &TaskSchedule) -> Result<a2_store::Cleared, A2Error> {
+        let session_id = self.adapter_task_session(task, "clear")?;
+        let TaskWork::Clear { if_last_index } = task.work else {
+            return Err(A2Error::InvalidArgument { message: format!("task '{}' clears nothing", task.id) });
+        };
+        let clear = SessionClear { session: self.key(session_id), if_last_index, audit: None, settles: None };
+        Ok(self.store().session_clear(clear).await?)
+    }
+
+    /// A custom scheduler's drain task (a watchdog or a dispatch): the session
+    /// id it names, checked; the caller drains it here and now.
+    pub(crate) fn adapter_drain_session<'t>(&self, task: &'t TaskSchedule) -> Result<&'t str, A2Error> {
+        self.adapter_task_session(task, "drain")
+    }
+
     /// Whether `task` is still kept (a clear that cleared nothing either settled
     /// it, its guard no longer holding, or found another holder had it).
     async fn task_pending(&self, task: &ScheduledTask) -> Result<bool, A2Error> {
@@ -231,7 +368,7 @@ impl ServerCore {
 
     /// One delivery pass: claim this contract's due tasks and deliver each,
     /// a failure put back with a backoff. Returns how many were delivered.
-    pub(crate) async fn deliver_due(&self, holder: &str, only: Option<&str>) -> Result<usize, A2Error> {
+    pub(crate) async fn deliver_due(self: &Arc<Self>, holder: &str, only: Option<&str>) -> Result<usize, A2Error> {
         let mut delivered = 0;
         loop {
             let claim = TaskClaim {

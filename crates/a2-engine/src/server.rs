@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2_store::{Cleared, Event, RedriveAction, SessionClear, Store};
+use a2_store::{Cleared, Event, RedriveAction, SessionClear, Store, TaskSchedule};
 use tokio_util::sync::CancellationToken;
 
 use crate::background::Background;
@@ -133,10 +133,10 @@ impl ServerBuilder {
             }
         }
         let stop_on_drop = CancellationToken::new();
-        let watchdog = self.scheduler.is_some() && self.timings.watchdog;
+        let scheduler_configured = self.scheduler.is_some();
         let scheduler = self.scheduler.unwrap_or_else(|| Arc::new(StoreScheduler::new(self.store.clone())));
         let (core, wakes) = ServerCore::new(CoreParts {
-            watchdog,
+            scheduler_configured,
             scheduler,
             presence_ttl: self.presence_ttl.unwrap_or(PRESENCE_TTL),
             push_validator: self.push_validator,
@@ -221,6 +221,32 @@ impl Server {
         Ok(self.core.deliver_due(self.background.holder(), Some(id)).await? == 1)
     }
 
+    /// Deliver an append task that a scheduler of the app's own kept (the
+    /// seeds' `deliverSchedulerAppend`), when it is due: through the ordinary
+    /// append path, its events marked with the task, appended once however
+    /// often it is delivered, a no-op past a clear of its trigger. A task of
+    /// another contract, or not an append, is refused (`INVALID_ARGUMENT`).
+    pub async fn deliver_scheduled_append(&self, task: &TaskSchedule) -> Result<(), A2Error> {
+        self.background.ensure_started();
+        self.core.deliver_adapter_append(task).await
+    }
+
+    /// Deliver a clear task a scheduler of the app's own kept (the seeds'
+    /// `deliverSchedulerClear`): the session is cleared if its guard still
+    /// holds (`cleared` says whether); another contract's task is refused.
+    pub async fn deliver_scheduled_clear(&self, task: &TaskSchedule) -> Result<Cleared, A2Error> {
+        self.core.deliver_adapter_clear(task).await
+    }
+
+    /// Deliver a drain task (a watchdog, an `append_dispatch`) a scheduler of
+    /// the app's own kept: the session it names is drained here and now, as
+    /// the seeds' scheduler handler calls `server.drain`.
+    pub async fn deliver_scheduled_drain(&self, task: &TaskSchedule) -> Result<DrainResult, A2Error> {
+        let session_id = self.core.adapter_drain_session(task)?;
+        self.background.ensure_started();
+        run_drain(&self.core, session_id, DrainOptions::default()).await
+    }
+
     /// Resolves once the snapshot writes this server's state reads started so
     /// far have ended: a read never waits for its write-back, so a test or an
     /// orderly exit that wants the snapshots on disk waits here.
@@ -261,9 +287,6 @@ impl Session {
 
     /// Who is here now: participant → field → value, expired values pruned.
     pub async fn presence(&self) -> Result<PresenceMap, A2Error> {
-        if !self.core.contract().declares_presence() {
-            return Err(A2Error::PresenceNotSupported { contract: self.core.contract().name().to_owned() });
-        }
         self.core.presence(&self.id).await
     }
 
@@ -292,6 +315,21 @@ impl Session {
         }
         self.background.ensure_started();
         self.core.append(&self.id, events, None, &random_ids).await
+    }
+
+    /// The seeds' `append.dispatch`: write external events and leave their
+    /// drain to the scheduler (a drain task due now, armed before this
+    /// answers) instead of starting it here. `INVALID_ARGUMENT` on a server
+    /// built without `ServerBuilder::scheduler`; `SCHEDULER_SEND_FAILED` when
+    /// the events were written but the scheduler did not take the arm.
+    pub async fn append_dispatch(&self, events: Vec<AppendInput>) -> Result<Vec<Event>, A2Error> {
+        for event in &events {
+            if let Some(id) = &event.id {
+                ids::validate_external_id(id)?;
+            }
+        }
+        self.background.ensure_started();
+        self.core.append_dispatch(&self.id, events, &random_ids).await
     }
 
     /// What a client pushed (the wire's push route): the server's

@@ -67,8 +67,10 @@ pub(crate) struct CoreParts {
     pub stop_on_drop: CancellationToken,
     /// Where `session.schedule` puts its tasks.
     pub scheduler: Arc<dyn Scheduler>,
-    /// Claims arm the drain watchdog (a scheduler was configured explicitly).
-    pub watchdog: bool,
+    /// A scheduler was configured explicitly (`ServerBuilder::scheduler`):
+    /// claims and external appends arm the drain watchdog (unless
+    /// `DrainTimings::watchdog` is off), and `append_dispatch` is allowed.
+    pub scheduler_configured: bool,
     /// How long a presence value lives without a refreshing write.
     pub presence_ttl: std::time::Duration,
     /// Sees every push before it is written.
@@ -96,6 +98,7 @@ pub(crate) struct ServerCore {
     /// Cancelled by `Server::shutdown` (and when the core is dropped): drains stop.
     stopping: CancellationToken,
     scheduler: Arc<dyn Scheduler>,
+    scheduler_configured: bool,
     watchdog: bool,
     presence_ttl: std::time::Duration,
     push_validator: Option<PushValidator>,
@@ -117,6 +120,43 @@ pub(crate) struct ServerCore {
     _stop_on_drop: DropGuard,
 }
 
+/// How an append's drain starts: here and now (`inline`, the default), or
+/// through the scheduler (`dispatch`: a drain task, as the seeds' `append.dispatch`).
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum AppendMode {
+    Inline,
+    Dispatch,
+}
+
+impl AppendMode {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Dispatch => "dispatch",
+        }
+    }
+}
+
+/// Who appends: a run (its appends start only what they add), an external
+/// caller (its appends heal the session and arm the watchdog), or the
+/// scheduler's delivery (heals, arms nothing: its task is the arm).
+#[derive(Clone, Copy, PartialEq)]
+enum Source {
+    Consumer,
+    External,
+    Scheduler,
+}
+
+impl Source {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Consumer => "consumer",
+            Self::External => "external",
+            Self::Scheduler => "scheduler",
+        }
+    }
+}
+
 /// A scheduled task's delivery, as its append sees it.
 #[derive(Clone, Copy)]
 pub(crate) struct FromTask<'a> {
@@ -136,6 +176,7 @@ impl ServerCore {
             (None, None)
         };
         let clock_now = parts.store.clock().now_ms();
+        let watchdog = parts.scheduler_configured && parts.timings.watchdog;
         let core = Self {
             clock: parts.store.clock(),
             store_consumers: parts.consumers.iter().map(Consumer::store_consumer).collect(),
@@ -151,7 +192,8 @@ impl ServerCore {
             wake,
             stopping: parts.stop_on_drop.clone(),
             scheduler: parts.scheduler,
-            watchdog: parts.watchdog,
+            scheduler_configured: parts.scheduler_configured,
+            watchdog,
             presence_ttl: parts.presence_ttl,
             push_validator: parts.push_validator,
             states: Arc::new(StateCache::default()),
@@ -240,11 +282,6 @@ impl ServerCore {
     /// Where `session.schedule` puts its tasks.
     pub(crate) fn scheduler(&self) -> &Arc<dyn Scheduler> {
         &self.scheduler
-    }
-
-    /// Whether appends and wakes start drains in the background here.
-    pub(crate) fn drains_in_background(&self) -> bool {
-        self.wake.is_some()
     }
 
     /// Whether claims arm the drain watchdog.
@@ -402,12 +439,12 @@ impl ServerCore {
         id_for: &IdFor<'_>,
     ) -> Result<Vec<Event>, A2Error> {
         let source = match (&cause, &task) {
-            (Some(_), _) => "consumer",
-            (None, Some(_)) => "scheduler",
-            (None, None) => "external",
+            (Some(_), _) => Source::Consumer,
+            (None, Some(_)) => Source::Scheduler,
+            (None, None) => Source::External,
         };
         let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
-        let span = self.append_span(session_id, &types, source);
+        let span = self.append_span(session_id, &types, source.name(), AppendMode::Inline);
         async {
             if events.is_empty() {
                 return Err(A2Error::InvalidArgument { message: "append requires at least one event".into() });
@@ -415,7 +452,35 @@ impl ServerCore {
             let new = self.new_events(session_id, events, cause.as_ref(), task.as_ref().map(|t| t.by), id_for)?;
             // A run's append names its trigger: the store refuses it past a clear, atomically.
             let origin = cause.as_ref().map(|c| c.index).or(task.and_then(|t| t.trigger_index));
-            self.write_new(session_id, new, origin, cause.is_some()).await
+            self.write_new(session_id, new, origin, source, AppendMode::Inline).await
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The seeds' `append.dispatch`: external events written, and their drain
+    /// left to the scheduler (a drain task due now, awaited) rather than
+    /// started here. Refused, before anything is written, on a server
+    /// configured without a scheduler of its own.
+    pub(crate) async fn append_dispatch(
+        &self,
+        session_id: &str,
+        events: Vec<AppendInput>,
+        id_for: &IdFor<'_>,
+    ) -> Result<Vec<Event>, A2Error> {
+        let types: Vec<&str> = events.iter().map(|e| e.event_type.as_str()).collect();
+        let span = self.append_span(session_id, &types, Source::External.name(), AppendMode::Dispatch);
+        async {
+            if !self.scheduler_configured {
+                return Err(A2Error::InvalidArgument {
+                    message: "append.dispatch requires a configured scheduler adapter".into(),
+                });
+            }
+            if events.is_empty() {
+                return Err(A2Error::InvalidArgument { message: "append requires at least one event".into() });
+            }
+            let new = self.new_events(session_id, events, None, None, id_for)?;
+            self.write_new(session_id, new, None, Source::External, AppendMode::Dispatch).await
         }
         .instrument(span)
         .await
@@ -425,19 +490,18 @@ impl ServerCore {
     /// (a push, checked whole before its patch was written): written as made.
     pub(crate) async fn append_new(&self, session_id: &str, new: Vec<NewEvent>) -> Result<Vec<Event>, A2Error> {
         let types: Vec<&str> = new.iter().map(|e| e.event_type.as_str()).collect();
-        let span = self.append_span(session_id, &types, "external");
-        self.write_new(session_id, new, None, false).instrument(span).await
+        let span = self.append_span(session_id, &types, Source::External.name(), AppendMode::Inline);
+        self.write_new(session_id, new, None, Source::External, AppendMode::Inline).instrument(span).await
     }
 
-    fn append_span(&self, session_id: &str, types: &[&str], source: &str) -> tracing::Span {
+    fn append_span(&self, session_id: &str, types: &[&str], source: &str, mode: AppendMode) -> tracing::Span {
         tracing::info_span!(
             "a2.append",
             a2.contract = %self.contract.name(),
             a2.session_id = %session_id,
             a2.append.count = types.len(),
             a2.append.types = %types.join(","),
-            // The seeds also dispatch through a scheduler; this engine appends inline only.
-            a2.append.mode = "inline",
+            a2.append.mode = mode.name(),
             a2.append.source = source,
             a2.append.head = tracing::field::Empty,
         )
@@ -448,7 +512,8 @@ impl ServerCore {
         session_id: &str,
         new: Vec<NewEvent>,
         origin_index: Option<u64>,
-        from_consumer: bool,
+        source: Source,
+        mode: AppendMode,
     ) -> Result<Vec<Event>, A2Error> {
         let work = self.has_work(&new);
         let key = self.key(session_id);
@@ -465,10 +530,21 @@ impl ServerCore {
         if !appended.duplicate && !appended.events.is_empty() {
             self.notify(&key);
         }
-        // An external append heals the session, a re-sent duplicate included: work a
+        // An append from outside a run heals the session, a re-sent duplicate included: work a
         // dead process left there runs now. A run's own appends only start what they add.
-        if work || !from_consumer {
-            self.wake(session_id);
+        let heals = work || source != Source::Consumer;
+        match mode {
+            AppendMode::Inline if heals => {
+                // As the seeds: an external append leaves a durable watchdog before it answers,
+                // so work it hands to this process survives the process (not awaited past a bound).
+                if source == Source::External && self.watchdog {
+                    let expires_at = self.clock.now_ms() + crate::timings::millis(self.timings.claim_ttl);
+                    self.arm_watchdog_awaited(session_id, expires_at).await;
+                }
+                self.wake(session_id);
+            }
+            AppendMode::Dispatch if heals => self.arm_drain_now(session_id).await?,
+            AppendMode::Inline | AppendMode::Dispatch => {}
         }
         // Handed out with the session's own id, as every other read does, never the storage key.
         Ok(appended

@@ -79,6 +79,10 @@ impl Default for DrainTimings {
     }
 }
 
+/// How long an external append waits for the watchdog it arms before it
+/// answers anyway (the arm goes on; only the wait ends), as the seeds bound it.
+pub(crate) const SCHEDULER_ARM_WAIT: Duration = Duration::from_secs(1);
+
 /// A pause that a drain error waits before trying again.
 pub(crate) const DRAIN_ERROR_PAUSE: Duration = Duration::from_secs(1);
 

@@ -45,9 +45,9 @@ pub(crate) async fn stream(
         Some("1" | "true") => true,
         Some(other) => return Err(WireError::invalid_argument(format!("presence is 1 or 0, not {other:?}"))),
     };
-    if presence && !server.contract().declares_presence() {
-        return Err(A2Error::PresenceNotSupported { contract: server.contract().name().to_owned() }.into());
-    }
+    // As the seeds: a contract without presence fields has no presence plane, so
+    // asking for it serves the events plane alone rather than refusing the stream.
+    let presence = presence && server.contract().declares_presence();
     // Held by the stream until its client goes: the cap on what idle clients hold.
     let permit = wire.streams.clone().try_acquire_owned().map_err(|_| {
         let mut error = WireError::new(

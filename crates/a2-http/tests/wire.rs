@@ -41,6 +41,8 @@ every_backend!(
     pushed_events_and_presence_reach_another_stream,
     push_refusals_write_nothing,
     history_and_state_read_as_json,
+    push_accepts_seed_envelope_with_fractional_at_and_extra_keys,
+    stream_without_presence_fields_serves_events,
 );
 
 async fn memory() -> Arc<dyn Store> {

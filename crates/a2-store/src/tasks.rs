@@ -83,8 +83,9 @@ impl ScheduledTask {
     }
 }
 
-/// Put a task in the store; a task with its id already there is left as it is.
-#[derive(Debug, Clone)]
+/// Put a task in the store; a task with its id already there is left as it
+/// is. Serializable whole, so a scheduler adapter can keep it in a queue of its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskSchedule {
     pub session: SessionKey,
     pub id: String,
