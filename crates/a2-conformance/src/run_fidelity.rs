@@ -9,7 +9,7 @@ use a2_engine::*;
 use a2_store::{AttemptList, AttemptOutcome};
 use serde_json::json;
 
-use crate::engine::{eventually, open, server, tick, Pace};
+use crate::engine::{eventually, open, server, server_with, tick, Pace};
 use crate::faulty::Faulty;
 use crate::StoreFactory;
 
@@ -105,7 +105,10 @@ pub async fn abort_monitor_failure_fails_the_attempt(factory: &dyn StoreFactory,
             }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    let server = server(pace, store.clone(), vec![worker]);
+    // Backoffs long enough that a stalled test task never sees ten failures before it turns the store back.
+    let backoff = a2_store::Backoff { base_ms: 200, max_ms: 2_000 };
+    let server =
+        server_with(pace, store.clone(), vec![worker], |b| b.timings(DrainTimings { backoff, ..pace.timings() }));
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     session.append(vec![tick(1)]).await.unwrap_or_else(|e| panic!("{e}"));
     eventually("the first attempt runs", || started.load(Ordering::SeqCst) == 1).await;

@@ -96,3 +96,24 @@ fn every_scenario_is_stamped_for_every_backend() {
         }
     }
 }
+
+/// The pooled stamp (Postgres through PgBouncer) runs the whole suite, as the
+/// direct one does: its file stamps `conformance_suite!` once, with the same
+/// pace, and stamps nothing by hand beside it (a list of its own would let a
+/// new scenario miss the pooled run, where transaction pooling breaks what a
+/// direct connection forgives).
+#[test]
+fn pooled_stamp_runs_every_scenario() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let stamp_of = |file: &str| -> Vec<String> {
+        let text = read(&crates.join(file));
+        assert!(!text.contains("__stamp"), "{file} stamps scenarios by hand");
+        text.lines().filter(|l| l.contains("conformance_suite!(")).map(|l| l.trim().to_owned()).collect()
+    };
+    let direct = stamp_of("a2-store-postgres/tests/conformance.rs");
+    let pooled = stamp_of("a2-store-postgres/tests/conformance_pooled.rs");
+    assert_eq!(pooled, ["a2_conformance::conformance_suite!(postgres_pooled, postgres_pooled, realtime);"]);
+    assert_eq!(direct.len(), 1, "{direct:?}");
+    let pace = |stamp: &str| stamp.rsplit(',').next().map(|p| p.trim_end_matches(");").trim().to_owned());
+    assert_eq!(pace(&pooled[0]), pace(&direct[0]), "the pooled run keeps the direct run's pace");
+}

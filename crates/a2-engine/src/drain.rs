@@ -14,30 +14,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::cancel::{cancel_for, CancelCause, CancelReason};
-pub(crate) use crate::drain_task::drain_joined;
+pub(crate) use crate::drain_task::{drain_joined, DrainOutcome, DrainResult};
 use crate::guard::AbortOnDrop;
 use crate::run::{event_span, run_head, spawn_settler, Fence, HeadOutcome, RangeStep, SettlerSender};
 use crate::server_core::ServerCore;
 use crate::timings::{millis, MAX_FAILURES, MIN_CLAIM};
 use crate::{A2Error, Consumer};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DrainOutcome {
-    /// Nothing actionable is left (work blocked behind a dead letter included).
-    Settled,
-    /// Another holder owns work; look again at `retry_at`.
-    Busy,
-    /// A failure waits out its backoff until `retry_at`.
-    Stalled,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DrainResult {
-    pub outcome: DrainOutcome,
-    pub retry_at: Option<Millis>,
-    /// Heads completed by this drain.
-    pub processed: u64,
-}
 
 #[derive(Debug, Default)]
 pub(crate) struct DrainOptions {

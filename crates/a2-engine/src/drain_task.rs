@@ -1,9 +1,29 @@
-//! How a drain's own task ended, told apart from the store's failures: a
-//! drain runs in a task of its own (`spawn_drain`), so a panic in the engine
-//! or a runtime shutting down reaches the caller as what it is.
+//! How a drain ended: its outcome, and its own task's end told apart from
+//! the store's failures (a drain runs in a task of its own, `spawn_drain`,
+//! so a panic in the engine or a runtime shutting down reaches the caller as
+//! what it is). A leaf: the drain loop and its callers read it.
 
-use crate::drain::DrainResult;
+use a2_store::Millis;
+
 use crate::A2Error;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrainOutcome {
+    /// Nothing actionable is left (work blocked behind a dead letter included).
+    Settled,
+    /// Another holder owns work; look again at `retry_at`.
+    Busy,
+    /// A failure waits out its backoff until `retry_at`.
+    Stalled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrainResult {
+    pub outcome: DrainOutcome,
+    pub retry_at: Option<Millis>,
+    /// Heads completed by this drain.
+    pub processed: u64,
+}
 
 /// What a drain's task ended with: a task that panicked is the engine's
 /// error (`DRAIN_PANICKED`), one cancelled (its runtime shutting down) a cancellation;

@@ -39,7 +39,7 @@ pub use consumer::{
     Returned,
 };
 pub use contract::{Contract, Reducer, StateAt};
-pub use drain::{DrainOutcome, DrainResult};
+pub use drain_task::{DrainOutcome, DrainResult};
 pub use error::A2Error;
 pub use history::{DeadHead, DeadHeads, EventRange, EventStream, History};
 pub use presence::{

@@ -192,17 +192,25 @@ async fn run_and_settle(
         cancel: run_token.clone(),
         reason: fence.reason.clone(),
     };
-    // Run in its own task so a panic is a failed attempt, not a lost drain.
-    let mut task = AbortOnDrop(tokio::spawn((consumer.def.run)(ctx)));
-    let result = match (&mut task.0).await {
-        Ok(result) => result,
-        Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name()).into()),
+    // The seeds fail an attempt whose abort monitor failed, whatever the run
+    // returned, and do not start one whose monitor could not make its first read.
+    let monitor_failure = || {
+        let failed = fence.reason.get() == Some(&CancelReason::AbortMonitorFailed);
+        abort_watch.as_ref().and_then(|w| w.failure()).filter(|_| failed).map(|failure| -> crate::BoxError {
+            format!("the abort_on monitor could not read the session: {failure}").into()
+        })
     };
-    // The seeds fail an attempt whose abort monitor failed, whatever the run returned.
-    let monitor_failed = abort_watch.as_ref().and_then(|w| w.failure()).map(str::to_owned);
-    let result = match monitor_failed {
-        Some(failure) => Err(format!("the abort_on monitor could not read the session: {failure}").into()),
-        None => result,
+    let result = match monitor_failure() {
+        Some(failure) => Err(failure),
+        None => {
+            // Run in its own task so a panic is a failed attempt, not a lost drain.
+            let mut task = AbortOnDrop(tokio::spawn((consumer.def.run)(ctx)));
+            let result = match (&mut task.0).await {
+                Ok(result) => result,
+                Err(join) => Err(format!("consumer '{}' panicked: {join}", consumer.name()).into()),
+            };
+            monitor_failure().map_or(result, Err)
+        }
     };
     // The run is over: its permit goes back now, not once its outcome is
     // written, so the next head starts while this one's commit waits on the

@@ -142,47 +142,60 @@ impl ServerCore {
     /// Arm the watchdog of a claim whose leases expire at `expires_at`: a drain
     /// task due at the expiry plus grace, slotted up to the second, so one task
     /// covers every claim and beat of a session in that second. Off the claim's
-    /// path: a failed arm is logged and never stops claiming.
+    /// path: a failed arm is logged (and tried again by the slot's next caller)
+    /// and never stops claiming.
     pub(crate) fn arm_watchdog(&self, session_id: &str, expires_at: a2_store::Millis) {
-        if let Some(arm) = self.watchdog_arm(session_id, expires_at) {
-            tokio::spawn(arm);
-        }
+        let Some(arming) = self.watchdog_arming(session_id, expires_at) else { return };
+        let session = session_id.to_owned();
+        tokio::spawn(async move {
+            if let Err(error) = arming.await {
+                tracing::warn!(a2.session_id = %session, code = error.code(), %error, "could not arm the drain watchdog");
+            }
+        });
     }
 
     /// [`Self::arm_watchdog`], waited for up to [`SCHEDULER_ARM_WAIT`]: an
-    /// external append answers once its watchdog is durable (or the wait ran
-    /// out, the arm going on), so a process killed after the answer leaves it.
-    pub(crate) async fn arm_watchdog_awaited(&self, session_id: &str, expires_at: a2_store::Millis) {
-        if let Some(arm) = self.watchdog_arm(session_id, expires_at) {
-            let arming = tokio::spawn(arm);
-            if tokio::time::timeout(SCHEDULER_ARM_WAIT, arming).await.is_err() {
-                tracing::warn!(a2.session_id = %session_id, "the drain watchdog was not armed in time; the append answers anyway");
-            }
-        }
-    }
-
-    /// The arm of the watchdog slot after `expires_at` plus grace, unless
-    /// watchdogs are off or this process armed that slot (or a later one) already.
-    fn watchdog_arm(
+    /// external append answers once its watchdog is kept (the slot's arm
+    /// shared with every other caller of it), or once the wait ran out.
+    pub(crate) async fn arm_watchdog_awaited(
         &self,
         session_id: &str,
         expires_at: a2_store::Millis,
-    ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+    ) -> Result<(), A2Error> {
+        let Some(arming) = self.watchdog_arming(session_id, expires_at) else { return Ok(()) };
+        // Spawned: an append whose caller gives up waiting still leaves the arm.
+        match tokio::time::timeout(SCHEDULER_ARM_WAIT, tokio::spawn(arming)).await {
+            Ok(Ok(armed)) => armed,
+            Ok(Err(join)) => {
+                Err(A2Error::SchedulerSendFailed { task: "a2.watchdog".into(), message: join.to_string() })
+            }
+            Err(_) => Err(A2Error::SchedulerSendFailed {
+                task: "a2.watchdog".into(),
+                message: format!("not armed within {} ms", SCHEDULER_ARM_WAIT.as_millis()),
+            }),
+        }
+    }
+
+    /// The arm of the watchdog slot after `expires_at` plus grace: the slot's
+    /// first caller schedules its task, later ones await that same arm, and
+    /// one that failed is scheduled again by the next. `None` when watchdogs are off.
+    fn watchdog_arming(
+        &self,
+        session_id: &str,
+        expires_at: a2_store::Millis,
+    ) -> Option<impl std::future::Future<Output = Result<(), A2Error>> + Send + 'static> {
         if !self.watchdog() {
             return None;
         }
         let due = expires_at + crate::timings::millis(self.timings().watchdog_grace);
         let slot = due.div_euclid(1_000) * 1_000 + if due.rem_euclid(1_000) > 0 { 1_000 } else { 0 };
-        if !self.watchdog_slot_free(session_id, slot) {
-            return None;
-        }
+        let arm = self.watchdog_slot(session_id, slot);
         let task = self.drain_task(session_id, slot);
         let scheduler = self.scheduler().clone();
-        let session = session_id.to_owned();
         Some(async move {
-            if let Err(error) = scheduler.schedule(task).await {
-                tracing::warn!(a2.session_id = %session, code = error.code(), %error, "could not arm the drain watchdog");
-            }
+            let id = task.id.clone();
+            arm.get_or_try_init(|| scheduler.schedule(task)).await.map_err(|error| send_failed(&id, error))?;
+            Ok(())
         })
     }
 
@@ -240,13 +253,26 @@ impl ServerCore {
                             tracing::warn!(a2.session_id = %session, code = error.code(), %error, "a watchdog's drain failed");
                         }
                     });
-                    match first_claim.await {
-                        Ok(true) => Ok(Delivery::ToSettle),
-                        // The drain stopped before it claimed (its server shuts down): no claim, no settle.
-                        Ok(false) | Err(_) => Err(A2Error::Store(StoreError::unavailable(format!(
-                            "the watchdog's drain of session '{}' did not claim",
+                    // Bounded: a drain waiting for a run permit must not hold up the other tasks
+                    // (their leases would lapse); the task is tried again, the drain goes on.
+                    let wait = self.timings().claim_ttl / 3;
+                    match tokio::time::timeout(wait, first_claim).await {
+                        Ok(Ok(true)) => Ok(Delivery::ToSettle),
+                        Ok(Ok(false)) => Err(A2Error::Store(StoreError::unavailable(format!(
+                            "the watchdog's drain of session '{}' could not claim",
                             task.session_id
                         )))),
+                        // The drain stopped before it claimed (its server shuts down): no claim, no settle.
+                        Ok(Err(_)) => Err(A2Error::Cancelled {
+                            message: format!("the watchdog's drain of session '{}' stopped before it claimed", task.session_id),
+                        }),
+                        Err(_) => Err(A2Error::Cancelled {
+                            message: format!(
+                                "the watchdog's drain of session '{}' did not claim within {} ms (no run permit free)",
+                                task.session_id,
+                                wait.as_millis()
+                            ),
+                        }),
                     }
                 }
                 TaskWork::Drain => Err(A2Error::InvalidArgument {
@@ -339,7 +365,11 @@ impl ServerCore {
             ids::validate_event_id(&event.id)?;
         }
         let trigger_index = task.trigger.as_ref().map(|t| t.index);
-        self.deliver_append(session_id, &task.id, &task.name, events, trigger_index).await
+        self.deliver_append(session_id, &task.id, &task.name, events, trigger_index).await?;
+        // As the seeds' `schedulerAppend`: the work it leaves is armed durably before the
+        // adapter may let the task go, and a failed arm fails the delivery (it is delivered again).
+        let expires_at = self.clock().now_ms() + crate::timings::millis(self.timings().claim_ttl);
+        self.arm_watchdog_awaited(session_id, expires_at).await
     }
 
     /// A custom scheduler's clear task, delivered (`deliverSchedulerClear`):
@@ -356,7 +386,13 @@ impl ServerCore {
     /// A custom scheduler's drain task (a watchdog or a dispatch): the session
     /// id it names, checked; the caller drains it here and now.
     pub(crate) fn adapter_drain_session<'t>(&self, task: &'t TaskSchedule) -> Result<&'t str, A2Error> {
-        self.adapter_task_session(task, "drain")
+        let session_id = self.adapter_task_session(task, "drain")?;
+        if self.consumers().is_empty() {
+            return Err(A2Error::InvalidArgument {
+                message: "a drain task needs a server that runs the contract's consumers: this one runs none".into(),
+            });
+        }
+        Ok(session_id)
     }
 
     /// Whether `task` is still kept (a clear that cleared nothing either settled

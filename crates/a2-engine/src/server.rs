@@ -235,6 +235,7 @@ impl Server {
     /// `deliverSchedulerClear`): the session is cleared if its guard still
     /// holds (`cleared` says whether); another contract's task is refused.
     pub async fn deliver_scheduled_clear(&self, task: &TaskSchedule) -> Result<Cleared, A2Error> {
+        self.background.ensure_started();
         self.core.deliver_adapter_clear(task).await
     }
 

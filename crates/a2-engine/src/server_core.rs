@@ -112,13 +112,16 @@ pub(crate) struct ServerCore {
     /// by a delivery pass: the loop sleeps until the first rather than a whole poll.
     soon_due: std::sync::Mutex<std::collections::BTreeSet<Millis>>,
     /// The watchdog slots this process armed, by session: one task per (session, slot) here.
-    watchdog_slots: std::sync::Mutex<std::collections::HashMap<String, Millis>>,
+    watchdog_slots: std::sync::Mutex<std::collections::HashMap<String, (Millis, WatchdogArm)>>,
     /// This server's id in the process registry; its drains lease as `<id>/<drain>`.
     server_id: String,
     started_at: Millis,
     app_version: Option<String>,
     _stop_on_drop: DropGuard,
 }
+
+/// One watchdog slot's arm: set once the task is kept; shared by every caller of the slot.
+pub(crate) type WatchdogArm = Arc<tokio::sync::OnceCell<()>>;
 
 /// How an append's drain starts: here and now (`inline`, the default), or
 /// through the scheduler (`dispatch`: a drain task, as the seeds' `append.dispatch`).
@@ -326,21 +329,26 @@ impl ServerCore {
         std::time::Duration::from_millis(u64::try_from(until).unwrap_or(0)).min(poll)
     }
 
-    /// Whether the watchdog of `session_id` at `slot` is still to be armed here
-    /// (marking it armed): a session keeps only its latest slot, so the map
-    /// holds one entry a session that claimed.
-    pub(crate) fn watchdog_slot_free(&self, session_id: &str, slot: Millis) -> bool {
+    /// The arm of the watchdog of `session_id` at `slot`, shared by every
+    /// caller of that slot (or a later one already armed): the first to await
+    /// it schedules the task, the others wait on the same arm, and one that
+    /// failed is tried again by the next. A session keeps only its latest slot,
+    /// so the map holds one entry a session that claimed.
+    pub(crate) fn watchdog_slot(&self, session_id: &str, slot: Millis) -> WatchdogArm {
         let mut slots = self.watchdog_slots.lock().unwrap_or_else(|p| p.into_inner());
-        if slots.get(session_id).is_some_and(|armed| *armed >= slot) {
-            return false;
+        if let Some((armed, arm)) = slots.get(session_id) {
+            if *armed >= slot {
+                return arm.clone();
+            }
         }
         if slots.len() >= 4_096 {
             // Slots already due were delivered or are due now: forget them.
             let now = self.clock.now_ms();
-            slots.retain(|_, armed| *armed > now);
+            slots.retain(|_, (armed, _)| *armed > now);
         }
-        slots.insert(session_id.to_owned(), slot);
-        true
+        let arm = WatchdogArm::default();
+        slots.insert(session_id.to_owned(), (slot, arm.clone()));
+        arm
     }
 
     /// Notified when a task due soon was scheduled here.
@@ -533,17 +541,21 @@ impl ServerCore {
         // An append from outside a run heals the session, a re-sent duplicate included: work a
         // dead process left there runs now. A run's own appends only start what they add.
         let heals = work || source != Source::Consumer;
+        // What the seeds call pending work: what this append added, or a re-sent duplicate's.
+        let pending = work || appended.duplicate;
         match mode {
             AppendMode::Inline if heals => {
-                // As the seeds: an external append leaves a durable watchdog before it answers,
-                // so work it hands to this process survives the process (not awaited past a bound).
-                if source == Source::External && self.watchdog {
-                    let expires_at = self.clock.now_ms() + crate::timings::millis(self.timings.claim_ttl);
-                    self.arm_watchdog_awaited(session_id, expires_at).await;
-                }
                 self.wake(session_id);
+                // As the seeds: an external append that leaves work leaves a durable watchdog
+                // before it answers, so the work survives this process (waited for up to a bound).
+                if source == Source::External && pending && self.watchdog {
+                    let expires_at = self.clock.now_ms() + crate::timings::millis(self.timings.claim_ttl);
+                    if let Err(error) = self.arm_watchdog_awaited(session_id, expires_at).await {
+                        tracing::warn!(a2.session_id = %session_id, code = error.code(), %error, "the append's watchdog was not armed; it answers anyway");
+                    }
+                }
             }
-            AppendMode::Dispatch if heals => self.arm_drain_now(session_id).await?,
+            AppendMode::Dispatch if pending => self.arm_drain_now(session_id).await?,
             AppendMode::Inline | AppendMode::Dispatch => {}
         }
         // Handed out with the session's own id, as every other read does, never the storage key.

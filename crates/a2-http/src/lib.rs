@@ -14,10 +14,14 @@
 //!
 //! Reads carry no authentication of their own: mount the router behind the
 //! app's (an axum layer); `validate_push` is where pushes are authorized.
+//! Every route answers only the hosts it is told of (loopback by default)
+//! and takes pushes only from its own origin or those it is told of
+//! ([`WireOptions::allowed_hosts`], [`WireOptions::allowed_origins`]).
 
 mod envelope;
 mod error;
 mod fanout;
+mod hosts;
 mod routes;
 mod stream;
 mod wire;
@@ -53,6 +57,16 @@ pub struct WireOptions {
     /// reads from the store until it catches up.
     pub ring_events: usize,
     pub ring_chars: usize,
+    /// Host names (no port) the routes answer besides this machine's
+    /// loopback names (`localhost`, `127.0.0.1`, `[::1]`, any port); a
+    /// request naming any other `Host` is refused (403 `FORBIDDEN_HOST`), so
+    /// a page of another site cannot reach a server bound to 127.0.0.1
+    /// through DNS rebinding. `"*"` answers every host (behind a proxy that checks).
+    pub allowed_hosts: Vec<String>,
+    /// Origins (`https://app.example`) whose pages may push, besides the
+    /// server's own (an `Origin` naming the request's `Host`); a push from
+    /// any other page is refused (403 `FORBIDDEN_ORIGIN`) before it is read.
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for WireOptions {
@@ -64,6 +78,8 @@ impl Default for WireOptions {
             stream_page: 16,
             ring_events: 4096,
             ring_chars: 8 * 1024 * 1024,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
         }
     }
 }

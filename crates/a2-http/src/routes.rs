@@ -43,6 +43,7 @@ pub(crate) fn routes(wire: Arc<Wire>) -> Router {
                 "push is POST; the other routes are GET",
             )
         })
+        .layer(axum::middleware::from_fn_with_state(wire.clone(), crate::hosts::guard))
         .with_state(wire)
 }
 

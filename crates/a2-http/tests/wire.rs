@@ -43,6 +43,7 @@ every_backend!(
     history_and_state_read_as_json,
     push_accepts_seed_envelope_with_fractional_at_and_extra_keys,
     stream_without_presence_fields_serves_events,
+    wire_refuses_a_foreign_host_header,
 );
 
 async fn memory() -> Arc<dyn Store> {

@@ -25,7 +25,8 @@ use std::time::Duration;
 pub use a2_store::Access;
 use a2_store::{Appended, Clock, DatabaseServer, EventAppend, StoreError};
 use a2_store_sql::{Batcher, Conn, Ledger, SqlBackend, SqlStore, Transaction};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::Connection as _;
 use tokio::sync::broadcast;
 
 pub use error::db_error;
@@ -161,6 +162,19 @@ fn route_options(route: &UrlRoute, options: &PgOptions) -> Result<PgConnectOptio
     Ok(connect.options(settings.iter().map(|(k, v)| (*k, v.as_str()))))
 }
 
+/// `pool`, whose every new connection is proved read-only first when `prove`.
+fn proving(pool: PgPoolOptions, prove: bool) -> PgPoolOptions {
+    if !prove {
+        return pool;
+    }
+    pool.after_connect(|conn, _| {
+        Box::pin(async move {
+            // The pool gives up on such a connection and makes another, until its acquire times out.
+            server::prove_read_only(conn).await.map_err(|refused| sqlx::Error::Configuration(Box::new(refused)))
+        })
+    })
+}
+
 /// The settings every connection of a store needs, whichever its pool.
 fn session_settings(options: &PgOptions) -> Result<Vec<(&'static str, String)>, StoreError> {
     let mut settings = Vec::new();
@@ -193,6 +207,10 @@ impl Postgres {
     pub async fn connect(url: &str, options: PgOptions, clock: Arc<dyn Clock>) -> Result<PgStore, StoreError> {
         let route = url_route(url)?;
         let connect = route_options(&route, &options)?;
+        // Refused before any connection is made: the listen URL carries the same password.
+        if let Some(direct) = &route.listen_url {
+            server::listen_tls_holds(&connect, &connect_options(direct, &options)?)?;
+        }
         // With sslrootcert= and verification asked, every pool reaches the server through a link
         // that trusts that CA alone; `connect` stays as the URL said, for the badge.
         let (through, pinned) = pinned::route(&route.url, connect.clone(), options.connect_timeout).await?;
@@ -226,7 +244,20 @@ impl Postgres {
         let (notify_connect, notify_begin) = settle(&[unsynced], read_only);
         // The reader connects first, within the connect timeout: a bad host,
         // role or database fails fast and typed.
-        let reader = PgPoolOptions::new()
+        // A direct read-only pool proves each connection read-only as it is made (a pooled
+        // one's transactions begin READ ONLY, which no pooler can drop). First on a connection
+        // of its own, where a refusal can say why: a pool would only make another, and time out.
+        let prove = read_only && !route.pooled;
+        if prove {
+            let probe = tokio::time::timeout(options.connect_timeout, PgConnection::connect_with(&reader_connect));
+            let mut probe = probe
+                .await
+                .map_err(|_| StoreError::unavailable("the read-only check timed out connecting"))?
+                .map_err(db_error)?;
+            server::prove_read_only(&mut probe).await?;
+            let _ = probe.close().await;
+        }
+        let reader = proving(PgPoolOptions::new(), prove)
             .max_connections(options.read_connections.max(1))
             .acquire_timeout(options.connect_timeout)
             .connect_with(reader_connect)
@@ -235,12 +266,12 @@ impl Postgres {
         let reader = Db::new(reader, reader_begin);
         // The engine's pool waits for a connection as long as a lease lasts:
         // more running heads than connections queue here, they do not fail.
-        let pool = PgPoolOptions::new()
+        let pool = proving(PgPoolOptions::new(), prove)
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(Duration::from_secs(60))
             .connect_lazy_with(work_connect);
         let pool = Db::new(pool, work_begin);
-        let notifier = PgPoolOptions::new()
+        let notifier = proving(PgPoolOptions::new(), prove)
             .max_connections(1)
             .acquire_timeout(options.connect_timeout)
             .connect_lazy_with(notify_connect);

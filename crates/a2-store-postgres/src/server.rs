@@ -48,6 +48,65 @@ pub(crate) fn default_tls(url: &str, connect: PgConnectOptions) -> PgConnectOpti
     }
 }
 
+/// How much a connection's TLS promises, weakest first (libpq's order).
+fn tls_rank(mode: PgSslMode) -> u8 {
+    match mode {
+        PgSslMode::Disable => 0,
+        PgSslMode::Allow => 1,
+        PgSslMode::Prefer => 2,
+        PgSslMode::Require => 3,
+        PgSslMode::VerifyCa => 4,
+        PgSslMode::VerifyFull => 5,
+    }
+}
+
+fn tls_name(mode: PgSslMode) -> &'static str {
+    match mode {
+        PgSslMode::Disable => "disable",
+        PgSslMode::Allow => "allow",
+        PgSslMode::Prefer => "prefer",
+        PgSslMode::Require => "require",
+        PgSslMode::VerifyCa => "verify-ca",
+        PgSslMode::VerifyFull => "verify-full",
+    }
+}
+
+/// A pooled URL's `listen_url` is a second connection with the same
+/// password: it may not ask for weaker TLS than the main URL (after the
+/// default of verify-full for a host that is not this machine), nor trust
+/// another root. A plaintext or `prefer` listen link beside a verified main
+/// one would leak the notification channel and could be redirected.
+pub(crate) fn listen_tls_holds(main: &PgConnectOptions, listen: &PgConnectOptions) -> Result<(), StoreError> {
+    let (asked, held) = (listen.get_ssl_mode(), main.get_ssl_mode());
+    if tls_rank(asked) < tls_rank(held) {
+        return Err(StoreError::invalid(format!(
+            "listen_url asks for sslmode={}, weaker than the URL's sslmode={}: give listen_url at least sslmode={}",
+            tls_name(asked),
+            tls_name(held),
+            tls_name(held)
+        )));
+    }
+    Ok(())
+}
+
+/// Whether the session `conn` is on is read-only now, as the server says:
+/// the startup setting a read-only attach asks for can be dropped by a proxy
+/// or a pooler in front, and then nothing but this check would notice.
+pub(crate) async fn prove_read_only(conn: &mut PgConnection) -> Result<(), StoreError> {
+    let setting: String =
+        sqlx::query_scalar("SHOW transaction_read_only").persistent(false).fetch_one(conn).await.map_err(db_error)?;
+    if setting != "on" {
+        return Err(StoreError::ReadOnly {
+            message: format!(
+                "this read-only attach is not read-only: the server reports transaction_read_only = {setting} for \
+                 its session (a pooler or proxy in front may have dropped the startup setting; through PgBouncer \
+                 in transaction mode add pgbouncer=true), so it was refused before reading anything"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Read which server and role `reader` reaches, and how its connection is
 /// protected. Through a pooler the server's view of TLS is the pooler's own
 /// link, so the badge goes by what the driver demanded of ours (`prefer`,

@@ -166,10 +166,28 @@ pub async fn open(url: &str, options: &OpenOptions, clock: Arc<dyn Clock>) -> Re
         };
         return Ok(Opened::Postgres(Postgres::connect(url, pg, clock).await?));
     }
-    // The scheme alone: the rest of a mistyped URL may hold its password.
-    let what = match url.split_once(':') {
-        Some((scheme, _)) => format!("a URL with the scheme {scheme:?}"),
-        None => format!("{url:?}"),
-    };
-    Err(StoreError::invalid(format!("{what} is not a store URL: use sqlite:PATH, postgres://… or memory:")))
+    Err(StoreError::invalid(format!(
+        "{} is not a store URL: use sqlite:PATH, postgres://… or memory:",
+        unknown_store(url)
+    )))
+}
+
+/// What an unknown store text is, named without echoing it: the rest of a
+/// mistyped URL, or a libpq `key=value` conninfo, may hold a password.
+fn unknown_store(text: &str) -> String {
+    let scheme = text
+        .split_once(':')
+        .map(|(scheme, _)| scheme)
+        .filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')));
+    if let Some(scheme) = scheme {
+        return format!("a URL with the scheme {scheme:?}");
+    }
+    if text.contains('=') {
+        let keys: Vec<&str> = text.split_whitespace().filter_map(|pair| pair.split_once('=').map(|(k, _)| k)).collect();
+        return format!(
+            "a key=value connection string (keys: {}; write it as postgres://user@host/dbname?… instead)",
+            keys.join(", ")
+        );
+    }
+    format!("a text of {} characters", text.chars().count())
 }

@@ -36,3 +36,30 @@ async fn a_url_of_no_known_scheme_is_refused_without_echoing_its_password() {
     let text = error.to_string();
     assert!(text.contains("\"postgress\"") && !text.contains("hunter2"), "{text}");
 }
+
+/// A libpq conninfo (`host=… password=…`), or any text that is not a URL,
+/// is refused naming what it is (its keys, for a conninfo), never itself:
+/// the password in it appears in no error.
+#[tokio::test]
+async fn conninfo_password_never_appears_in_an_error() {
+    let clock: std::sync::Arc<dyn a2_store::Clock> = std::sync::Arc::new(a2_store::SystemClock);
+    let options = a2_store::OpenOptions::default();
+    for text in [
+        "host=db.internal user=ops password=hunter2 dbname=app",
+        "password=hunter2",
+        "hunter2",
+        "host=db password='hunter2:x' dbname=app",
+    ] {
+        let error = a2_store_registry::open(text, &options, clock.clone()).await.expect_err("not a store URL");
+        assert_eq!(error.code(), "INVALID_INPUT", "{text}");
+        let message = error.to_string();
+        assert!(!message.contains("hunter2"), "{text}: {message}");
+    }
+    let error =
+        a2_store_registry::open("host=db password=hunter2", &options, clock.clone()).await.expect_err("conninfo");
+    assert!(error.to_string().contains("keys: host, password"), "{error}");
+    // A Postgres URL the driver cannot use is refused without its password too.
+    let error =
+        a2_store_registry::open("postgres://ops:hunter2@db:port/app", &options, clock).await.expect_err("bad port");
+    assert!(!error.to_string().contains("hunter2"), "{error}");
+}

@@ -6,7 +6,7 @@ mod pooler;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use pooler::{pooled_postgres_url, pooler_in_front_of};
+pub use pooler::{pooled_postgres_url, pooler_in_front_of, settings_dropping_proxy_in_front_of};
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 

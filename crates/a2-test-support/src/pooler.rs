@@ -35,6 +35,20 @@ fn target(url: &str) -> Result<(String, u16, String, String), String> {
 /// Start a PgBouncer in transaction mode in front of the Postgres `url`
 /// names, stopped when this process ends; its URL, with `pgbouncer=true`.
 pub fn pooler_in_front_of(url: &str) -> Result<String, String> {
+    start_pgbouncer(url, "transaction", "")
+}
+
+/// A PgBouncer in session mode in front of `url` that drops the `options`
+/// startup parameter, as a proxy that passes no session settings does: its
+/// URL without `pgbouncer=true`, so a client takes it for the server itself
+/// (and a read-only attach's `default_transaction_read_only` never arrives).
+pub fn settings_dropping_proxy_in_front_of(url: &str) -> Result<String, String> {
+    let proxy = start_pgbouncer(url, "session", "ignore_startup_parameters = options,extra_float_digits\n")?;
+    Ok(proxy.replace("?pgbouncer=true", ""))
+}
+
+/// A PgBouncer in `mode` in front of `url`, with `extra` lines of configuration.
+fn start_pgbouncer(url: &str, mode: &str, extra: &str) -> Result<String, String> {
     let binary = CANDIDATES
         .iter()
         .map(Path::new)
@@ -56,8 +70,8 @@ pub fn pooler_in_front_of(url: &str) -> Result<String, String> {
     write!(
         file,
         "[databases]\n* = host={host} port={port}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {listen}\n\
-         unix_socket_dir =\nauth_type = trust\nauth_file = {users}\npool_mode = transaction\n\
-         max_client_conn = 2000\ndefault_pool_size = 20\nlogfile = {log}\npidfile = {pid}\n",
+         unix_socket_dir =\nauth_type = trust\nauth_file = {users}\npool_mode = {mode}\n\
+         max_client_conn = 2000\ndefault_pool_size = 20\nlogfile = {log}\npidfile = {pid}\n{extra}",
         users = users.display(),
         log = dir.join("pgbouncer.log").display(),
         pid = dir.join("pgbouncer.pid").display(),

@@ -26,8 +26,12 @@ impl Answer {
     }
 }
 
+/// A request as text; `Host: 127.0.0.1` unless `headers` names one.
 fn request_text(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
-    let mut text = format!("{method} {path} HTTP/1.0\r\nHost: test\r\n");
+    let mut text = format!("{method} {path} HTTP/1.0\r\n");
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+        text.push_str("Host: 127.0.0.1\r\n");
+    }
     for (name, value) in headers {
         text.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -63,7 +67,7 @@ pub async fn chunked_push(addr: SocketAddr, path: &str, body: &[u8]) -> Answer {
     let exchange = async {
         let mut socket = TcpStream::connect(addr).await.unwrap_or_else(|e| panic!("connect {addr}: {e}"));
         let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
         );
         let mut bytes = head.into_bytes();
         for chunk in body.chunks(1000) {

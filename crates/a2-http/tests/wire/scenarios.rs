@@ -394,3 +394,45 @@ pub async fn stream_without_presence_fields_serves_events(store: Arc<dyn Store>)
     assert_eq!(first.event, "event", "events first, no presence snapshot: {first:?}");
     assert_eq!(frame_index(&first), 1);
 }
+
+/// DNS rebinding: a page of another site that reached a server bound to
+/// 127.0.0.1 names its own host, and is refused (403 `FORBIDDEN_HOST`) on
+/// every route; loopback names answer, and so do hosts the options name. A
+/// push from a page of another origin is refused (403 `FORBIDDEN_ORIGIN`)
+/// and writes nothing, unless the options name that origin.
+pub async fn wire_refuses_a_foreign_host_header(store: Arc<dyn Store>) {
+    let options = a2_http::WireOptions {
+        allowed_hosts: vec!["app.example".into()],
+        allowed_origins: vec!["https://web.example".into()],
+        ..a2_http::WireOptions::default()
+    };
+    let served = serve_with(store, options).await;
+    let url = format!("{NOTES}/push");
+    let note = json!({ "events": [{ "type": "note" }] }).to_string();
+    let json = ("Content-Type", "application/json");
+    for host in ["evil.example", "evil.example:80", "127.0.0.1.evil.example", "app.example.evil"] {
+        let answer = send(served.addr, "GET", "/notes", &[("Host", host)], b"").await;
+        assert_eq!((answer.status, answer.code()), (403, "FORBIDDEN_HOST".to_owned()), "{host}");
+        let answer = send(served.addr, "POST", &url, &[("Host", host), json], note.as_bytes()).await;
+        assert_eq!((answer.status, answer.code()), (403, "FORBIDDEN_HOST".to_owned()), "{host}");
+        let answer = send(served.addr, "GET", &format!("{NOTES}/stream"), &[("Host", host)], b"").await;
+        assert_eq!(answer.status, 403, "{host}: a stream too");
+    }
+    for host in ["127.0.0.1:8080", "localhost", "LOCALHOST:1", "[::1]:9", "app.example", "App.Example:443"] {
+        let answer = send(served.addr, "GET", "/notes", &[("Host", host)], b"").await;
+        assert_eq!(answer.status, 200, "{host}: {}", answer.body);
+    }
+    assert_eq!(history_len(served.addr, NOTES).await, 0, "no refused push wrote an event");
+    for origin in ["http://evil.example", "null", "http://localhost"] {
+        let headers = [("Host", "127.0.0.1"), ("Origin", origin), json];
+        let answer = send(served.addr, "POST", &url, &headers, note.as_bytes()).await;
+        assert_eq!((answer.status, answer.code()), (403, "FORBIDDEN_ORIGIN".to_owned()), "{origin}");
+    }
+    assert_eq!(history_len(served.addr, NOTES).await, 0, "no cross-origin push wrote an event");
+    for (host, origin) in [("127.0.0.1:4000", "http://127.0.0.1:4000"), ("app.example", "https://web.example")] {
+        let headers = [("Host", host), ("Origin", origin), json];
+        let answer = send(served.addr, "POST", &url, &headers, note.as_bytes()).await;
+        assert_eq!(answer.status, 200, "{host} from {origin}: {}", answer.body);
+    }
+    assert_eq!(history_len(served.addr, NOTES).await, 2);
+}
