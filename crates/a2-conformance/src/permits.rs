@@ -59,16 +59,24 @@ pub async fn lapse_charges_only_started_attempts(factory: &dyn StoreFactory, pac
     // Time for any further claim a drain would make while its runs hang.
     tokio::time::sleep(pace.settle()).await;
     let key = session_key("shop", "s");
-    let heads = store.head_list(&key).await.unwrap_or_else(|e| panic!("{e}"));
-    let leased = heads.iter().filter(|h| h.status.lease_holder.is_some() || h.status.attempt_count > 0).count();
-    assert_eq!(leased, 2, "only the heads that can run were leased: {heads:#?}");
-    assert_eq!(started.load(Ordering::SeqCst), 2);
+    // Every head leased is a run that started: none waits for a permit under a lease. (On a loaded
+    // machine a hung run's lease can lapse and free its permit for the next head, so the count may
+    // pass two; the rule holds whatever it is.) Read where no run started between the two looks.
+    let (leased, heads, running) = loop {
+        let before = started.load(Ordering::SeqCst);
+        let heads = store.head_list(&key).await.unwrap_or_else(|e| panic!("{e}"));
+        let leased = heads.iter().filter(|h| h.status.lease_holder.is_some() || h.status.attempt_count > 0).count();
+        if started.load(Ordering::SeqCst) == before {
+            break (leased, heads, before as usize);
+        }
+    };
+    assert!(running >= 2, "two permits, two runs at least");
+    assert_eq!(leased, running, "only the heads that can run were leased: {heads:#?}");
 
     // The process stops (its drains abandon what runs); a new one takes over once the leases lapsed.
-    // On a loaded machine a hung run's lease can lapse before the stop, freeing its permit for the
-    // next head: count the runs that started in the crashed process, whatever their number.
+    // The runs it started are counted once it has stopped: none starts after that.
+    crashed.stop().await;
     let started_in_crashed = started.load(Ordering::SeqCst) as usize;
-    crashed.shutdown();
     drop((crashed, session));
     tokio::time::sleep(pace.timings().claim_ttl * 2).await;
     let done = seen();

@@ -189,7 +189,8 @@ impl ServerCore {
         }
         let due = expires_at + crate::timings::millis(self.timings().watchdog_grace);
         let slot = due.div_euclid(1_000) * 1_000 + if due.rem_euclid(1_000) > 0 { 1_000 } else { 0 };
-        let arm = self.watchdog_slot(session_id, slot);
+        // The task of the slot kept (a later one may be armed already), never an earlier one in its place.
+        let (slot, arm) = self.watchdog_slot(session_id, slot);
         let task = self.drain_task(session_id, slot);
         let scheduler = self.scheduler().clone();
         Some(async move {
@@ -225,7 +226,12 @@ impl ServerCore {
     /// Deliver one task `holder` claimed, through the ordinary paths. A task
     /// whose trigger was cleared away, or a clear whose guard no longer holds,
     /// is an acknowledged no-op, as the seeds say.
-    pub(crate) async fn deliver(self: &Arc<Self>, task: &ScheduledTask, holder: &str) -> Result<Delivery, A2Error> {
+    pub(crate) async fn deliver(
+        self: &Arc<Self>,
+        task: &ScheduledTask,
+        holder: &str,
+        deadline: tokio::time::Instant,
+    ) -> Result<Delivery, A2Error> {
         let span = tracing::info_span!(
             "a2.schedule.deliver",
             a2.contract = %task.contract,
@@ -244,6 +250,14 @@ impl ServerCore {
                 // A drain of the session claims whatever a dead process left there; the task
                 // is settled once that claim answered, so a delivery that dies before it is redelivered.
                 TaskWork::Drain if !self.consumers().is_empty() => {
+                    // Bounded for the whole pass: a drain waiting for a run permit must not hold up
+                    // the pass's other tasks (their leases would lapse); a task past it is tried again.
+                    let wait = (self.timings().claim_ttl / 3).min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+                    if wait.is_zero() {
+                        return Err(A2Error::Cancelled {
+                            message: "the delivery pass ran out of its lease before this watchdog: left for the next".into(),
+                        });
+                    }
                     let (told, first_claim) = tokio::sync::oneshot::channel();
                     let options = DrainOptions { first_claim: Some(told), ..DrainOptions::default() };
                     let drain = spawn_drain(self, &task.session_id, options);
@@ -253,9 +267,6 @@ impl ServerCore {
                             tracing::warn!(a2.session_id = %session, code = error.code(), %error, "a watchdog's drain failed");
                         }
                     });
-                    // Bounded: a drain waiting for a run permit must not hold up the other tasks
-                    // (their leases would lapse); the task is tried again, the drain goes on.
-                    let wait = self.timings().claim_ttl / 3;
                     match tokio::time::timeout(wait, first_claim).await {
                         Ok(Ok(true)) => Ok(Delivery::ToSettle),
                         Ok(Ok(false)) => Err(A2Error::Store(StoreError::unavailable(format!(
@@ -302,8 +313,8 @@ impl ServerCore {
     }
 
     /// A scheduled append through the ordinary append path, its events marked
-    /// with the task; a trigger cleared away makes it an acknowledged no-op, and
-    /// a second delivery appends nothing (the events' ids are fixed).
+    /// with the task; a trigger cleared away makes it an acknowledged no-op
+    /// (`false`), and a second delivery appends nothing (the events' ids are fixed).
     async fn deliver_append(
         &self,
         session_id: &str,
@@ -311,7 +322,7 @@ impl ServerCore {
         name: &str,
         events: &[ScheduledEvent],
         trigger_index: Option<u64>,
-    ) -> Result<(), A2Error> {
+    ) -> Result<bool, A2Error> {
         let inputs: Vec<AppendInput> = events
             .iter()
             .map(|e| AppendInput {
@@ -323,8 +334,9 @@ impl ServerCore {
         let by = ScheduledBy { task: task_id.to_owned(), name: name.to_owned() };
         let from = FromTask { by: &by, trigger_index };
         match self.append_from(session_id, inputs, None, Some(from), &|_| String::new()).await {
-            Err(error) if error.code() != "SESSION_CLEARED" => Err(error),
-            _ => Ok(()),
+            Ok(_) => Ok(true),
+            Err(error) if error.code() == "SESSION_CLEARED" => Ok(false),
+            Err(error) => Err(error),
         }
     }
 
@@ -365,7 +377,9 @@ impl ServerCore {
             ids::validate_event_id(&event.id)?;
         }
         let trigger_index = task.trigger.as_ref().map(|t| t.index);
-        self.deliver_append(session_id, &task.id, &task.name, events, trigger_index).await?;
+        if !self.deliver_append(session_id, &task.id, &task.name, events, trigger_index).await? {
+            return Ok(());
+        }
         // As the seeds' `schedulerAppend`: the work it leaves is armed durably before the
         // adapter may let the task go, and a failed arm fails the delivery (it is delivered again).
         let expires_at = self.clock().now_ms() + crate::timings::millis(self.timings().claim_ttl);
@@ -415,10 +429,12 @@ impl ServerCore {
                 ttl_ms: crate::timings::millis(self.timings().claim_ttl),
                 limit: TASKS_PER_CLAIM,
             };
+            // What of the claim's lease the pass may spend waiting on drains' first claims.
+            let deadline = tokio::time::Instant::now() + self.timings().claim_ttl * 2 / 3;
             let tasks = self.store().task_claim(claim).await?;
             let full = tasks.len() >= TASKS_PER_CLAIM as usize;
             for task in tasks {
-                let outcome = match self.deliver(&task, holder).await {
+                let outcome = match self.deliver(&task, holder, deadline).await {
                     Ok(Delivery::Settled) => {
                         delivered += 1;
                         continue;

@@ -226,6 +226,8 @@ impl Server {
     /// append path, its events marked with the task, appended once however
     /// often it is delivered, a no-op past a clear of its trigger. A task of
     /// another contract, or not an append, is refused (`INVALID_ARGUMENT`).
+    /// With watchdogs on, the work it appended is armed durably before this
+    /// answers, and `SCHEDULER_SEND_FAILED` says the arm failed: keep the task.
     pub async fn deliver_scheduled_append(&self, task: &TaskSchedule) -> Result<(), A2Error> {
         self.background.ensure_started();
         self.core.deliver_adapter_append(task).await

@@ -329,16 +329,16 @@ impl ServerCore {
         std::time::Duration::from_millis(u64::try_from(until).unwrap_or(0)).min(poll)
     }
 
-    /// The arm of the watchdog of `session_id` at `slot`, shared by every
-    /// caller of that slot (or a later one already armed): the first to await
+    /// The slot armed for `session_id` at `slot` or later, and its arm, shared
+    /// by every caller of that slot (or a later one already armed): the first to await
     /// it schedules the task, the others wait on the same arm, and one that
     /// failed is tried again by the next. A session keeps only its latest slot,
     /// so the map holds one entry a session that claimed.
-    pub(crate) fn watchdog_slot(&self, session_id: &str, slot: Millis) -> WatchdogArm {
+    pub(crate) fn watchdog_slot(&self, session_id: &str, slot: Millis) -> (Millis, WatchdogArm) {
         let mut slots = self.watchdog_slots.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((armed, arm)) = slots.get(session_id) {
             if *armed >= slot {
-                return arm.clone();
+                return (*armed, arm.clone());
             }
         }
         if slots.len() >= 4_096 {
@@ -348,7 +348,7 @@ impl ServerCore {
         }
         let arm = WatchdogArm::default();
         slots.insert(session_id.to_owned(), (slot, arm.clone()));
-        arm
+        (slot, arm)
     }
 
     /// Notified when a task due soon was scheduled here.
@@ -555,7 +555,8 @@ impl ServerCore {
                     }
                 }
             }
-            AppendMode::Dispatch if pending => self.arm_drain_now(session_id).await?,
+            // Every dispatch heals, as an inline append does: its drain task finds what a dead process left.
+            AppendMode::Dispatch if heals => self.arm_drain_now(session_id).await?,
             AppendMode::Inline | AppendMode::Dispatch => {}
         }
         // Handed out with the session's own id, as every other read does, never the storage key.

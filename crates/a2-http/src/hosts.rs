@@ -16,16 +16,25 @@ use crate::Wire;
 /// The names of this machine a request may give without configuration.
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
-/// A `Host` header's name, its port left off, in lower case.
+/// A `Host` header's (or an allowed entry's) name: its port and a trailing
+/// dot left off, in lower case. Anything after an IPv6 literal but a port
+/// keeps the whole text, which then matches no name.
 fn host_name(host: &str) -> String {
     let host = host.trim().to_ascii_lowercase();
+    let port_ok = |port: &str| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit());
     if let Some(end) = host.strip_prefix('[').and_then(|rest| rest.find(']')) {
-        return host[..end + 2].to_owned();
+        let rest = &host[end + 2..];
+        return match rest.strip_prefix(':') {
+            None if rest.is_empty() => host,
+            Some(port) if port_ok(port) => host[..end + 2].to_owned(),
+            _ => host,
+        };
     }
-    match host.rsplit_once(':') {
-        Some((name, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => name.to_owned(),
-        _ => host,
-    }
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port_ok(port) => name,
+        _ => host.as_str(),
+    };
+    name.strip_suffix('.').unwrap_or(name).to_owned()
 }
 
 fn host_allowed(allowed: &[String], headers: &HeaderMap) -> bool {
@@ -33,7 +42,7 @@ fn host_allowed(allowed: &[String], headers: &HeaderMap) -> bool {
     let Some(host) = headers.get(header::HOST) else { return true };
     let Ok(host) = host.to_str() else { return false };
     let name = host_name(host);
-    LOOPBACK.contains(&name.as_str()) || allowed.iter().any(|a| a == "*" || a.eq_ignore_ascii_case(&name))
+    LOOPBACK.contains(&name.as_str()) || allowed.iter().any(|a| a == "*" || host_name(a) == name)
 }
 
 /// A push's `Origin` (a browser's, when it sends one) is the request's own
@@ -71,5 +80,8 @@ mod tests {
         assert_eq!(host_name("[::1]"), "[::1]");
         assert_eq!(host_name("app.example"), "app.example");
         assert_eq!(host_name("app.example:"), "app.example:");
+        assert_eq!(host_name("localhost."), "localhost");
+        assert_eq!(host_name("[::1]x"), "[::1]x");
+        assert_eq!(host_name("[::1]:x"), "[::1]:x");
     }
 }

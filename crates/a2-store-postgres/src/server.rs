@@ -72,13 +72,16 @@ fn tls_name(mode: PgSslMode) -> &'static str {
 }
 
 /// A pooled URL's `listen_url` is a second connection with the same
-/// password: it may not ask for weaker TLS than the main URL (after the
-/// default of verify-full for a host that is not this machine), nor trust
-/// another root. A plaintext or `prefer` listen link beside a verified main
-/// one would leak the notification channel and could be redirected.
+/// password: to a host that is not this machine it may not ask for weaker
+/// TLS than the main URL (after the default of verify-full for such a host).
+/// A plaintext or `prefer` listen link beside a verified main one would leak
+/// the notification channel and could be redirected. (A main URL that trusts
+/// its own `sslrootcert` needs one on `listen_url` too: checked at connect.)
 pub(crate) fn listen_tls_holds(main: &PgConnectOptions, listen: &PgConnectOptions) -> Result<(), StoreError> {
     let (asked, held) = (listen.get_ssl_mode(), main.get_ssl_mode());
-    if tls_rank(asked) < tls_rank(held) {
+    // This machine's own end (an SSH tunnel, a socket) is off the network: nothing on it to redirect.
+    let local = listen.get_host().starts_with('/') || is_local_host(listen.get_host());
+    if !local && tls_rank(asked) < tls_rank(held) {
         return Err(StoreError::invalid(format!(
             "listen_url asks for sslmode={}, weaker than the URL's sslmode={}: give listen_url at least sslmode={}",
             tls_name(asked),

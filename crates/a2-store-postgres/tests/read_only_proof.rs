@@ -55,9 +55,9 @@ async fn listen_url_never_gets_weaker_tls_than_the_main_url() {
         format!("{main}{}pgbouncer=true&listen_url={listen}", if main.contains('?') { "&" } else { "?" })
     };
     let weaker = [
-        // A remote host's default is verify-full: prefer (a local listen URL's default) is weaker.
-        pooled("postgres://a2@db.invalid:6432/app", "postgres://a2@127.0.0.1/app"),
+        // A remote host's default is verify-full: prefer is weaker.
         pooled("postgres://a2@db.invalid:6432/app", "postgres://a2@db.invalid/app?sslmode=prefer"),
+        pooled("postgres://a2@127.0.0.1:6432/app?sslmode=require", "postgres://a2@listen.invalid/app?sslmode=prefer"),
         pooled("postgres://a2@db.invalid:6432/app?sslmode=require", "postgres://a2@db.invalid/app?sslmode=disable"),
         pooled(
             "postgres://a2@db.invalid:6432/app?sslmode=verify-full",
@@ -73,6 +73,8 @@ async fn listen_url_never_gets_weaker_tls_than_the_main_url() {
     // As strong or stronger passes the check (and then fails to reach a host that does not exist).
     let held = [
         pooled("postgres://a2@db.invalid:6432/app", "postgres://a2@db.invalid/app"),
+        // This machine's end of a tunnel is off the network: its plaintext is no weaker link.
+        pooled("postgres://a2@db.invalid:6432/app", "postgres://a2@127.0.0.1:15432/app?sslmode=disable"),
         pooled("postgres://a2@db.invalid:6432/app?sslmode=require", "postgres://a2@db.invalid/app?sslmode=verify-full"),
     ];
     for url in &held {

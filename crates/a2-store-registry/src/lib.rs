@@ -172,6 +172,32 @@ pub async fn open(url: &str, options: &OpenOptions, clock: Arc<dyn Clock>) -> Re
     )))
 }
 
+/// libpq's connection keywords: the only words of a conninfo an error names.
+const CONNINFO_KEYWORDS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "passfile",
+    "connect_timeout",
+    "client_encoding",
+    "options",
+    "application_name",
+    "sslmode",
+    "sslcert",
+    "sslkey",
+    "sslrootcert",
+    "sslcrl",
+    "target_session_attrs",
+    "service",
+    "channel_binding",
+    "gssencmode",
+    "keepalives",
+    "load_balance_hosts",
+];
+
 /// What an unknown store text is, named without echoing it: the rest of a
 /// mistyped URL, or a libpq `key=value` conninfo, may hold a password.
 fn unknown_store(text: &str) -> String {
@@ -183,7 +209,13 @@ fn unknown_store(text: &str) -> String {
         return format!("a URL with the scheme {scheme:?}");
     }
     if text.contains('=') {
-        let keys: Vec<&str> = text.split_whitespace().filter_map(|pair| pair.split_once('=').map(|(k, _)| k)).collect();
+        // Only libpq's own keywords are named: with spaces around `=` or a quoted value,
+        // what stands before an `=` may be a piece of the password.
+        let keys: Vec<&str> = text
+            .split_whitespace()
+            .filter_map(|pair| pair.split_once('=').map(|(k, _)| k))
+            .map(|key| if CONNINFO_KEYWORDS.contains(&key) { key } else { "?" })
+            .collect();
         return format!(
             "a key=value connection string (keys: {}; write it as postgres://user@host/dbname?… instead)",
             keys.join(", ")

@@ -49,6 +49,8 @@ async fn conninfo_password_never_appears_in_an_error() {
         "password=hunter2",
         "hunter2",
         "host=db password='hunter2:x' dbname=app",
+        "host=db password = hunter2==",
+        "password='pa hunter2=word'",
     ] {
         let error = a2_store_registry::open(text, &options, clock.clone()).await.expect_err("not a store URL");
         assert_eq!(error.code(), "INVALID_INPUT", "{text}");

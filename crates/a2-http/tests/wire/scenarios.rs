@@ -410,7 +410,9 @@ pub async fn wire_refuses_a_foreign_host_header(store: Arc<dyn Store>) {
     let url = format!("{NOTES}/push");
     let note = json!({ "events": [{ "type": "note" }] }).to_string();
     let json = ("Content-Type", "application/json");
-    for host in ["evil.example", "evil.example:80", "127.0.0.1.evil.example", "app.example.evil"] {
+    for host in
+        ["evil.example", "evil.example:80", "127.0.0.1.evil.example", "app.example.evil", "[::1]x", "[::1].evil"]
+    {
         let answer = send(served.addr, "GET", "/notes", &[("Host", host)], b"").await;
         assert_eq!((answer.status, answer.code()), (403, "FORBIDDEN_HOST".to_owned()), "{host}");
         let answer = send(served.addr, "POST", &url, &[("Host", host), json], note.as_bytes()).await;
@@ -418,7 +420,9 @@ pub async fn wire_refuses_a_foreign_host_header(store: Arc<dyn Store>) {
         let answer = send(served.addr, "GET", &format!("{NOTES}/stream"), &[("Host", host)], b"").await;
         assert_eq!(answer.status, 403, "{host}: a stream too");
     }
-    for host in ["127.0.0.1:8080", "localhost", "LOCALHOST:1", "[::1]:9", "app.example", "App.Example:443"] {
+    for host in
+        ["127.0.0.1:8080", "localhost", "localhost.:80", "LOCALHOST:1", "[::1]:9", "app.example", "App.Example:443"]
+    {
         let answer = send(served.addr, "GET", "/notes", &[("Host", host)], b"").await;
         assert_eq!(answer.status, 200, "{host}: {}", answer.body);
     }
