@@ -16,6 +16,10 @@ use crate::error::WireError;
 /// ids are indexed, and Postgres's index rows have a limit.
 pub const MAX_PUSHED_ID: usize = 256;
 
+/// The most events one push may carry: a push is a client's moment, not a
+/// bulk load (which goes through the engine's own append).
+pub const MAX_PUSHED_EVENTS: usize = 1_000;
+
 /// The most JSON text one pushed event may carry (its payload as sent):
 /// one event is a fact, not a file; a bigger thing belongs in object
 /// storage. It also bounds what a stalled stream holds (a page of events).
@@ -32,6 +36,13 @@ pub fn parse_push_body(body: &[u8]) -> Result<Push, WireError> {
     };
     let events = match envelope.remove("events") {
         None => Vec::new(),
+        Some(Value::Array(events)) if events.len() > MAX_PUSHED_EVENTS => {
+            return Err(WireError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                "TOO_LARGE",
+                format!("a push carries at most {MAX_PUSHED_EVENTS} events, not {}", events.len()),
+            ))
+        }
         Some(Value::Array(events)) => parse_push_events(events)?,
         Some(_) => return Err(WireError::invalid_payload("events must be an array of events")),
     };

@@ -33,8 +33,9 @@ use std::time::Duration;
 use a2_engine::{A2Error, Server};
 use axum::Router;
 
-pub use envelope::{parse_push_body, parse_push_events, EVENT_WRITE_CHARS, MAX_PUSHED_ID};
+pub use envelope::{parse_push_body, parse_push_events, EVENT_WRITE_CHARS, MAX_PUSHED_EVENTS, MAX_PUSHED_ID};
 pub use error::{error_status, WireError};
+pub use routes::MAX_SESSION_ID;
 pub use routes::{HISTORY_CHARS, HISTORY_LIMIT};
 pub use wire::{event_to_wire, presence_patch_to_wire, presence_snapshot_to_wire};
 
@@ -57,6 +58,9 @@ pub struct WireOptions {
     /// reads from the store until it catches up.
     pub ring_events: usize,
     pub ring_chars: usize,
+    /// The most JSON text a `/state` answer carries; a bigger state is
+    /// refused (413 `TOO_LARGE`) rather than built into one response.
+    pub state_chars: usize,
     /// Host names (no port) the routes answer besides this machine's
     /// loopback names (`localhost`, `127.0.0.1`, `[::1]`, any port); a
     /// request naming any other `Host` is refused (403 `FORBIDDEN_HOST`), so
@@ -78,6 +82,7 @@ impl Default for WireOptions {
             stream_page: 16,
             ring_events: 4096,
             ring_chars: 8 * 1024 * 1024,
+            state_chars: 4 * 1024 * 1024,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
         }

@@ -19,6 +19,10 @@ use crate::error::WireError;
 use crate::wire::event_to_wire;
 use crate::Wire;
 
+/// The longest session id a route takes (in characters): ids are keys of
+/// every index, and Postgres's index rows have a limit.
+pub const MAX_SESSION_ID: usize = 256;
+
 /// The most events one history page answers.
 pub const HISTORY_LIMIT: usize = 1000;
 
@@ -59,6 +63,14 @@ fn session_path(path: SessionPath) -> Result<(String, String), WireError> {
 pub(crate) fn session_of(wire: &Wire, path: SessionPath) -> Result<(&Server, Session), WireError> {
     let (contract, id) = session_path(path)?;
     let server = wire.server(&contract)?;
+    let chars = id.chars().count();
+    if chars > MAX_SESSION_ID {
+        return Err(WireError::new(
+            StatusCode::BAD_REQUEST,
+            "INVALID_SESSION_ID",
+            format!("a session id is at most {MAX_SESSION_ID} characters, not {chars}"),
+        ));
+    }
     Ok((server, server.session(&id)?))
 }
 
@@ -177,6 +189,17 @@ async fn state(
         Some(_) => index_param(&params, "through")?,
     };
     let state = session.state(reducer, through).await?;
+    let chars = state.state.to_string().chars().count();
+    if chars > wire.options.state_chars {
+        return Err(WireError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "TOO_LARGE",
+            format!(
+                "the state of '{reducer}' is {chars} characters of JSON; this route answers at most {}",
+                wire.options.state_chars
+            ),
+        ));
+    }
     Ok(Json(json!({ "state": state.state, "index": state.index })))
 }
 

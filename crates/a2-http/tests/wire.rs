@@ -44,6 +44,7 @@ every_backend!(
     push_accepts_seed_envelope_with_fractional_at_and_extra_keys,
     stream_without_presence_fields_serves_events,
     wire_refuses_a_foreign_host_header,
+    push_bounds_ids_events_and_sizes,
 );
 
 async fn memory() -> Arc<dyn Store> {

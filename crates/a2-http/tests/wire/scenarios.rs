@@ -440,3 +440,34 @@ pub async fn wire_refuses_a_foreign_host_header(store: Arc<dyn Store>) {
     }
     assert_eq!(history_len(served.addr, NOTES).await, 2);
 }
+
+/// What one client may ask is bounded, each bound with its typed refusal and
+/// nothing written: a session id of more than `MAX_SESSION_ID` characters
+/// (400 `INVALID_SESSION_ID`), a push of more than `MAX_PUSHED_EVENTS`
+/// events (413 `TOO_LARGE`), and a `/state` past `state_chars` (413).
+pub async fn push_bounds_ids_events_and_sizes(store: Arc<dyn Store>) {
+    let options = a2_http::WireOptions { state_chars: 3, ..a2_http::WireOptions::default() };
+    let served = serve_with(store, options).await;
+    let note = json!({ "events": [{ "type": "note" }] });
+    let longest = "s".repeat(a2_http::MAX_SESSION_ID);
+    let answer = push(served.addr, &format!("/notes/sessions/{longest}/push"), &note).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let over = format!("{longest}x");
+    for path in [format!("/notes/sessions/{over}/push"), format!("/notes/sessions/{over}/history")] {
+        let answer =
+            if path.ends_with("push") { push(served.addr, &path, &note).await } else { get(served.addr, &path).await };
+        assert_eq!((answer.status, answer.code()), (400, "INVALID_SESSION_ID".to_owned()), "{path}");
+    }
+    let events = |n: usize| json!({ "events": vec![json!({ "type": "count", "payload": { "n": 1 } }); n] });
+    let answer = push(served.addr, &format!("{NOTES}/push"), &events(a2_http::MAX_PUSHED_EVENTS + 1)).await;
+    assert_eq!((answer.status, answer.code()), (413, "TOO_LARGE".to_owned()));
+    assert_eq!(history_len(served.addr, NOTES).await, 0, "a refused push wrote nothing");
+    let answer = push(served.addr, &format!("{NOTES}/push"), &events(999)).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    // The total is 999: three characters of JSON, at the bound. One more is past it.
+    let answer = get(served.addr, &format!("{NOTES}/state?reducer=total")).await;
+    assert_eq!((answer.status, answer.json()["state"].clone()), (200, json!(999)), "{}", answer.body);
+    assert_eq!(push(served.addr, &format!("{NOTES}/push"), &events(1)).await.status, 200);
+    let answer = get(served.addr, &format!("{NOTES}/state?reducer=total")).await;
+    assert_eq!((answer.status, answer.code()), (413, "TOO_LARGE".to_owned()), "{}", answer.body);
+}
