@@ -7,9 +7,10 @@
 use std::sync::{Arc, Mutex};
 
 use a2_engine::*;
-use a2_store::{TaskList, TaskSchedule, TaskWork};
+use a2_store::{TaskSchedule, TaskWork};
 
 use crate::engine::{all_events, eventually, open, recorder, seen, server_with, snapshot, tick, Pace};
+use crate::scheduling::tasks;
 use crate::StoreFactory;
 
 /// A delay long enough that nothing in a scenario reaches it.
@@ -80,11 +81,6 @@ impl Scheduler for HeldScheduler {
     }
 }
 
-async fn store_tasks(store: &Arc<dyn a2_store::Store>) -> usize {
-    let list = TaskList { limit: 100, ..TaskList::default() };
-    store.task_list(list).await.map(|t| t.len()).unwrap_or_else(|e| panic!("task list: {e}"))
-}
-
 /// `session.schedule` on a server with an adapter of its own: the task goes
 /// to the adapter, not the store; delivered through the server, its events go
 /// through the append path (the log consumer runs them), marked with the
@@ -100,7 +96,7 @@ pub async fn custom_scheduler_task_is_delivered_through_the_append_path(factory:
     let session = server.session("s").unwrap_or_else(|e| panic!("{e}"));
     let id =
         session.schedule("ping", Timing::delay(LATER), vec![tick(1), tick(2)]).await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(store_tasks(&store).await, 0, "the adapter holds the task, not the store");
+    assert_eq!(tasks(&store).await.len(), 0, "the adapter holds the task, not the store");
     let appends = held.held_of("append");
     assert_eq!(appends.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), [id.as_str()]);
     assert!(all_events(&session).await.is_empty(), "nothing is appended before the adapter delivers");
@@ -130,7 +126,7 @@ pub async fn custom_scheduler_task_is_delivered_through_the_append_path(factory:
     server.deliver_scheduled_clear(&clears[0]).await.unwrap_or_else(|e| panic!("{e}"));
     let bounds = store.session_bounds(&a2_store::session_key("shop", "s")).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!((bounds.head, bounds.clear_index), (2, 2));
-    assert_eq!(store_tasks(&store).await, 0, "nothing went to the store's scheduler");
+    assert_eq!(tasks(&store).await.len(), 0, "nothing went to the store's scheduler");
 }
 
 /// The seeds refuse a task of another contract at delivery: a task another
@@ -236,5 +232,5 @@ pub async fn append_dispatch_without_a_scheduler_is_refused(factory: &dyn StoreF
     let message = refused.map(|e| e.to_string()).unwrap_or_default();
     assert!(message.contains("append.dispatch requires a configured scheduler adapter"), "{message}");
     assert!(all_events(&session).await.is_empty(), "nothing was written");
-    assert_eq!(store_tasks(&store).await, 0);
+    assert_eq!(tasks(&store).await.len(), 0);
 }

@@ -24,7 +24,8 @@ fn soon(pace: Pace) -> (Timing, Duration) {
     }
 }
 
-async fn tasks(store: &Arc<dyn a2_store::Store>) -> Vec<ScheduledTask> {
+/// Every task the store keeps (a scenario's handful).
+pub(crate) async fn tasks(store: &Arc<dyn a2_store::Store>) -> Vec<ScheduledTask> {
     let list = TaskList { limit: 100, ..TaskList::default() };
     store.task_list(list).await.unwrap_or_else(|e| panic!("task list: {e}"))
 }
@@ -310,7 +311,8 @@ pub async fn watchdog_retries_work_of_a_dead_process(factory: &dyn StoreFactory,
     drop(survivor);
 }
 
-async fn eventually_tasks(
+/// The store's tasks once `done` holds of them (arms are spawned off their callers' paths).
+pub(crate) async fn eventually_tasks(
     store: &Arc<dyn a2_store::Store>,
     done: impl Fn(&[ScheduledTask]) -> bool,
 ) -> Vec<ScheduledTask> {

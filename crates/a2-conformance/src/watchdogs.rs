@@ -8,15 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2_engine::*;
-use a2_store::{ScheduledTask, Store, TaskList, TaskSchedule, TaskWork};
+use a2_store::{ScheduledTask, Store, TaskSchedule, TaskWork};
 
 use crate::engine::{eventually, hanging, open, recorder, seen, server_with, snapshot, tick, Pace};
+use crate::scheduling::{eventually_tasks, tasks};
 use crate::StoreFactory;
 
 async fn drain_tasks(store: &Arc<dyn Store>) -> Vec<ScheduledTask> {
-    let list = TaskList { limit: 100, ..TaskList::default() };
-    let tasks = store.task_list(list).await.unwrap_or_else(|e| panic!("task list: {e}"));
-    tasks.into_iter().filter(|t| t.work == TaskWork::Drain).collect()
+    tasks(store).await.into_iter().filter(|t| t.work == TaskWork::Drain).collect()
 }
 
 /// The seeds' slot: a due time rounded up to the second.
@@ -120,7 +119,9 @@ pub async fn busy_claim_leaves_a_durable_watchdog(factory: &dyn StoreFactory, pa
     assert_eq!(result.outcome, DrainOutcome::Busy, "{result:?}");
     // Past the dead holder's lease as last seen (a beat before its shutdown may only have moved it later).
     let grace = i64::try_from(pace.timings().watchdog_grace.as_millis()).unwrap_or(i64::MAX);
-    let armed = eventually_drain_task(&store, slot(expires + grace)).await;
+    let due = slot(expires + grace);
+    let kept = eventually_tasks(&store, |t| t.iter().any(|t| t.work == TaskWork::Drain && t.due_at >= due)).await;
+    let armed = kept.iter().find(|t| t.work == TaskWork::Drain).unwrap_or_else(|| panic!("{kept:?}"));
     assert_eq!(armed.session_id, "s");
     drop(looker);
 
@@ -144,15 +145,4 @@ pub async fn busy_claim_leaves_a_durable_watchdog(factory: &dyn StoreFactory, pa
     eventually("the survivor ran the dead process's head", || snapshot(&seen) == [("worker".to_owned(), 1)]).await;
     assert_eq!(late.load(Ordering::SeqCst), 0, "the busy looker ran nothing");
     drop(survivor);
-}
-
-/// The busy claim's arm is spawned off its path: wait until it is kept (due at `due_at` or later).
-async fn eventually_drain_task(store: &Arc<dyn Store>, due_at: i64) -> ScheduledTask {
-    for _ in 0..2_000 {
-        if let Some(task) = drain_tasks(store).await.into_iter().find(|t| t.due_at >= due_at) {
-            return task;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no drain task due at {due_at} or later: {:?}", drain_tasks(store).await);
 }

@@ -80,11 +80,6 @@ pub(crate) async fn watch(rules: &[AbortRule], watched: AbortWatch, token: Cance
     let mut seen = trigger.index;
     let fires = move |events: &[Event]| events.iter().any(|e| rules.iter().any(|r| r.fires(e, &trigger, attempt)));
     let failure = Arc::new(OnceLock::new());
-    let failed = |error: a2_store::StoreError, failure: &OnceLock<String>| {
-        tracing::warn!(%error, "abort_on could not read the session; the attempt fails");
-        let _ = failure.set(error.to_string());
-        cancel_for(&reason, &token, CancelReason::AbortMonitorFailed);
-    };
     // The log as it stands before the run starts.
     match newer(&*store, &key, seen).await {
         Ok(events) if fires(&events) => {
@@ -93,7 +88,7 @@ pub(crate) async fn watch(rules: &[AbortRule], watched: AbortWatch, token: Cance
         }
         Ok(events) => seen = events.last().map_or(seen, |e| e.index),
         Err(error) => {
-            failed(error, &failure);
+            monitor_failed(&error, &failure, &reason, &token);
             return Some(Watching { _task: None, failure });
         }
     }
@@ -110,15 +105,26 @@ pub(crate) async fn watch(rules: &[AbortRule], watched: AbortWatch, token: Cance
                     seen = events.last().map_or(seen, |e| e.index);
                 }
                 Err(error) => {
-                    let _ = failing.set(error.to_string());
-                    tracing::warn!(%error, "abort_on could not read the session; the attempt fails");
-                    cancel_for(&reason, &token, CancelReason::AbortMonitorFailed);
+                    monitor_failed(&error, &failing, &reason, &token);
                     return;
                 }
             }
         }
     });
     Some(Watching { _task: Some(AbortOnDrop(handle)), failure })
+}
+
+/// The watch could not read the session: say why, keep the reason for the
+/// attempt's failure, and cancel the run.
+fn monitor_failed(
+    error: &a2_store::StoreError,
+    failure: &OnceLock<String>,
+    reason: &CancelCause,
+    token: &CancellationToken,
+) {
+    tracing::warn!(%error, "abort_on could not read the session; the attempt fails");
+    let _ = failure.set(error.to_string());
+    cancel_for(reason, token, CancelReason::AbortMonitorFailed);
 }
 
 /// Every event after `after`, page by page.

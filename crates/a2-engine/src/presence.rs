@@ -159,18 +159,23 @@ impl PresenceFeed {
                 // As the seeds interleave the planes: a backlog does not hold presence back.
                 // Between pages of it, the changes since the last look go first.
                 if self.history.at_page_end() {
-                    let cells = self.store.presence_read(&self.key).await?;
-                    self.repaint(cells);
+                    self.look().await?;
                 }
                 return Ok(FeedItem::Event(event));
             }
             self.history.done = false;
-            let cells = self.store.presence_read(&self.key).await?;
-            self.repaint(cells);
+            self.look().await?;
             if self.pending.is_empty() {
                 self.signals.next().await;
             }
         }
+    }
+
+    /// Read the session's presence and queue what changed since it was painted.
+    async fn look(&mut self) -> Result<(), A2Error> {
+        let cells = self.store.presence_read(&self.key).await?;
+        self.repaint(cells);
+        Ok(())
     }
 
     /// Queue a change for every cell that differs from what was painted: a
