@@ -227,6 +227,11 @@ impl Drain {
         let mut granted: Option<OwnedSemaphorePermit> = None;
         loop {
             if claim_again && self.claim_error.is_none() && waiting.is_none() {
+                // A stopping server leases nothing more: permits its abandoned runs gave back
+                // would start heads no run ever begins, and their lapses would be charged.
+                if self.core.stopping().is_cancelled() {
+                    return Err(self.stop());
+                }
                 match self.reserve(granted.take()) {
                     Ok(grant) => {
                         claim_again = false;
