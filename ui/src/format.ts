@@ -16,32 +16,48 @@ export function formatLag(lag: number): string {
   return `${formatCount(lag)} behind`;
 }
 
-/** A duration in milliseconds, coarsely: 450 ms, 12 s, 4 min, 3 h, 2 d. */
+const UNITS: [number, string][] = [
+  [86_400, "d"],
+  [3_600, "h"],
+  [60, "min"],
+  [1, "s"],
+];
+
+/** A span in its two largest units: 450 ms, 12 s, 3 min 5 s, 23 h 59 min, 2 d 4 h (a zero second unit left out). */
 export function formatAge(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return "—";
   if (ms < 0) ms = 0;
   if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${Math.floor(s)} s`;
-  const min = s / 60;
-  if (min < 60) return `${Math.floor(min)} min`;
-  const h = min / 60;
-  if (h < 48) return `${Math.floor(h)} h`;
-  return `${Math.floor(h / 24)} d`;
+  const seconds = Math.floor(ms / 1000);
+  const first = UNITS.findIndex(([size]) => seconds >= size);
+  const [size, name] = UNITS[first];
+  const whole = Math.floor(seconds / size);
+  const next = UNITS[first + 1];
+  const rest = next ? Math.floor((seconds % size) / next[0]) : 0;
+  return next && rest > 0 ? `${whole} ${name} ${rest} ${next[1]}` : `${whole} ${name}`;
 }
 
-/** A timestamp relative to now: "in 4 s", "12 min ago". */
+/** A timestamp relative to now: "in 4 s", "12 min ago", "now" within a second. */
 export function formatRelative(at: number | null | undefined, now: number): string {
   if (at === null || at === undefined) return "—";
   const delta = at - now;
-  return delta >= 0 ? `in ${formatAge(delta)}` : `${formatAge(-delta)} ago`;
+  if (Math.abs(delta) < 1000) return "now";
+  return delta > 0 ? `in ${formatAge(delta)}` : `${formatAge(-delta)} ago`;
 }
 
+/** A timestamp as a UTC date-time, the same on every operator's screen and in the CLI: 2026-12-07 03:50:12 UTC. */
 export function formatTime(at: number | null | undefined): string {
   if (at === null || at === undefined) return "—";
   const d = new Date(at);
+  if (Number.isNaN(d.getTime())) return `${at} ms after the epoch`;
   const pad = (n: number, w = 2) => String(n).padStart(w, "0");
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} UTC`;
+}
+
+/** Both, as the CLI prints them: "3 min ago (2026-12-07 03:47:12 UTC)". */
+export function formatMoment(at: number | null | undefined, now: number): string {
+  if (at === null || at === undefined) return "—";
+  return `${formatRelative(at, now)} (${formatTime(at)})`;
 }
 
 export function formatBytes(n: number): string {

@@ -7,6 +7,7 @@
 
 mod args;
 mod print;
+mod when;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -8,6 +8,8 @@ use a2_studio_api::{
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::when::{absolute, duration, moment, now_ms, relative};
+
 pub struct Out {
     pub json: bool,
 }
@@ -49,28 +51,17 @@ fn json_fields<T: Serialize>(items: &[T], fields: &[&str]) -> Value {
 /// mean no server is refreshing them.
 fn totals_origin(overview: &TotalsSnapshot) -> String {
     let age_s = (now_ms() - overview.computed_at).max(0) / 1_000;
+    let kept = relative(overview.computed_at, now_ms());
     match overview.origin {
         TotalsOrigin::Live => "totals computed now".to_owned(),
         TotalsOrigin::Missing => {
             "no totals are kept in this store: --live computes them (a pass over every cursor of the store)".to_owned()
         }
         TotalsOrigin::Kept if age_s > 30 => {
-            format!("totals kept {age_s} s ago: no server is refreshing them (--live computes them now)")
+            format!("totals kept {kept}: no server is refreshing them (--live computes them now)")
         }
-        TotalsOrigin::Kept => format!("totals kept {age_s} s ago"),
+        TotalsOrigin::Kept => format!("totals kept {kept}"),
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// Epoch milliseconds as a UTC date-time a person reads: `2026-12-03 22:41:04Z`.
-pub fn date_time(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map_or_else(|| ms.to_string(), |t| t.format("%Y-%m-%d %H:%M:%SZ").to_string())
 }
 
 fn opt<T: ToString>(value: &Option<T>) -> String {
@@ -104,6 +95,7 @@ impl Out {
         if self.emit(page) {
             return;
         }
+        let now = now_ms();
         let rows = page
             .items
             .iter()
@@ -114,11 +106,11 @@ impl Out {
                     s.clear_index.to_string(),
                     s.lag.to_string(),
                     s.dead_letters.to_string(),
-                    s.updated_at.to_string(),
+                    moment(s.updated_at, now),
                 ]
             })
             .collect();
-        table(&["session", "head", "cleared", "lag", "dead", "updated_at"], rows);
+        table(&["session", "head", "cleared", "lag", "dead", "updated"], rows);
         if let Some(next) = &page.next {
             println!("next page: --after {next}");
         }
@@ -220,10 +212,11 @@ impl Out {
                 Some(Serving::Undeclared) => "undeclared".to_owned(),
                 None => "?".to_owned(),
             };
+            let now = now_ms();
             let paused = |t: &ConsumerTotal| {
                 pause(t).map_or_else(
                     || "-".to_owned(),
-                    |p| format!("paused by {} at {}: {}", p.actor, date_time(p.paused_at), p.reason),
+                    |p| format!("paused by {} {}: {}", p.actor, moment(p.paused_at, now), p.reason),
                 )
             };
             let rows = totals
@@ -248,6 +241,7 @@ impl Out {
 
     pub fn leased_heads(&self, heads: &[LeasedHead]) {
         if !self.emit(&heads) {
+            let now = now_ms();
             let rows = heads
                 .iter()
                 .map(|h| {
@@ -258,7 +252,7 @@ impl Out {
                         opt(&h.lane),
                         h.index.to_string(),
                         h.attempt.to_string(),
-                        date_time(h.lease_expires_at),
+                        moment(h.lease_expires_at, now),
                     ]
                 })
                 .collect();
@@ -282,8 +276,8 @@ impl Out {
                         s.info.version.clone(),
                         consumers.join(","),
                         s.info.max_running.to_string(),
-                        date_time(s.info.started_at),
-                        format!("{} ({} s ago)", date_time(s.last_seen), (now - s.last_seen).max(0) / 1_000),
+                        moment(s.info.started_at, now),
+                        moment(s.last_seen, now),
                         match (p.live, p.leads_upkeep) {
                             (true, true) => "live, leads upkeep".to_owned(),
                             (true, false) => "live".to_owned(),
@@ -302,11 +296,8 @@ impl Out {
     pub fn timers(&self, timers: &[TimerView]) {
         if !self.emit(&timers) {
             let due = |t: &TimerView| {
-                let when = if t.due_in_ms >= 0 {
-                    format!("in {} s", t.due_in_ms / 1_000)
-                } else {
-                    format!("{} s ago", -t.due_in_ms / 1_000)
-                };
+                // Measured from the read's own clock, which `due_in_ms` was taken against.
+                let when = moment(t.due_at, t.due_at.saturating_sub(t.due_in_ms));
                 if t.overdue {
                     format!("{when} OVERDUE")
                 } else {
@@ -346,8 +337,8 @@ impl Out {
                         c.field.clone(),
                         c.value.clone(),
                         c.seen.to_string(),
-                        format!("{} s ago", c.age_ms / 1_000),
-                        format!("in {} s", c.expires_in_ms / 1_000),
+                        moment(c.at, c.at.saturating_add(c.age_ms)),
+                        moment(c.expires_at, c.expires_at.saturating_sub(c.expires_in_ms)),
                     ]
                 })
                 .collect();
@@ -377,6 +368,7 @@ impl Out {
         if self.emit(page) {
             return;
         }
+        let now = now_ms();
         let rows = page
             .items
             .iter()
@@ -388,11 +380,12 @@ impl Out {
                     d.index.to_string(),
                     d.event_type.clone(),
                     d.failure_count.to_string(),
+                    moment(d.failed_at, now),
                     opt(&d.last_error),
                 ]
             })
             .collect();
-        table(&["contract", "session", "consumer", "index", "type", "failures", "last_error"], rows);
+        table(&["contract", "session", "consumer", "index", "type", "failures", "dead since", "last_error"], rows);
         if let Some(next) = &page.next {
             println!("next page: --after '{}'", serde_json::to_string(next).unwrap_or_default());
         }
@@ -419,7 +412,8 @@ impl Out {
         if self.emit(page) {
             return;
         }
-        table(ATTEMPT_COLUMNS, page.items.iter().map(attempt_row).collect());
+        let now = now_ms();
+        table(ATTEMPT_COLUMNS, page.items.iter().map(|a| attempt_row(a, now)).collect());
         if let Some(next) = &page.next {
             println!("next page: --after '{}'", serde_json::to_string(next).unwrap_or_default());
         }
@@ -435,7 +429,7 @@ impl Out {
                 vec![
                     r.contract.clone(),
                     r.consumer.clone(),
-                    date_time(r.bucket_start),
+                    absolute(r.bucket_start),
                     r.completed.to_string(),
                     r.failed.to_string(),
                 ]
@@ -446,7 +440,8 @@ impl Out {
 
     pub fn timeline(&self, attempts: &[Attempt]) {
         if !self.emit(&attempts) {
-            table(ATTEMPT_COLUMNS, attempts.iter().map(attempt_row).collect());
+            let now = now_ms();
+            table(ATTEMPT_COLUMNS, attempts.iter().map(|a| attempt_row(a, now)).collect());
         }
     }
 
@@ -464,12 +459,13 @@ impl Out {
 
     pub fn audit(&self, records: &[AuditView]) {
         if !self.emit(&json_fields(records, &["parameters", "outcome"])) {
+            let now = now_ms();
             let rows = records
                 .iter()
                 .map(|r| {
                     vec![
                         r.id.to_string(),
-                        date_time(r.at),
+                        moment(r.at, now),
                         r.user.clone(),
                         r.action.clone(),
                         opt(&r.session),
@@ -504,9 +500,9 @@ mod tests {
 }
 
 const ATTEMPT_COLUMNS: &[&str] =
-    &["consumer", "lane", "index", "attempt", "outcome", "holder", "ended_at", "ms", "appended", "error"];
+    &["consumer", "lane", "index", "attempt", "outcome", "holder", "ended", "took", "appended", "error"];
 
-fn attempt_row(a: &Attempt) -> Vec<String> {
+fn attempt_row(a: &Attempt, now: i64) -> Vec<String> {
     vec![
         a.consumer.clone(),
         opt(&a.lane),
@@ -514,8 +510,8 @@ fn attempt_row(a: &Attempt) -> Vec<String> {
         a.attempt.to_string(),
         a.outcome.name().to_owned(),
         opt(&a.holder),
-        date_time(a.ended_at),
-        opt(&a.started_at.map(|s| a.ended_at - s)),
+        moment(a.ended_at, now),
+        a.started_at.map_or_else(|| "-".to_owned(), |s| duration(a.ended_at.saturating_sub(s))),
         a.appended.len().to_string(),
         a.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("-").to_owned(),
     ]

@@ -6,7 +6,7 @@ import { useQuery } from "@tanstack/react-query";
 import type { Attempt } from "../bindings";
 import { commands } from "../commands";
 import { unwrap } from "../api";
-import { formatTime } from "../format";
+import { formatMoment, formatTime } from "../format";
 import { formatDuration } from "../timeline";
 import { CopyButton, ErrorBox, Empty } from "../ui";
 import { keys } from "../keys";
@@ -56,7 +56,7 @@ export function AttemptList({ contract, session, consumer, index }: { contract: 
                 <td className={OUTCOME_CLASS[a.outcome]}>{a.outcome}</td>
                 <td>{duration(a)}</td>
                 <td className="muted">{a.holder?.slice(0, 8) ?? "—"}</td>
-                <td>{formatTime(a.ended_at)}</td>
+                <td>{formatMoment(a.ended_at, attempts.dataUpdatedAt)}</td>
                 <td className="num">{a.appended.length || "—"}</td>
                 <td className="error-text">
                   {open === a.attempt ? <ErrorText text={a.error} /> : (a.error ?? "—").split("\n")[0].slice(0, 80)}

@@ -2,7 +2,7 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { commands } from "../commands";
 import { unwrap } from "../api";
-import { formatTime } from "../format";
+import { formatMoment } from "../format";
 import { ErrorBox, Empty } from "../ui";
 import { keys } from "../keys";
 
@@ -14,6 +14,7 @@ export function Audit() {
     getNextPageParam: (last) => (last.length === 100 ? last[last.length - 1].id : null),
   });
   const rows = pages.data?.pages.flat() ?? [];
+  const now = pages.dataUpdatedAt;
   return (
     <div className="page">
       <h1>Audit</h1>
@@ -32,7 +33,7 @@ export function Audit() {
         <tbody>
           {rows.map((r) => (
             <tr key={r.id} data-testid="audit-row">
-              <td>{formatTime(r.at)}</td>
+              <td>{formatMoment(r.at, now)}</td>
               <td>
                 {r.user}@{r.host}
               </td>

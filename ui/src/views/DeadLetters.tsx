@@ -8,7 +8,7 @@ import { commands } from "../commands";
 import { AttemptList, ErrorText } from "./Attempts";
 import { JsonView } from "../json";
 import { unwrap } from "../api";
-import { formatCount, formatTime } from "../format";
+import { formatCount, formatMoment, formatTime } from "../format";
 import { gate, type Gate } from "../gate";
 import { RedriveDialog, type Target } from "../actions";
 import { ActionButton, ConfirmDialog, ErrorBox, Empty, GateNote, useConnection } from "../ui";
@@ -171,7 +171,7 @@ export function DeadLetterTable({ contract, session }: { contract?: string; sess
                       {(d.last_error ?? "—").slice(0, 70)}
                     </button>
                   </td>
-                  <td>{formatTime(d.failed_at)}</td>
+                  <td>{formatMoment(d.failed_at, pages.dataUpdatedAt)}</td>
                   <td className="actions">
                     <ActionButton gate={redriveGate} testId="retry-one" onClick={() => setDialog({ targets: [target(d)], action: "retry" })}>
                       Retry

@@ -6,7 +6,7 @@ import { Fragment, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { commands } from "../commands";
 import { unwrap } from "../api";
-import { formatRelative, formatTime } from "../format";
+import { formatMoment } from "../format";
 import { keys } from "../keys";
 import { href } from "../route";
 import { Empty, ErrorBox } from "../ui";
@@ -66,8 +66,8 @@ export function Processes() {
                   ))}
                 </td>
                 <td className="num">{p.max_running}</td>
-                <td>{formatTime(p.started_at)}</td>
-                <td>{formatRelative(p.last_seen, now)}</td>
+                <td>{formatMoment(p.started_at, now)}</td>
+                <td>{formatMoment(p.last_seen, now)}</td>
                 <td className={p.live ? "" : "bad"} data-testid="process-state">
                   {p.live ? "live" : "gone"}
                   {p.leads_upkeep && (
@@ -126,7 +126,7 @@ function ProcessHeads({ id }: { id: string }) {
                 </td>
                 <td className="num">{h.index}</td>
                 <td className="num">{h.attempt}</td>
-                <td>{formatTime(h.lease_expires_at)}</td>
+                <td>{formatMoment(h.lease_expires_at, heads.dataUpdatedAt)}</td>
               </tr>
             ))}
           </tbody>

@@ -5,7 +5,7 @@ import { useQuery } from "@tanstack/react-query";
 import type { HeadView, SessionSummary } from "../bindings";
 import { commands } from "../commands";
 import { unwrap } from "../api";
-import { formatAge, formatBytes, formatLag, formatRelative, formatTime } from "../format";
+import { formatAge, formatBytes, formatLag, formatMoment, formatRelative, formatTime } from "../format";
 import { gate } from "../gate";
 import { href, type SessionTab } from "../route";
 import { ClearDialog, ConsumeDialog, CopyDialog, RedriveDialog } from "../actions";
@@ -50,7 +50,7 @@ export function Session({ contract, session, tab, index }: { contract: string; s
           <span>cleared through {s.clear_index || "—"}</span>
           <span className={s.lag ? "warn" : ""}>{formatLag(s.lag)}</span>
           <span className={s.dead_letters ? "bad" : ""}>{s.dead_letters} dead letters</span>
-          <span className="muted">last activity {formatTime(s.updated_at)}</span>
+          <span className="muted">last activity {formatMoment(s.updated_at, summary.dataUpdatedAt)}</span>
           <ActionButton gate={s.head > s.clear_index ? clearGate : { allowed: false, reason: "Nothing to clear." }} danger testId="clear-session" onClick={() => setClearing(true)}>
             Clear…
           </ActionButton>

@@ -5,7 +5,7 @@ import { useInfiniteQuery } from "@tanstack/react-query";
 import type { SessionSort } from "../bindings";
 import { commands } from "../commands";
 import { unwrap } from "../api";
-import { formatCount, formatLag, formatTime } from "../format";
+import { formatCount, formatLag, formatMoment } from "../format";
 import { go, href } from "../route";
 import { ErrorBox, Empty } from "../ui";
 import { keys } from "../keys";
@@ -85,7 +85,7 @@ export function Sessions({ contract }: { contract: string }) {
                 <td className="num">{s.clear_index || "—"}</td>
                 <td className={s.lag > 0 ? "warn" : "muted"}>{formatLag(s.lag)}</td>
                 <td className={`num ${s.dead_letters > 0 ? "bad" : ""}`}>{s.dead_letters}</td>
-                <td>{formatTime(s.updated_at)}</td>
+                <td>{formatMoment(s.updated_at, pages.dataUpdatedAt)}</td>
               </tr>
             );
           })}
