@@ -64,4 +64,70 @@ mod tests {
     fn the_shell_and_the_web_mode_serve_the_same_commands() {
         assert_eq!(NAMES, a2_studio_api::web::COMMANDS);
     }
+
+    /// `session_get` as the UI calls it: `commands.sessionGet(`.
+    fn ui_name(command: &str) -> String {
+        let mut words = command.split('_');
+        let first = words.next().unwrap_or_default().to_owned();
+        words.fold(first, |mut name, word| {
+            let mut chars = word.chars();
+            if let Some(c) = chars.next() {
+                name.push(c.to_ascii_uppercase());
+                name.extend(chars);
+            }
+            name
+        })
+    }
+
+    /// The UI's own sources (not the generated bindings, not its tests).
+    fn ui_sources(dir: &std::path::Path, into: &mut String) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+            if path.is_dir() {
+                if name != "test" {
+                    ui_sources(&path, into);
+                }
+            } else if (name.ends_with(".ts") || name.ends_with(".tsx"))
+                && !name.contains(".test.")
+                && name != "bindings.ts"
+            {
+                into.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+
+    /// The window may call the commands its UI calls and nothing more (a
+    /// script injected into it cannot grant roles, import sessions or seed
+    /// the demo: those are the CLI's), and only the main window is granted.
+    #[test]
+    fn tauri_capabilities_name_only_the_ui_commands() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(root.join("capabilities/default.json")).unwrap();
+        let capability: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(capability["windows"], serde_json::json!(["main"]), "the main window alone");
+        assert!(
+            capability.get("remote").is_none() && capability.get("webviews").is_none(),
+            "no remote page, no other webview"
+        );
+        let capabilities = std::fs::read_dir(root.join("capabilities")).unwrap().count();
+        assert_eq!(capabilities, 1, "one capability file: every grant is read here");
+        let granted: std::collections::BTreeSet<String> = capability["permissions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().expect("permissions by identifier, no scopes").to_owned())
+            .collect();
+        let mut ui = String::new();
+        ui_sources(&root.join("../ui/src"), &mut ui);
+        let called = |command: &str| {
+            let call = format!("commands.{}(", ui_name(command));
+            ui.contains(&call)
+        };
+        let mut wanted: std::collections::BTreeSet<String> =
+            NAMES.iter().filter(|c| called(c)).map(|c| format!("allow-{}", c.replace('_', "-"))).collect();
+        wanted.insert("dialog:allow-open".to_owned());
+        assert_eq!(granted, wanted, "the capability grants exactly the commands the UI calls, and the file dialog");
+        assert!(wanted.len() > 10 && wanted.len() < NAMES.len() + 1, "the scan found the UI's calls: {wanted:?}");
+    }
 }

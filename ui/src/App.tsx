@@ -2,7 +2,7 @@
 // warning), navigation, the palette, live refresh and the routed view.
 import { useEffect, useState, type ReactNode } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import type { ConnectionInfo, TlsView } from "./bindings";
+import type { ConnectionInfo, ReadOnlyProof, TlsView } from "./bindings";
 import { commands } from "./commands";
 import { unwrap } from "./api";
 import { gate } from "./gate";
@@ -31,6 +31,28 @@ const TLS_LABEL: Record<TlsView, string> = {
   encrypted: "TLS unverified",
   off: "TLS off",
 };
+/** How the store itself was proved to refuse writes, as the read-only badge says it. */
+const PROOF_LABEL: Record<ReadOnlyProof, string> = {
+  role: "role cannot write",
+  session_verified: "session verified",
+  read_only_transactions: "read-only transactions",
+  replica: "replica",
+  read_only_file: "file opened read-only",
+};
+
+const PROOF_TITLE: Record<ReadOnlyProof, string> = {
+  role: "the database role holds no write privilege on any A2 table, nor does any role it can SET ROLE to: Postgres refuses every write",
+  session_verified: "every connection was checked with SHOW transaction_read_only as it was made",
+  read_only_transactions: "through the pooler, every transaction begins READ ONLY, which no pooler can drop",
+  replica: "a hot standby refuses every write",
+  read_only_file: "the SQLite file was opened read-only",
+};
+
+function readOnlyTitle(proof: ReadOnlyProof[]): string {
+  if (proof.length === 0) return "Every action is refused by this app; the store proved nothing of its own";
+  return `Every action is refused, by this app and by the store: ${proof.map((p) => PROOF_TITLE[p]).join("; ")}`;
+}
+
 const TLS_TITLE: Record<TlsView, string> = {
   verified: "Encrypted; the server's certificate chains to a trusted CA and names this host (verify-full)",
   verified_ca_only:
@@ -145,8 +167,14 @@ export function App({ transport }: { transport: Transport }) {
           </span>
           {info.read_only ? (
             <>
-              <span className="badge ro" data-testid="read-only-badge" title="Every action is refused, by this app and by the store">
+              <span className="badge ro" data-testid="read-only-badge" title={readOnlyTitle(info.read_only_proof)}>
                 READ-ONLY
+                {info.read_only_proof.length > 0 && (
+                  <span className="proof" data-testid="read-only-proof">
+                    {" "}
+                    · {info.read_only_proof.map((p) => PROOF_LABEL[p]).join(", ")}
+                  </span>
+                )}
               </span>
               <OpenReadWrite info={info} onOpened={switchConnection} />
             </>

@@ -241,6 +241,8 @@ export type ConnectionInfo = {
 	role_can_write: boolean | null,
 	/**  Shown beside the read-only badge, e.g. a role that could write. */
 	warning: string | null,
+	/**  A read-only connection: how the store was proved to refuse writes (strongest first). */
+	read_only_proof: ReadOnlyProof[],
 	/**
 	 *  This process runs the demo contract's consumers (consume can run them),
 	 *  as the dev store and demo traffic ask.
@@ -724,6 +726,22 @@ export type ProfileSave = {
 	password: string | null,
 	read_only: boolean,
 };
+
+/**
+ *  One way a read-only connection was proved read-only, by the store
+ *  itself rather than by this app: what the Studio's badge says.
+ */
+export type ReadOnlyProof = 
+/**  The database role holds no write privilege on any A2 table (nor does any role it can act as). */
+"role" | 
+/**  Every connection was checked with `SHOW transaction_read_only` as it was made. */
+"session_verified" | 
+/**  Through a pooler: every transaction begins `READ ONLY`, which no pooler can drop. */
+"read_only_transactions" | 
+/**  A hot standby, which refuses every write. */
+"replica" | 
+/**  SQLite: the file was opened read-only. */
+"read_only_file";
 
 /**  Let a Postgres role read the open store and nothing more. */
 export type ReaderGrant = {

@@ -65,6 +65,22 @@ describe("the header's refresh state", () => {
   });
 });
 
+describe("the read-only badge", () => {
+  it("says how the store proved it refuses writes", async () => {
+    renderWith(connectionInfo({ kind: "postgres", read_only: true, role_can_write: false, read_only_proof: ["role", "session_verified"] }));
+    const badge = await screen.findByTestId("read-only-badge");
+    expect(screen.getByTestId("read-only-proof").textContent).toMatch(/role cannot write, session verified/);
+    expect(badge.getAttribute("title")).toMatch(/no write privilege.*SHOW transaction_read_only/);
+  });
+
+  it("says when only this app refuses", async () => {
+    renderWith(connectionInfo({ kind: "memory", read_only: true }));
+    const badge = await screen.findByTestId("read-only-badge");
+    expect(screen.queryByTestId("read-only-proof")).toBeNull();
+    expect(badge.getAttribute("title")).toMatch(/proved nothing/);
+  });
+});
+
 describe("a SQLite file opened read-only", () => {
   it("becomes read-write only when asked, after saying what that changes", async () => {
     const file = connectionInfo({ kind: "sqlite", url: "sqlite:/home/me/orders.sqlite", read_only: true });

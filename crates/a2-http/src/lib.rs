@@ -50,6 +50,12 @@ pub struct WireOptions {
     /// Streams open at once; one more is refused (503 `TOO_MANY_STREAMS`),
     /// so clients that connect and never read cannot hold memory without bound.
     pub max_streams: usize,
+    /// Streams one client (one peer IP address) may hold at once; one more
+    /// is refused (429 `TOO_MANY_STREAMS`), so one client cannot take all of
+    /// `max_streams` from the rest. The router learns a peer's address when
+    /// served with `into_make_service_with_connect_info::<SocketAddr>()` (as
+    /// `a2 serve-app` serves it); without that, only `max_streams` holds.
+    pub max_streams_per_client: usize,
     /// Events a stream reads from the store a page while it is behind the
     /// shared tail, and a presence stream always: what a stalled client holds.
     pub stream_page: u32,
@@ -79,6 +85,7 @@ impl Default for WireOptions {
             keep_alive: Duration::from_secs(15),
             body_limit: 1024 * 1024,
             max_streams: 4096,
+            max_streams_per_client: 64,
             stream_page: 16,
             ring_events: 4096,
             ring_chars: 8 * 1024 * 1024,
@@ -93,6 +100,8 @@ pub(crate) struct Wire {
     servers: BTreeMap<String, Server>,
     options: WireOptions,
     streams: Arc<tokio::sync::Semaphore>,
+    /// Streams open per peer address.
+    clients: Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>,
     hub: fanout::Hub,
 }
 
@@ -129,7 +138,8 @@ pub fn router_with(servers: impl IntoIterator<Item = Server>, options: WireOptio
         }
     }
     let streams = Arc::new(tokio::sync::Semaphore::new(options.max_streams.max(1)));
-    Ok(routes::routes(Arc::new(Wire { servers: by_contract, options, streams, hub: fanout::Hub::default() })))
+    let wire = Wire { servers: by_contract, options, streams, clients: Arc::default(), hub: fanout::Hub::default() };
+    Ok(routes::routes(Arc::new(wire)))
 }
 
 /// A small page that pushes to and follows a session of the demo contract

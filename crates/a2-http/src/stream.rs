@@ -7,14 +7,17 @@
 //! frame is taken only when the previous one was written, so a slow client
 //! costs a cursor or a small page, never a queue.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 
 use a2_engine::{A2Error, EventStream, FeedItem, PresenceFeed, Session};
-use axum::extract::{Query, State};
+use axum::extract::{ConnectInfo, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as Frame, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use futures_util::Stream;
 use tokio::sync::{watch, OwnedSemaphorePermit};
 
@@ -27,6 +30,7 @@ use crate::Wire;
 
 pub(crate) async fn stream(
     State(wire): State<Arc<Wire>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     path: SessionPath,
     headers: HeaderMap,
     Query(params): Params,
@@ -48,8 +52,12 @@ pub(crate) async fn stream(
     // As the seeds: a contract without presence fields has no presence plane, so
     // asking for it serves the events plane alone rather than refusing the stream.
     let presence = presence && server.contract().declares_presence();
-    // Held by the stream until its client goes: the cap on what idle clients hold.
-    let permit = wire.streams.clone().try_acquire_owned().map_err(|_| {
+    // Held by the stream until its client goes: the caps on what one client, and all idle ones, hold.
+    let client = match peer {
+        Some(Extension(ConnectInfo(addr))) => Some(ClientSlot::take(&wire, addr.ip())?),
+        None => None,
+    };
+    let total = wire.streams.clone().try_acquire_owned().map_err(|_| {
         let mut error = WireError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "TOO_MANY_STREAMS",
@@ -58,6 +66,7 @@ pub(crate) async fn stream(
         error.retryable = true;
         error
     })?;
+    let permit = StreamSlot { _total: total, _client: client };
     let page = wire.options.stream_page;
     let keep_alive = KeepAlive::new().interval(wire.options.keep_alive).text("ping");
     let response = if presence {
@@ -73,6 +82,50 @@ pub(crate) async fn stream(
     };
     // Buffering proxies (nginx) would hold frames back.
     Ok(with_header(response, "x-accel-buffering", "no"))
+}
+
+/// What an open stream holds until its client goes: a place among all
+/// streams, and one among its client's.
+struct StreamSlot {
+    _total: OwnedSemaphorePermit,
+    _client: Option<ClientSlot>,
+}
+
+/// One of a peer address's streams; given back on drop.
+struct ClientSlot {
+    clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
+
+impl ClientSlot {
+    fn take(wire: &Wire, ip: IpAddr) -> Result<Self, WireError> {
+        let mut clients = wire.clients.lock().unwrap_or_else(|p| p.into_inner());
+        let open = clients.entry(ip).or_insert(0);
+        let cap = wire.options.max_streams_per_client.max(1);
+        if *open >= cap {
+            let mut error = WireError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "TOO_MANY_STREAMS",
+                format!("one client follows at most {cap} streams at once here; close one first"),
+            );
+            error.retryable = true;
+            return Err(error);
+        }
+        *open += 1;
+        Ok(Self { clients: wire.clients.clone(), ip })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(open) = clients.get_mut(&self.ip) {
+            *open = open.saturating_sub(1);
+            if *open == 0 {
+                clients.remove(&self.ip);
+            }
+        }
+    }
 }
 
 fn event_frame(event: &a2_store::Event) -> Frame {
@@ -124,7 +177,7 @@ impl Follower {
     }
 }
 
-fn follower_frames(follower: Follower, permit: OwnedSemaphorePermit) -> impl Stream<Item = Result<Frame, Infallible>> {
+fn follower_frames(follower: Follower, permit: StreamSlot) -> impl Stream<Item = Result<Frame, Infallible>> {
     futures_util::stream::unfold(Some((follower, permit)), |state| async move {
         let (mut follower, permit) = state?;
         Some(match follower.next().await {
@@ -134,7 +187,7 @@ fn follower_frames(follower: Follower, permit: OwnedSemaphorePermit) -> impl Str
     })
 }
 
-fn feed_frames(feed: PresenceFeed, permit: OwnedSemaphorePermit) -> impl Stream<Item = Result<Frame, Infallible>> {
+fn feed_frames(feed: PresenceFeed, permit: StreamSlot) -> impl Stream<Item = Result<Frame, Infallible>> {
     futures_util::stream::unfold(Some((feed, permit)), |state| async move {
         let (mut feed, permit) = state?;
         let frame = match feed.next().await {

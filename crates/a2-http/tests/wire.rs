@@ -45,6 +45,7 @@ every_backend!(
     stream_without_presence_fields_serves_events,
     wire_refuses_a_foreign_host_header,
     push_bounds_ids_events_and_sizes,
+    one_client_cannot_take_every_stream,
 );
 
 async fn memory() -> Arc<dyn Store> {

@@ -56,19 +56,8 @@ pub(crate) async fn reader_role_grant(conn: &mut PgConnection, role: &str) -> Re
         Some(false) => {}
     }
     let (schema, tables) = a2_tables(conn).await?;
-    for table in &tables {
-        let writes: bool = sqlx::query_scalar("SELECT has_table_privilege($1, $2, 'INSERT,UPDATE,DELETE,TRUNCATE')")
-            .bind(role)
-            .bind(format!("{}.{}", quoted(&schema), quoted(table)))
-            .persistent(false)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(db_error)?;
-        if writes {
-            return Err(StoreError::invalid(format!(
-                "role {role:?} can already write {table}: it cannot be the reader"
-            )));
-        }
+    if let Some(refusal) = writer_within(conn, role, &schema).await? {
+        return Err(StoreError::invalid(refusal));
     }
     // A savepoint where the caller's transaction holds the connection (pooled), else a transaction.
     let mut tx = conn.begin().await.map_err(db_error)?;
@@ -77,6 +66,47 @@ pub(crate) async fn reader_role_grant(conn: &mut PgConnection, role: &str) -> Re
         simple(&mut tx, &format!("GRANT SELECT ON {}.{} TO {}", quoted(&schema), quoted(table), quoted(role))).await?;
     }
     tx.commit().await.map_err(db_error)
+}
+
+/// Every role `role` can act as: itself and each role it is a member of,
+/// directly or not, whether it inherits (`NOINHERIT` only means a `SET ROLE`
+/// first). Each one is checked: one that is a superuser, owns the schema or
+/// can write an A2 table makes `role` a writer.
+const WRITERS_WITHIN: &str = "\
+    WITH schema AS (SELECT n.oid, n.nspowner FROM pg_namespace n WHERE n.nspname = $2), \
+    tables AS (SELECT c.oid, c.relname FROM pg_class c, schema s WHERE c.relnamespace = s.oid AND c.relkind IN ('r', 'p') \
+        AND (c.relname LIKE 'a2\\_%' OR c.relname = '_sqlx_migrations')) \
+    SELECT r.rolname::text, \
+        CASE WHEN r.rolsuper OR r.rolbypassrls THEN 'is a superuser (or bypasses row security)' \
+             WHEN r.oid = (SELECT nspowner FROM schema) THEN 'owns the schema' \
+             ELSE 'can write ' || (SELECT min(t.relname)::text FROM tables t \
+                 WHERE has_table_privilege(r.oid, t.oid, 'INSERT,UPDATE,DELETE,TRUNCATE')) END, \
+        (SELECT o.rolname::text FROM pg_roles o WHERE o.oid = (SELECT nspowner FROM schema)) \
+    FROM pg_roles r \
+    WHERE pg_has_role($1, r.oid, 'MEMBER') \
+      AND (r.rolsuper OR r.rolbypassrls OR r.oid = (SELECT nspowner FROM schema) \
+           OR EXISTS (SELECT 1 FROM tables t WHERE has_table_privilege(r.oid, t.oid, 'INSERT,UPDATE,DELETE,TRUNCATE'))) \
+    ORDER BY r.rolname <> $1, 1 LIMIT 1";
+
+/// Why `role` cannot be the reader, if it can write by any role it may act
+/// as; the refusal names that role, what it can do, and who owns the schema.
+async fn writer_within(conn: &mut PgConnection, role: &str, schema: &str) -> Result<Option<String>, StoreError> {
+    let found: Option<(String, Option<String>, Option<String>)> = sqlx::query_as(WRITERS_WITHIN)
+        .bind(role)
+        .bind(schema)
+        .persistent(false)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    Ok(found.map(|(writer, what, owner)| {
+        let what = what.unwrap_or_else(|| "can write".into());
+        let owner = owner.map_or_else(String::new, |o| format!(" (schema {schema:?} is owned by {o:?})"));
+        if writer == role {
+            format!("role {role:?} {what}: it cannot be the reader{owner}")
+        } else {
+            format!("role {role:?} is a member of {writer:?}, which {what}: it cannot be the reader (NOINHERIT or not, SET ROLE reaches it){owner}")
+        }
+    }))
 }
 
 /// After a migration: every role that reads `a2_events` (and is not its

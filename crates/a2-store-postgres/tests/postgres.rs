@@ -315,6 +315,57 @@ async fn grant_reader_touches_only_a2_tables() {
     }
 }
 
+/// A role that can write through another one is no reader: a member of a
+/// writing role (with NOINHERIT too: `SET ROLE` reaches it) or of the schema's
+/// owner is refused, and the refusal names the role and the schema's owner.
+#[tokio::test]
+async fn grant_reader_refuses_a_role_that_inherits_writes() {
+    let schema = fresh_schema();
+    let writer = connect(&schema, Access::ReadWrite).await.unwrap_or_else(|e| panic!("{e}"));
+    let admin = admin().await;
+    let name = |what: &str| format!("a2_{what}_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+    let (group, owner, noinherit, inherit, owner_member, reader) =
+        (name("group"), name("owner"), name("noinh"), name("inh"), name("ownm"), name("reader"));
+    for sql in [
+        format!("CREATE ROLE {group} NOLOGIN"),
+        format!("CREATE ROLE {owner} NOLOGIN"),
+        format!("GRANT USAGE ON SCHEMA {schema} TO {group}"),
+        format!("GRANT UPDATE ON {schema}.a2_heads TO {group}"),
+        format!("CREATE ROLE {noinherit} LOGIN NOINHERIT"),
+        format!("GRANT {group} TO {noinherit}"),
+        format!("CREATE ROLE {inherit} LOGIN INHERIT"),
+        format!("GRANT {group} TO {inherit}"),
+        format!("ALTER SCHEMA {schema} OWNER TO {owner}"),
+        format!("CREATE ROLE {owner_member} LOGIN NOINHERIT"),
+        format!("GRANT {owner} TO {owner_member}"),
+        format!("CREATE ROLE {reader} LOGIN"),
+    ] {
+        sqlx::query(&sql).execute(&admin).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    let refusal = |role: String| {
+        let writer = &writer;
+        async move {
+            let error = writer.reader_role_grant(&role).await.expect_err("a writer is refused");
+            assert_eq!(error.code(), "INVALID_INPUT", "{error}");
+            error.to_string()
+        }
+    };
+    let message = refusal(noinherit.clone()).await;
+    assert!(message.contains(&group) && message.contains("a2_heads"), "names the role it writes by: {message}");
+    assert!(message.contains(&owner), "names the schema's owner: {message}");
+    let message = refusal(inherit.clone()).await;
+    assert!(message.contains("a2_heads"), "{message}");
+    let message = refusal(owner_member.clone()).await;
+    assert!(message.contains(&owner) && message.contains("owns the schema"), "{message}");
+    writer.reader_role_grant(&reader).await.unwrap_or_else(|e| panic!("a plain role may read: {e}"));
+    writer.close().await;
+    let _ = sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await;
+    for role in [reader, owner_member, inherit, noinherit, owner, group] {
+        let _ = sqlx::query(&format!("DROP OWNED BY {role}")).execute(&admin).await;
+        let _ = sqlx::query(&format!("DROP ROLE {role}")).execute(&admin).await;
+    }
+}
+
 /// A process that opens stores one after another (the bench's rounds, a
 /// Studio switching connections) must not keep each one's connections: the
 /// pools and the LISTEN connection close when the store is dropped.

@@ -35,7 +35,7 @@ pub async fn serve_app(
         .route("/", get(|| async { Html(a2_http::EXAMPLE_PAGE) }))
         .layer(axum::middleware::from_fn(move |request: Request, next: Next| local_only(port, request, next)));
     tokio::select! {
-        served = axum::serve(listener, app) => served.map_err(|e| ApiError::new(ErrorCode::Unavailable, e.to_string())),
+        served = axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()) => served.map_err(|e| ApiError::new(ErrorCode::Unavailable, e.to_string())),
         () = shutdown => Ok(()),
     }
 }

@@ -173,6 +173,52 @@ fn target(url: &str) -> Vec<(String, String)> {
     parts
 }
 
+/// What a URL's TLS promises, as libpq ranks `sslmode` (disable 0 … verify-full 5),
+/// with the root a verifying mode trusts. An unnamed mode is what a connection
+/// gets: verify-full to another machine, prefer to this one (as the Postgres store
+/// connects). Not a Postgres URL: nothing to rank.
+fn tls_level(url: &str) -> (u8, Option<String>) {
+    let Ok(parsed) = url::Url::parse(url) else { return (0, None) };
+    if !matches!(parsed.scheme(), "postgres" | "postgresql") {
+        return (0, None);
+    }
+    let mut host = parsed.host_str().unwrap_or("").to_ascii_lowercase();
+    let (mut mode, mut root) = (None, None);
+    for (key, value) in parsed.query_pairs() {
+        match key.as_ref() {
+            "sslmode" => mode = Some(value.to_ascii_lowercase()),
+            "sslrootcert" => root = Some(value.into_owned()),
+            "host" => host = value.to_ascii_lowercase(),
+            _ => {}
+        }
+    }
+    let local = host.is_empty()
+        || host.starts_with('/')
+        || host == "localhost"
+        || host.starts_with("127.")
+        || host.trim_matches(['[', ']']) == "::1";
+    let rank = match mode.as_deref() {
+        Some("disable") => 0,
+        Some("allow") => 1,
+        Some("prefer") => 2,
+        Some("require") => 3,
+        Some("verify-ca") => 4,
+        Some("verify-full") => 5,
+        // A mode libpq does not know fails to connect; rank it weakest, so no password follows it.
+        Some(_) => 0,
+        None if local => 2,
+        None => 5,
+    };
+    (rank, root.filter(|_| rank >= 4))
+}
+
+/// Whether a password saved under `before`'s TLS may go out under `after`'s:
+/// never over weaker TLS, nor verified against another root.
+fn tls_holds(before: &str, after: &str) -> bool {
+    let ((was, was_root), (now, now_root)) = (tls_level(before), tls_level(after));
+    now >= was && (was < 4 || was_root == now_root)
+}
+
 fn keychain(name: &str) -> Result<keyring::Entry, ApiError> {
     keyring::Entry::new(KEYCHAIN_SERVICE, name).map_err(keychain_error)
 }
@@ -267,17 +313,16 @@ impl Profiles {
         let _guard = self.lock.lock().map_err(|_| ApiError::new(ErrorCode::Internal, "profile lock poisoned"))?;
         let mut book = self.read()?;
         let before = book.profiles.iter().find(|p| p.name == name && p.has_password);
-        // A saved password belongs to the server it was saved for: re-pointed
-        // at another host, port, user or database, the profile forgets it
-        // rather than send it there.
-        let same_target = before.is_some_and(|p| target(&p.url) == target(&url));
-        if before.is_some() && !same_target && password.is_none() {
+        // A saved password belongs to the server it was saved for, over the TLS
+        // it was saved with: re-pointed at another host, port, user or database,
+        // or asked to travel over weaker TLS, the profile forgets it rather than send it.
+        let kept_password = before.is_some_and(|p| target(&p.url) == target(&url) && tls_holds(&p.url, &url));
+        if before.is_some() && !kept_password && password.is_none() {
             match keychain(name)?.delete_credential() {
                 Ok(()) | Err(keyring::Error::NoEntry) => {}
                 Err(e) => return Err(keychain_error(e)),
             }
         }
-        let kept_password = same_target;
         book.profiles.retain(|p| p.name != name);
         let profile = Profile {
             name: name.to_owned(),
@@ -396,6 +441,58 @@ mod tests {
         let moved = profiles.save(&name, "postgres://ops@other.example.com/app", Some("fresh".into()), true).unwrap();
         assert!(moved.has_password);
         assert_eq!(profiles.resolve(&name).unwrap().password.as_deref(), Some("fresh"));
+        let _ = profiles.delete(&name);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Re-saving a profile with weaker TLS (or another root to verify
+    /// against) forgets its password; stronger TLS keeps it.
+    #[test]
+    fn profile_password_dropped_when_tls_is_weakened() {
+        prepare_keychain();
+        let dir = std::env::temp_dir().join(format!("a2-profiles-tls-{}", std::process::id()));
+        let profiles = Profiles::new(&dir);
+        let name = format!("tls-{}", std::process::id());
+        let cases = [
+            (
+                "postgres://ops:pw@db.example.com/app?sslmode=verify-full",
+                "postgres://ops@db.example.com/app?sslmode=disable",
+            ),
+            (
+                "postgres://ops:pw@db.example.com/app?sslmode=verify-full",
+                "postgres://ops@db.example.com/app?sslmode=require",
+            ),
+            ("postgres://ops:pw@db.example.com/app", "postgres://ops@db.example.com/app?sslmode=prefer"),
+            ("postgres://ops:pw@db.example.com/app?sslmode=require", "postgres://ops@db.example.com/app?sslmode=allow"),
+            (
+                "postgres://ops:pw@db.example.com/app?sslmode=verify-full&sslrootcert=/etc/a.pem",
+                "postgres://ops@db.example.com/app?sslmode=verify-full&sslrootcert=/tmp/b.pem",
+            ),
+            ("postgres://ops:pw@localhost/app", "postgres://ops@localhost/app?sslmode=disable"),
+            (
+                "postgres://ops:pw@db.example.com/app?sslmode=require",
+                "postgres://ops@db.example.com/app?sslmode=verify-fulll",
+            ),
+        ];
+        for (saved, weaker) in cases {
+            profiles.save(&name, saved, None, true).unwrap();
+            let weakened = profiles.save(&name, weaker, None, true).unwrap();
+            assert!(!weakened.has_password, "{saved} -> {weaker}: the password stayed");
+            assert_eq!(profiles.resolve(&name).unwrap().password, None, "{weaker}: nothing is sent over it");
+        }
+        for (saved, stronger) in [
+            (
+                "postgres://ops:pw@db.example.com/app?sslmode=require",
+                "postgres://ops@db.example.com/app?sslmode=verify-full",
+            ),
+            ("postgres://ops:pw@db.example.com/app?sslmode=verify-full", "postgres://ops@db.example.com/app"),
+            ("postgres://ops:pw@localhost/app?sslmode=disable", "postgres://ops@localhost/app"),
+        ] {
+            profiles.save(&name, saved, None, true).unwrap();
+            let kept = profiles.save(&name, stronger, None, true).unwrap();
+            assert!(kept.has_password, "{saved} -> {stronger}: as strong or stronger keeps the password");
+            assert_eq!(profiles.resolve(&name).unwrap().password.as_deref(), Some("pw"));
+        }
         let _ = profiles.delete(&name);
         let _ = std::fs::remove_dir_all(dir);
     }

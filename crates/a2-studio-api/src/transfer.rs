@@ -118,59 +118,131 @@ impl Studio {
     }
 }
 
-/// A copy holds production data. A new file is made this user's alone by
-/// the SQLite store that creates it (0600, before SQLite opens it); an
-/// existing one and its `-wal` and `-shm` must be this user's plain files,
-/// made private before the copy goes in. A symbolic link is never followed
-/// (it could point the copy anywhere).
-fn private_file(path: &std::path::Path) -> Result<(), ApiError> {
-    for file in [path.to_path_buf(), sidecar(path, "-wal"), sidecar(path, "-shm")] {
-        make_private(&file)?;
-    }
-    Ok(())
-}
-
-/// `PATH` with `suffix` appended to its file name: SQLite's `-wal` and `-shm`.
-fn sidecar(path: &std::path::Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
-/// Make an existing file of this user's readable by this user alone; refuse
-/// one another user owns (their file, their data) or a symbolic link. A file
-/// that is not there is left to SQLite (which gives it the store's mode).
+/// A copy holds production data. Its folder must be a real folder (not a
+/// symbolic link) that only this user can write, so nobody can swap the
+/// file, its `-wal` or its `-shm` for a link between this check and
+/// SQLite's open. Each of them that exists is looked at through that folder's
+/// handle, never following a link (`openat`, `O_NOFOLLOW`): it must be this
+/// user's plain file, and is made private (0600) through its own handle. A
+/// new file is made private by the SQLite store that creates it.
 #[cfg(unix)]
-fn make_private(path: &std::path::Path) -> Result<(), ApiError> {
-    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(ApiError::invalid(format!("cannot read {}: {e}", path.display()))),
-    };
-    if !meta.file_type().is_file() {
+fn private_file(path: &std::path::Path) -> Result<(), ApiError> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let name =
+        path.file_name().ok_or_else(|| ApiError::invalid(format!("{} names no file to copy into", path.display())))?;
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let folder = Handle::open_folder(parent)?;
+    let stat = folder.stat(parent)?;
+    let (owner, mode) = (stat.st_uid, u32::from(stat.st_mode));
+    // SAFETY: geteuid and getegid take nothing and cannot fail.
+    let (me, my_group) = unsafe { (libc::geteuid(), libc::getegid()) };
+    // A folder its group may write is this user's alone only when the group is (a user private group).
+    let others_write = mode & 0o002 != 0 || (mode & 0o020 != 0 && stat.st_gid != my_group);
+    if owner != me || others_write {
         return Err(ApiError::invalid(format!(
-            "{} is not a plain file (a link, a folder …): a copy is written only to plain files",
-            path.display()
+            "{} is a folder {}: another user could put a link in the copy's place; copy into a folder of your own",
+            parent.display(),
+            if owner != me { format!("of another user's (uid {owner})") } else { "others can write".to_owned() }
         )));
     }
-    // SAFETY: geteuid takes nothing and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if meta.uid() != me {
-        return Err(ApiError::invalid(format!(
-            "{} belongs to another user (uid {}): a copy of production data goes only into a file of your own",
-            path.display(),
-            meta.uid()
-        )));
-    }
-    if meta.permissions().mode() & 0o077 != 0 {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| ApiError::invalid(format!("cannot make {} private: {e}", path.display())))?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file_name = name.as_bytes().to_vec();
+        file_name.extend_from_slice(suffix.as_bytes());
+        let shown = path.with_file_name(std::ffi::OsStr::from_bytes(&file_name));
+        let Some(file) = folder.open_within(&file_name, &shown)? else { continue };
+        file.make_private(&shown, me)?;
     }
     Ok(())
+}
+
+/// A file descriptor, closed on drop.
+#[cfg(unix)]
+struct Handle(std::os::fd::OwnedFd);
+
+#[cfg(unix)]
+impl Handle {
+    fn from_result(fd: libc::c_int) -> Result<Self, std::io::Error> {
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by open/openat and is owned by nobody else.
+        Ok(Self(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) }))
+    }
+
+    fn raw(&self) -> libc::c_int {
+        std::os::fd::AsRawFd::as_raw_fd(&self.0)
+    }
+
+    /// The folder itself, refused when it is a symbolic link.
+    fn open_folder(path: &std::path::Path) -> Result<Self, ApiError> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| ApiError::invalid(format!("{} holds a NUL byte", path.display())))?;
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: a valid C string and plain flags.
+        Self::from_result(unsafe { libc::open(c_path.as_ptr(), flags) }).map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) | Some(libc::ENOTDIR) => ApiError::invalid(format!(
+                "{} is a symbolic link (or not a folder): a copy is written only into a real folder",
+                path.display()
+            )),
+            _ => ApiError::invalid(format!("cannot open the folder {}: {e}", path.display())),
+        })
+    }
+
+    /// `name` in this folder, never through a link; `None` when it is not there.
+    fn open_within(&self, name: &[u8], shown: &std::path::Path) -> Result<Option<Self>, ApiError> {
+        let c_name = std::ffi::CString::new(name)
+            .map_err(|_| ApiError::invalid(format!("{} holds a NUL byte", shown.display())))?;
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+        // SAFETY: an open folder handle, a valid C string and plain flags.
+        match Self::from_result(unsafe { libc::openat(self.raw(), c_name.as_ptr(), flags) }) {
+            Ok(file) => Ok(Some(file)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => Err(ApiError::invalid(format!(
+                "{} is a symbolic link: a copy is written only to plain files",
+                shown.display()
+            ))),
+            Err(e) => Err(ApiError::invalid(format!("cannot open {}: {e}", shown.display()))),
+        }
+    }
+
+    fn stat(&self, shown: &std::path::Path) -> Result<libc::stat, ApiError> {
+        // SAFETY: an all-zero stat is a valid value for fstat to fill.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: an open handle and a stat to write into.
+        if unsafe { libc::fstat(self.raw(), &mut stat) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(ApiError::invalid(format!("cannot read {}: {e}", shown.display())));
+        }
+        Ok(stat)
+    }
+
+    /// This user's plain file, readable by this user alone (narrowed through this handle).
+    fn make_private(&self, shown: &std::path::Path, me: libc::uid_t) -> Result<(), ApiError> {
+        let stat = self.stat(shown)?;
+        if stat.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(ApiError::invalid(format!(
+                "{} is not a plain file (a folder, a device …): a copy is written only to plain files",
+                shown.display()
+            )));
+        }
+        if stat.st_uid != me {
+            return Err(ApiError::invalid(format!(
+                "{} belongs to another user (uid {}): a copy of production data goes only into a file of your own",
+                shown.display(),
+                stat.st_uid
+            )));
+        }
+        // SAFETY: an open handle of a plain file of this user's.
+        if stat.st_mode & 0o077 != 0 && unsafe { libc::fchmod(self.raw(), 0o600) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(ApiError::invalid(format!("cannot make {} private: {e}", shown.display())));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(not(unix))]
-fn make_private(_: &std::path::Path) -> Result<(), ApiError> {
+fn private_file(_: &std::path::Path) -> Result<(), ApiError> {
     Ok(())
 }

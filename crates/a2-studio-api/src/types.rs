@@ -66,6 +66,23 @@ pub enum TlsView {
     Verified,
 }
 
+/// One way a read-only connection was proved read-only, by the store
+/// itself rather than by this app: what the Studio's badge says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadOnlyProof {
+    /// The database role holds no write privilege on any A2 table (nor does any role it can act as).
+    Role,
+    /// Every connection was checked with `SHOW transaction_read_only` as it was made.
+    SessionVerified,
+    /// Through a pooler: every transaction begins `READ ONLY`, which no pooler can drop.
+    ReadOnlyTransactions,
+    /// A hot standby, which refuses every write.
+    Replica,
+    /// SQLite: the file was opened read-only.
+    ReadOnlyFile,
+}
+
 /// The Postgres server a connection reaches, as a read-write switch names it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
 pub struct ServerView {
@@ -87,6 +104,8 @@ pub struct ConnectionInfo {
     pub role_can_write: Option<bool>,
     /// Shown beside the read-only badge, e.g. a role that could write.
     pub warning: Option<String>,
+    /// A read-only connection: how the store was proved to refuse writes (strongest first).
+    pub read_only_proof: Vec<ReadOnlyProof>,
     /// This process runs the demo contract's consumers (consume can run them),
     /// as the dev store and demo traffic ask.
     pub hosts_demo: bool,

@@ -75,6 +75,13 @@ async fn every_postgres_attach_opens_read_only_unless_asked_and_writing_names_th
 
     let plain = studio.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(plain.read_only, "Postgres on 127.0.0.1 is read-only by default too");
+    assert!(written.read_only_proof.is_empty(), "a read-write connection proves nothing read-only");
+    // The test's role is a superuser: the session setting, checked on each connection, is the proof.
+    assert_eq!(plain.read_only_proof, vec![ReadOnlyProof::SessionVerified], "{plain:?}");
+    let sqlite = format!("sqlite:{}", scratch().join("proof.sqlite").display());
+    studio.connection_open(open(&sqlite, Some(false))).await.unwrap_or_else(|e| panic!("{e}"));
+    let file = studio.connection_open(open(&sqlite, Some(true))).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.read_only_proof, vec![ReadOnlyProof::ReadOnlyFile], "{file:?}");
     let remote_by_query = format!("{url}&host=127.0.0.1");
     assert!(studio.connection_open(open(&remote_by_query, None)).await.unwrap_or_else(|e| panic!("{e}")).read_only);
     a2_test_support::drop_schema(&schema).await;
@@ -300,6 +307,47 @@ async fn the_studio_attaches_through_a_pooler_read_only_and_polls() {
     assert_eq!(refused.code, ErrorCode::ReadOnly, "{refused:?}");
     studio.connection_close(NoArgs {}).await.ok();
     a2_test_support::drop_database(&url).await;
+}
+
+/// A copy goes only into a real folder only this user can write: not
+/// through a folder that is a symbolic link, nor into one where another user
+/// could put a link in the copy's place before SQLite opens it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_refuses_a_symlinked_parent() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = scratch();
+    let url = seeded_sqlite(&dir).await;
+    let copy = |to: &std::path::Path| CopyRequest {
+        contract: "shop".into(),
+        session: "order-00002".into(),
+        as_session: None,
+        to: Some(to.display().to_string()),
+    };
+    let studio = Studio::new(&dir);
+    studio.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
+    let real = dir.join("real");
+    std::fs::create_dir_all(&real).unwrap_or_else(|e| panic!("{e}"));
+    let linked = dir.join("linked");
+    std::os::unix::fs::symlink(&real, &linked).unwrap_or_else(|e| panic!("{e}"));
+    let refused = studio.session_copy(copy(&linked.join("copy.sqlite"))).await.expect_err("a linked folder");
+    assert_eq!(refused.code, ErrorCode::InvalidInput, "{refused:?}");
+    assert!(refused.message.contains("symbolic link"), "{refused:?}");
+    assert!(!real.join("copy.sqlite").exists(), "nothing was written where the folder's link points");
+
+    let shared = dir.join("shared");
+    std::fs::create_dir_all(&shared).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap_or_else(|e| panic!("{e}"));
+    let refused = studio.session_copy(copy(&shared.join("copy.sqlite"))).await.expect_err("a folder others write");
+    assert_eq!(refused.code, ErrorCode::InvalidInput, "{refused:?}");
+    assert!(!shared.join("copy.sqlite").exists());
+
+    studio.session_copy(copy(&real.join("copy.sqlite"))).await.unwrap_or_else(|e| panic!("a real folder of mine: {e}"));
+    // A sidecar planted as a link is refused too (before SQLite would follow it).
+    let planted = real.join("again.sqlite-wal");
+    std::os::unix::fs::symlink(dir.join("elsewhere-wal"), &planted).unwrap_or_else(|e| panic!("{e}"));
+    let refused = studio.session_copy(copy(&real.join("again.sqlite"))).await.expect_err("a linked -wal");
+    assert_eq!(refused.code, ErrorCode::InvalidInput, "{refused:?}");
+    assert!(!dir.join("elsewhere-wal").exists());
 }
 
 /// A copy of a session is this user's alone (0600), never follows a

@@ -47,6 +47,7 @@ export function connectionInfo(overrides: Partial<ConnectionInfo> = {}): Connect
     read_only: false,
     role_can_write: null,
     warning: null,
+    read_only_proof: [],
     hosts_demo: false,
     live: false,
     tls: null,

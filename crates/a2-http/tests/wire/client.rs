@@ -109,8 +109,26 @@ pub struct Sse {
 
 impl Sse {
     pub async fn open(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Sse {
+        Self::open_from(None, addr, path, headers).await
+    }
+
+    /// [`Sse::open`] from a local address of the test's choosing (another
+    /// loopback address is another client).
+    pub async fn open_from(
+        from: Option<std::net::Ipv4Addr>,
+        addr: SocketAddr,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Sse {
         let open = async {
-            let mut socket = TcpStream::connect(addr).await.unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+            let mut socket = match from {
+                None => TcpStream::connect(addr).await.unwrap_or_else(|e| panic!("connect {addr}: {e}")),
+                Some(ip) => {
+                    let socket = tokio::net::TcpSocket::new_v4().unwrap_or_else(|e| panic!("socket: {e}"));
+                    socket.bind(SocketAddr::from((ip, 0))).unwrap_or_else(|e| panic!("bind {ip}: {e}"));
+                    socket.connect(addr).await.unwrap_or_else(|e| panic!("connect {addr} from {ip}: {e}"))
+                }
+            };
             socket.write_all(&request_text("GET", path, headers, b"")).await.unwrap_or_else(|e| panic!("write: {e}"));
             let mut reader = BufReader::new(socket);
             let mut head = String::new();
@@ -127,6 +145,14 @@ impl Sse {
             Sse { status, headers: head.to_ascii_lowercase(), reader }
         };
         tokio::time::timeout(PATIENCE, open).await.unwrap_or_else(|_| panic!("GET {path} did not answer"))
+    }
+
+    /// The rest of the response (a refusal's JSON body).
+    pub async fn body(&mut self) -> String {
+        let mut body = String::new();
+        let read = self.reader.read_to_string(&mut body);
+        tokio::time::timeout(PATIENCE, read).await.unwrap_or_else(|_| panic!("the body did not end")).ok();
+        body
     }
 
     /// The next frame (pings skipped), or `None` when the stream ended.

@@ -71,7 +71,8 @@ pub async fn serve_with(store: Arc<dyn Store>, options: a2_http::WireOptions) ->
     let router = a2_http::router_with([notes, plain], options).unwrap_or_else(|e| panic!("{e}"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("bind: {e}"));
     let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let served = router.into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, served).await });
     Served { addr, seen }
 }
 
@@ -439,6 +440,47 @@ pub async fn wire_refuses_a_foreign_host_header(store: Arc<dyn Store>) {
         assert_eq!(answer.status, 200, "{host} from {origin}: {}", answer.body);
     }
     assert_eq!(history_len(served.addr, NOTES).await, 2);
+}
+
+/// One client (a peer address) holds at most `max_streams_per_client`
+/// streams (429 `TOO_MANY_STREAMS`) while another client still gets one, up
+/// to `max_streams` in all (503); a client's place comes back when it goes.
+pub async fn one_client_cannot_take_every_stream(store: Arc<dyn Store>) {
+    use std::net::Ipv4Addr;
+    let options = a2_http::WireOptions {
+        max_streams: 3,
+        max_streams_per_client: 2,
+        // A gone client is noticed at its next ping's write.
+        keep_alive: std::time::Duration::from_millis(50),
+        ..a2_http::WireOptions::default()
+    };
+    let served = serve_with(store, options).await;
+    let path = format!("{NOTES}/stream");
+    let (one, other, third) = (Ipv4Addr::new(127, 0, 0, 1), Ipv4Addr::new(127, 0, 0, 2), Ipv4Addr::new(127, 0, 0, 3));
+    let first = Sse::open_from(Some(one), served.addr, &path, &[]).await;
+    let second = Sse::open_from(Some(one), served.addr, &path, &[]).await;
+    assert_eq!((first.status, second.status), (200, 200));
+    let mut refused = Sse::open_from(Some(one), served.addr, &path, &[]).await;
+    assert_eq!(refused.status, 429, "{}", refused.headers);
+    let body = refused.body().await;
+    assert!(body.contains("TOO_MANY_STREAMS") && body.contains("at most 2"), "{body}");
+    let elsewhere = Sse::open_from(Some(other), served.addr, &path, &[]).await;
+    assert_eq!(elsewhere.status, 200, "another client is not held up by the first");
+    let full = Sse::open_from(Some(third), served.addr, &path, &[]).await;
+    assert_eq!(full.status, 503, "three streams in all: {}", full.headers);
+    // The first client lets one go: its place (and the total's) comes back once the server notices.
+    drop(first);
+    let mut again = None;
+    for _ in 0..200 {
+        let tried = Sse::open_from(Some(one), served.addr, &path, &[]).await;
+        if tried.status == 200 {
+            again = Some(tried);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(again.is_some(), "a closed stream gives its client's place back");
+    drop((second, elsewhere, full));
 }
 
 /// What one client may ask is bounded, each bound with its typed refusal and

@@ -128,15 +128,32 @@ impl Studio {
             _ => None,
         };
         let server = attached.server.as_ref();
+        let pooled = server.is_some_and(|s| s.pooled);
+        let mut read_only_proof = Vec::new();
+        if read_only {
+            if attached.role_can_write == Some(false) {
+                read_only_proof.push(ReadOnlyProof::Role);
+            }
+            if replica {
+                read_only_proof.push(ReadOnlyProof::Replica);
+            }
+            match attached.kind {
+                StoreKind::Postgres if pooled => read_only_proof.push(ReadOnlyProof::ReadOnlyTransactions),
+                StoreKind::Postgres => read_only_proof.push(ReadOnlyProof::SessionVerified),
+                StoreKind::Sqlite => read_only_proof.push(ReadOnlyProof::ReadOnlyFile),
+                StoreKind::Memory => {}
+            }
+        }
         let info = ConnectionInfo {
             url: redact(&url),
             kind: attached.kind,
             read_only,
             role_can_write: attached.role_can_write,
             warning,
+            read_only_proof,
             hosts_demo,
             live: operator.changes().is_some(),
-            pooled: server.is_some_and(|s| s.pooled),
+            pooled,
             tls: server.map(|s| match s.tls {
                 a2_operator::model::TlsState::Off => TlsView::Off,
                 a2_operator::model::TlsState::Encrypted => TlsView::Encrypted,
