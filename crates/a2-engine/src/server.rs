@@ -344,8 +344,11 @@ impl Session {
     }
 
     /// Schedule `events` to be appended to this session when `timing` says;
-    /// returns the task's id. Scheduling the same name again is one task
-    /// (until a clear); the events are checked against the contract now.
+    /// returns the task's id. Scheduling the same name again is the same
+    /// task, whatever clears came between (as the seeds: outside a run the
+    /// id derives from the session and the name, at clear index 0; inside
+    /// one, `ctx.session.schedule` keys on the trigger and its clear index).
+    /// The events are checked against the contract now.
     pub async fn schedule(&self, name: &str, timing: Timing, events: Vec<AppendInput>) -> Result<String, A2Error> {
         self.background.ensure_started();
         self.core.schedule(&self.id, name, &timing, ScheduleWork::Append(events), None).await
