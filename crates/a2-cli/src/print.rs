@@ -50,8 +50,9 @@ fn json_fields<T: Serialize>(items: &[T], fields: &[&str]) -> Value {
 /// Which totals these are, and how old: kept ones older than half a minute
 /// mean no server is refreshing them.
 fn totals_origin(overview: &TotalsSnapshot) -> String {
-    let age_s = (now_ms() - overview.computed_at).max(0) / 1_000;
-    let kept = relative(overview.computed_at, now_ms());
+    let now = now_ms();
+    let age_s = (now - overview.computed_at).max(0) / 1_000;
+    let kept = relative(overview.computed_at, now);
     match overview.origin {
         TotalsOrigin::Live => "totals computed now".to_owned(),
         TotalsOrigin::Missing => {

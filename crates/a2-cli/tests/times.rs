@@ -1,8 +1,9 @@
 //! Every time a table prints is for a person: how far from now and when, in
 //! UTC; spans in two units. `--json` keeps the numbers.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use a2_store::*;
@@ -15,16 +16,8 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn ok(store: &str, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_a2"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env("A2_STUDIO_CONFIG_DIR", scratch("config"))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("running a2: {e}"));
-    let out = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(output.status.success(), "a2 {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    let (code, out, err) = common::a2_with_config(store, args, &scratch("config"));
+    assert_eq!(code, 0, "a2 {args:?}: {err}");
     out
 }
 

@@ -309,6 +309,16 @@ async fn the_studio_attaches_through_a_pooler_read_only_and_polls() {
     a2_test_support::drop_database(&url).await;
 }
 
+/// A copy of the seeded `order-00002` to `to`.
+fn copy(to: &std::path::Path) -> CopyRequest {
+    CopyRequest {
+        contract: "shop".into(),
+        session: "order-00002".into(),
+        as_session: None,
+        to: Some(to.display().to_string()),
+    }
+}
+
 /// A copy goes only into a real folder only this user can write: not
 /// through a folder that is a symbolic link, nor into one where another user
 /// could put a link in the copy's place before SQLite opens it.
@@ -317,12 +327,6 @@ async fn copy_refuses_a_symlinked_parent() {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = scratch();
     let url = seeded_sqlite(&dir).await;
-    let copy = |to: &std::path::Path| CopyRequest {
-        contract: "shop".into(),
-        session: "order-00002".into(),
-        as_session: None,
-        to: Some(to.display().to_string()),
-    };
     let studio = Studio::new(&dir);
     studio.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
     let real = dir.join("real");
@@ -358,12 +362,6 @@ async fn copies_are_private_and_only_new_files_under_a_read_only_ceiling() {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = scratch();
     let url = seeded_sqlite(&dir).await;
-    let copy = |to: &std::path::Path| CopyRequest {
-        contract: "shop".into(),
-        session: "order-00002".into(),
-        as_session: None,
-        to: Some(to.display().to_string()),
-    };
     let studio = Studio::new(&dir);
     studio.connection_open(open(&url, None)).await.unwrap_or_else(|e| panic!("{e}"));
     let target = dir.join("copies").join("copy.sqlite");
